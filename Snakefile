@@ -1,0 +1,23 @@
+# slrpipe — single-location regression with attention, from config to figures.
+#   data (teacher, SLR samples) → train (ERM, Flax) → theory (population, replica)
+#   → aggregate (results/slr.zarr) → figures (results/figures/)
+# Run: `snakemake --cores all` (config/config.yaml) or `snakemake --profile profiles/slurm`.
+
+# A config given with --configfile replaces the default instead of being merged into it.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/theory.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        FIGURES,

@@ -1,0 +1,52 @@
+"""ERM test error vs α against the population optimum of the same σ (model.md §4–§5)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .style import COLORS, LABELS, MARKERS, ordered, panels, save, setting_title
+
+LAM_FILL = {0: "full", 1: "none", 2: "left", 3: "bottom"}
+
+
+def mean_se(da, dim="seed"):
+    """Mean over seeds and its standard error (NaN-aware: failed runs are left out)."""
+    n = da.count(dim)
+    return da.mean(dim), da.std(dim, ddof=1) / np.sqrt(n.where(n > 0))
+
+
+def draw_erm(ax, erm, lam_styles=True, label_suffix=""):
+    """ERM markers (mean ± s.e. over seeds) for each σ and λ; returns the σ list drawn."""
+    sigmas = ordered(erm["sigma"].values)
+    lams = erm["lam"].values
+    for s in sigmas:
+        for i, lam in enumerate(lams):
+            m, se = mean_se(erm["test_error"].sel(sigma=s, lam=lam))
+            lab = f"ERM {LABELS.get(s, s)}" + (f", λ = {lam:g}" if len(lams) > 1 else "") + label_suffix
+            ax.errorbar(erm["alpha"].values, m.values, yerr=se.values, ls="none", marker=MARKERS.get(s, "o"),
+                        ms=4, capsize=2, color=COLORS.get(s), fillstyle=LAM_FILL.get(i % 4), label=lab)
+    return sigmas
+
+
+def plot(tree, experiments, out_stem):
+    fig, axes = panels(len(experiments), width=3.6, height=2.9)
+    for ax, name in zip(axes, experiments):
+        erm = tree[f"erm/{name}"].to_dataset()
+        pop = tree[f"population/at_{name}"].to_dataset()
+        sigmas = draw_erm(ax, erm)
+        if "test_error_pop" in erm:
+            for s in sigmas:
+                m, _ = mean_se(erm["test_error_pop"].sel(sigma=s).isel(lam=0))
+                ax.plot(erm["alpha"].values, m.values, ls="none", marker="x", ms=4, color=COLORS.get(s), alpha=0.7)
+            ax.plot([], [], ls="none", marker="x", color="grey", label="R(σ) at learned overlaps")
+        for s in sigmas:
+            ax.axhline(float(pop["risk"].sel(sigma=s).values[0]), color=COLORS.get(s), ls="--", lw=1,
+                       label=f"population optimum, {LABELS.get(s, s)}")
+        ax.axhline(float(pop["risk"].sel(sigma="bayes").values[0]), color="black", ls=":", lw=1, label="Bayes risk")
+        ax.set_xscale("log")
+        ax.set_xlabel("sample complexity α = n/D")
+        ax.set_ylabel("test error")
+        ax.set_title(setting_title(erm.attrs))
+    axes[0].legend(frameon=False, fontsize=6.5)
+    fig.tight_layout()
+    return save(fig, out_stem)

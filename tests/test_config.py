@@ -1,0 +1,73 @@
+"""Config validation: bad values fail at load time with one line naming the field and range."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import yaml
+
+from conftest import REPO, snakemake
+from slrpipe.workflow import ConfigError, fmt, plan, size, validate
+
+SMOKE = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+
+
+def _bad(mutator):
+    cfg = copy.deepcopy(SMOKE)
+    mutator(cfg)
+    return cfg
+
+
+BAD = {
+    "negative nu": (lambda c: c["population"]["spiked_L2"].update(nu=[-1.0]), "population.spiked_L2.nu[0]", "minimum of 0"),
+    "alpha zero": (lambda c: c["erm"]["spiked_L2"].update(alphas=[0.0, 2.0]), "erm.spiked_L2.alphas[0]", "minimum of 0"),
+    "unknown sigma": (lambda c: c["erm"]["spiked_L2"].update(sigmas=["relu"]), "erm.spiked_L2.sigmas[0]", "softmax"),
+    "L below 1": (lambda c: c["erm"]["spiked_L2"].update(L=0), "erm.spiked_L2.L", "minimum of 1"),
+    "missing key": (lambda c: c["erm"]["spiked_L2"].pop("seeds"), "erm.spiked_L2", "'seeds' is a required property"),
+    "spiked nu inf": (lambda c: c["erm"]["spiked_L2"].update(nu=math.inf), "erm.spiked_L2.nu", "max only"),
+    "unknown figure experiment": (lambda c: c["figures"].update(fig2=["nope"]), "figures.fig2", "not a population experiment"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_config_one_line(case):
+    mutate, field, allowed = BAD[case]
+    with pytest.raises(ConfigError) as info:
+        validate(_bad(mutate))
+    msg = str(info.value)
+    assert "\n" not in msg and field in msg and allowed in msg, msg
+
+
+def test_defaults_filled_and_plan():
+    cfg = validate(copy.deepcopy(SMOKE))
+    erm = cfg["erm"]["spiked_L2"]
+    assert erm["delta"] == 0.0 and erm["init"] == "informed" and erm["dtype"] == "float32"
+    p = plan(cfg)
+    # 2 alphas x 2 seeds datasets; x 2 sigmas x 1 lam ERM runs
+    assert len(p.data) == 4 and len(p.erm) == 8
+    assert all("/alpha2/" in k or "/alpha8/" in k for k in p.erm)
+    # the automatic population point at the ERM setting carries the Bayes risk
+    assert any(k.endswith("population/at_spiked_L2/bayes.nc") for k in p.population)
+
+
+def test_size_rule_and_formatting():
+    assert size({"D": None, "sqrt_nD": 1e4}, 4.0) == (5000, 20000)  # √(nD) = 10⁴ at α = 4
+    assert size({"D": 50, "sqrt_nD": 1e4}, 2.0) == (50, 100)
+    assert fmt(0.1) == "0.1" and fmt(math.inf) == "inf" and fmt(3) == "3" and fmt(1e-7) == "1e-07"
+
+
+def test_bad_config_cli_touches_nothing(workflow_dir):
+    """Through the snakemake CLI: exit non-zero, one error line, results/ untouched."""
+    results = workflow_dir / "results"
+    results.mkdir()
+    keep = results / "precious.nc"
+    keep.write_bytes(b"computed earlier")
+    bad = _bad(lambda c: c["erm"]["spiked_L2"].update(alphas=[-2.0]))
+    (workflow_dir / "config" / "bad.yaml").write_text(yaml.safe_dump(bad))
+    proc = snakemake(workflow_dir, "--cores", "1", "--configfile", "config/bad.yaml", check=False, timeout=120)
+    assert proc.returncode != 0
+    errors = [l for l in proc.stderr.splitlines() if "config error" in l]
+    assert errors == ["config error: erm.spiked_L2.alphas[0]: -2.0 is less than or equal to the minimum of 0"], proc.stderr
+    assert sorted(p.name for p in results.iterdir()) == ["precious.nc"] and keep.read_bytes() == b"computed earlier"

@@ -1,0 +1,27 @@
+"""Source fingerprints: a rule's fingerprint covers exactly the slrpipe modules its command imports."""
+
+from __future__ import annotations
+
+import shutil
+
+from slrpipe import fingerprint as fp
+
+
+def test_closure_follows_imports_and_excludes():
+    files = {p.name for p in fp.closure(["slrpipe.figures.fig3"])}
+    assert {"fig3.py", "erm_vs_population.py", "style.py", "__init__.py"} <= files
+    names = {str(p.relative_to(fp.ROOT)) for p in fp.closure(["slrpipe.results.aggregate"], exclude=["slrpipe.theory"])}
+    assert "io.py" in names and not any(n.startswith("theory/") for n in names)
+
+
+def test_fingerprint_changes_with_imported_source(tmp_path, monkeypatch):
+    pkg = tmp_path / "slrpipe"
+    shutil.copytree(fp.ROOT, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(fp, "ROOT", pkg)
+    fp._direct_imports.cache_clear()
+    before_fig, before_io = fp.fingerprint(["slrpipe.figures.fig3"]), fp.fingerprint(["slrpipe.io"])
+    with open(pkg / "figures" / "style.py", "a") as f:
+        f.write("\n# edited\n")
+    fp._direct_imports.cache_clear()
+    assert fp.fingerprint(["slrpipe.figures.fig3"]) != before_fig  # fig3 imports style
+    assert fp.fingerprint(["slrpipe.io"]) == before_io  # io does not

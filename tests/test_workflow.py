@@ -1,0 +1,93 @@
+"""End to end: the smoke config through the snakemake CLI, then the caching behaviour.
+
+One module-scoped run (about a minute on 2 cores) feeds every test here.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+
+from conftest import copy_workflow, snakemake
+
+pytestmark = pytest.mark.slow
+SMOKE = ["--cores", "2", "--configfile", "config/smoke.yaml"]
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory):
+    wd = copy_workflow(tmp_path_factory.mktemp("wf"))
+    snakemake(wd, *SMOKE)
+    return wd
+
+
+def planned_jobs(wd, *extra) -> dict[str, int]:
+    """{rule: count} of what a dry run would execute ({} when there is nothing to do)."""
+    out = snakemake(wd, *SMOKE, "-n", *extra).stdout
+    if "Nothing to be done" in out:
+        return {}
+    table = out.split("Job stats:", 1)[1]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
+
+
+def test_store_contents(done):
+    tree = xr.open_datatree(done / "results" / "slr.zarr", engine="zarr", consolidated=False)
+    pop = tree["population/spiked_L2"].to_dataset()
+    assert set(pop["sigma"].values) == {"bayes", "softmax", "linear"} and list(pop["nu"].values) == [0.5, 2.0]
+    assert not pop["risk"].isnull().any()
+    # Prop. 4.2 and §4: softmax attains the Bayes risk, linear does not (strictly, at ν > 0)
+    np.testing.assert_allclose(pop["risk"].sel(sigma="softmax"), pop["risk"].sel(sigma="bayes"), atol=1e-6)
+    assert (pop["risk"].sel(sigma="linear") > pop["risk"].sel(sigma="softmax") + 1e-3).all()
+    erm = tree["erm/spiked_L2"].to_dataset()
+    assert dict(erm.sizes) == {"sigma": 2, "lam": 1, "alpha": 2, "seed": 2}
+    for v in ("test_error", "train_loss", "m_k", "q_k", "m_v", "q_v"):
+        assert not erm[v].isnull().any(), v
+    assert "slrpipe_version" in tree.attrs and "config" in tree.attrs and "git_commit" in tree.attrs
+
+
+def test_figures_are_real_images(done):
+    import matplotlib.image as mpimg
+
+    for fig in ("fig2", "cor43", "erm_vs_population"):
+        png, pdf = done / "results" / "figures" / f"{fig}.png", done / "results" / "figures" / f"{fig}.pdf"
+        assert pdf.stat().st_size > 5_000 and pdf.read_bytes()[:4] == b"%PDF"
+        img = mpimg.imread(png)
+        assert img.shape[0] > 200 and img.shape[1] > 300
+        # not blank: a good share of non-white pixels and several distinct colours
+        rgb = img[..., :3].reshape(-1, 3)
+        assert (rgb.min(axis=1) < 0.9).mean() > 0.02 and len(np.unique((rgb * 255).astype(int), axis=0)) > 20
+
+
+def test_nothing_to_do_on_second_run(done):
+    assert planned_jobs(done) == {}
+
+
+def test_changing_one_alpha_reruns_only_its_jobs(done):
+    cfg = yaml.safe_load((done / "config" / "smoke.yaml").read_text())
+    cfg["erm"]["spiked_L2"]["alphas"] = [2.0, 4.0]  # 8.0 -> 4.0
+    path = done / "config" / "smoke_alpha.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
+    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1], re.M)}
+    jobs.pop("total")
+    # new α: 2 datasets (seeds), 2 σ × 2 seeds trainings, then aggregation and the ERM figure only
+    assert jobs == {"generate_data": 2, "train_erm": 4, "aggregate": 1, "fig_erm_vs_population": 1, "all": 1}, out
+    trained = re.findall(r"^\s*output: (results/erm/\S+)$", out, re.M)
+    assert len(trained) == 4 and all("/alpha4/" in t for t in trained), trained
+
+
+def test_touching_population_solver_reruns_population_only(done):
+    mod = done / "src" / "slrpipe" / "theory" / "population.py"
+    original = mod.read_text()
+    mod.write_text(original + "\n# an edit\n")
+    try:
+        jobs = planned_jobs(done)
+    finally:
+        mod.write_text(original)
+    assert "train_erm" not in jobs and "generate_data" not in jobs, jobs
+    assert jobs.get("population") == 6 and jobs.get("aggregate") == 1, jobs
+    assert planned_jobs(done) == {}  # restored source: nothing to do again

@@ -1,0 +1,76 @@
+# Helpers shared by all rules: config validation, the job tables, source fingerprints.
+import json
+import sys
+
+from slrpipe.fingerprint import fingerprint
+from slrpipe.workflow import ConfigError, plan, validate
+
+try:
+    validate(config, workflow.source_path("../schemas/config.schema.yaml"))
+    PLAN = plan(config, results="results")
+except ConfigError as err:  # one line, before any job exists
+    print(err, file=sys.stderr)
+    sys.exit(1)
+
+# Compute jobs are single-threaded: XLA and BLAS are pinned to the cores Snakemake gives them.
+THREAD_ENV = (
+    "XLA_FLAGS='--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={threads}' "
+    "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
+    "PYTHONUNBUFFERED=1"
+)
+
+# What each step imports; an edit there changes the fingerprint and reruns that step only.
+FINGERPRINT = {
+    "generate": fingerprint(["slrpipe.commands.generate"]),
+    # the train job records overlaps only; the population formula at the learned overlaps is
+    # evaluated at aggregation, so a theory edit never reruns training
+    "train": fingerprint(["slrpipe.commands.train"], exclude=["slrpipe.theory"]),
+    "population": fingerprint(["slrpipe.commands.population"]),
+    "replica": fingerprint(["slrpipe.commands.replica"]),
+}
+
+
+def job(table, prefix, key, suffix):
+    return table[f"{prefix}/{key}{suffix}"]
+
+
+def cli_args(d, keys):
+    """'--key value' for each key (underscores → dashes), lists comma-joined."""
+    out = []
+    for k in keys:
+        v = d[k]
+        if v is None:
+            continue
+        v = ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else v
+        out.append(f"--{k.replace('_', '-')} {v}")
+    return " ".join(out)
+
+
+def experiment_files(kind, names):
+    return [f for name in names for f in PLAN.members[(kind, name)]]
+
+
+def figure_uses(fig):
+    """Result files a figure draws from (through the store): a figure reruns when one changes."""
+    kind, names = FIGURE_INPUTS[fig]
+    files = experiment_files(kind, names)
+    if kind == "erm":  # the population optimum at each ERM setting
+        files += experiment_files("population", [f"at_{n}" for n in names])
+    if kind == "replica":  # the ERM markers drawn on each replica panel
+        linked = [config["replica"][n]["erm"] for n in names if config["replica"][n]["erm"]]
+        files += experiment_files("erm", linked)
+    return files
+
+
+FIGURE_INPUTS = {
+    "fig2": ("population", config["figures"]["fig2"]),
+    "cor43": ("population", config["figures"]["cor43"]),
+    "erm_vs_population": ("erm", config["figures"]["erm_vs_population"]),
+    "fig3": ("replica", config["figures"]["fig3"]),
+}
+FIGURES = [
+    f"results/figures/{fig}.{ext}"
+    for fig, (_, names) in FIGURE_INPUTS.items()
+    if names
+    for ext in ("pdf", "png")
+]

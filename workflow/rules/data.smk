@@ -1,0 +1,21 @@
+# Training sets as zarr stores, one per (setting, D, n, seed), shared by every σ and λ trained on it.
+# With store_data: false no store is written and training regenerates the same samples from the
+# recorded seeds (counter-based chunks), which is what the paper-size config does.
+
+
+rule generate_data:
+    output:
+        directory("results/data/{key}.zarr"),
+    params:
+        args=lambda wc: cli_args(
+            job(PLAN.data, "results/data", wc.key, ".zarr"),
+            ["model", "nu", "L", "delta", "D", "n", "teacher_seed", "data_seed"],
+        ),
+        fingerprint=FINGERPRINT["generate"],
+    log:
+        "results/logs/data/{key}.log",
+    benchmark:
+        "results/benchmarks/data/{key}.tsv"
+    threads: 1
+    shell:
+        f"{THREAD_ENV} slrpipe generate {{params.args}} --out {{output}} > {{log}} 2>&1"

@@ -1,0 +1,29 @@
+# Figures read only results/slr.zarr. The store is an ancient() input so that a figure reruns only
+# when the result files of *its* experiments change, not whenever any part of the store does.
+
+for _fig in FIGURE_INPUTS:
+
+    rule:
+        name:
+            f"fig_{_fig}"
+        input:
+            store=ancient("results/slr.zarr"),
+            uses=figure_uses(_fig),
+        output:
+            pdf=f"results/figures/{_fig}.pdf",
+            png=report(f"results/figures/{_fig}.png", caption=f"../report/{_fig}.rst", category="Figures"),
+        params:
+            fig=_fig,
+            experiments=",".join(FIGURE_INPUTS[_fig][1]),
+        log:
+            f"results/logs/figures/{_fig}.log",
+        shell:
+            "slrpipe figure {params.fig} --store {input.store} --experiments {params.experiments}"
+            " --out results/figures/{params.fig} > {log} 2>&1"
+
+
+localrules:
+    fig_fig2,
+    fig_cor43,
+    fig_erm_vs_population,
+    fig_fig3,

@@ -1,0 +1,44 @@
+# Theory: population sweeps over ν (one job per experiment and σ) and replica sweeps over α
+# (one job per setting, σ and λ, warm-started along α).
+
+
+rule population:
+    output:
+        "results/population/{exp}/{sigma}.nc",
+    params:
+        args=lambda wc, output: cli_args(
+            PLAN.population[output[0]], ["sigma", "model", "L", "delta"]
+        )
+        + " --nu-grid "
+        + ",".join(PLAN.population[output[0]]["nu"]),
+        fingerprint=FINGERPRINT["population"],
+    log:
+        "results/logs/population/{exp}/{sigma}.log",
+    benchmark:
+        "results/benchmarks/population/{exp}/{sigma}.tsv"
+    threads: 1
+    shell:
+        f"{THREAD_ENV} slrpipe population {{params.args}} --out {{output}} > {{log}} 2>&1"
+
+
+def _replica_args(wc, output):
+    j = PLAN.replica[output[0]]
+    keys = ["model", "nu", "L", "delta", "n_samples", "seed"]
+    if j["sigma"] == "bayes_optimal":
+        return cli_args(j, keys) + " --bayes-optimal --alpha-grid " + ",".join(j["alphas"])
+    return cli_args(j, keys + ["sigma"]) + f" --lam-grid {j['lam']} --alpha-grid " + ",".join(j["alphas"])
+
+
+rule replica:
+    output:
+        "results/replica/{key}.nc",
+    params:
+        args=_replica_args,
+        fingerprint=FINGERPRINT["replica"],
+    log:
+        "results/logs/replica/{key}.log",
+    benchmark:
+        "results/benchmarks/replica/{key}.tsv"
+    threads: 1
+    shell:
+        f"{THREAD_ENV} slrpipe replica {{params.args}} --out {{output}} > {{log}} 2>&1"

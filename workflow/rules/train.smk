@@ -12,7 +12,7 @@ def _erm_data(wc):
 
 def _erm_args(wc):
     j = _erm(wc)
-    common = ["sigma", "lam", "alpha", "init", "init_seed", "optimizer", "max_iter", "tol", "n_test", "test_seed", "dtype"]
+    common = ["sigma", "lam", "init", "init_seed", "optimizer", "max_iter", "tol", "n_test", "test_seed", "dtype"]
     if j["data_path"]:
         return cli_args(j, common) + f" --data {j['data_path']}"
     return cli_args(j, common + ["model", "nu", "L", "delta", "D", "n", "teacher_seed", "data_seed"])

@@ -20,7 +20,7 @@ def plot(tree, experiments, out_stem):
             r = node["risk"].sel(sigma=s).values[ok] - delta2  # excess risk over the noise floor Δ²
             kw = dict(color=COLORS.get(s), label=LABELS.get(s, s), marker="o", ms=2.5)
             if s == "bayes":
-                kw.update(ls="--", marker=None)
+                kw.update(ls="--", marker=None, zorder=5)
             ax_lin.semilogy(nu[ok], r, **kw)
             ax_log.loglog(nu[ok], r, **kw)
         if "linear" in node["sigma"].values:

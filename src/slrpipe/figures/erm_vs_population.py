@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import COLORS, LABELS, MARKERS, ordered, panels, save, setting_title
+from .style import COLORS, LABELS, log_alpha_axis, MARKERS, ordered, panels, save, setting_title
 
 LAM_FILL = {0: "full", 1: "none", 2: "left", 3: "bottom"}
 
@@ -43,8 +43,7 @@ def plot(tree, experiments, out_stem):
             ax.axhline(float(pop["risk"].sel(sigma=s).values[0]), color=COLORS.get(s), ls="--", lw=1,
                        label=f"population optimum, {LABELS.get(s, s)}")
         ax.axhline(float(pop["risk"].sel(sigma="bayes").values[0]), color="black", ls=":", lw=1, label="Bayes risk")
-        ax.set_xscale("log")
-        ax.set_xlabel("sample complexity α = n/D")
+        log_alpha_axis(ax)
         ax.set_ylabel("test error")
         ax.set_title(setting_title(erm.attrs))
     axes[0].legend(frameon=False, fontsize=6.5)

@@ -25,7 +25,7 @@ def draw_panel(ax, node, log_y=False):
         r = node["risk"].sel(sigma=s).values
         style = dict(color=COLORS.get(s), label=LABELS.get(s, s))
         if s == "bayes":
-            style.update(ls="--", lw=1.2)
+            style.update(ls="--", lw=1.2, zorder=5)
         ax.plot(x[~inf], r[~inf], **style)
         if inf.any():
             ax.plot(x[inf], r[inf], ls="none", marker="*", ms=7, color=COLORS.get(s))

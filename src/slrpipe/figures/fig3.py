@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from .erm_vs_population import draw_erm
-from .style import COLORS, LABELS, ordered, panels, save, setting_title
+from .style import COLORS, LABELS, log_alpha_axis, ordered, panels, save, setting_title
 
 LAM_STYLES = ["-", "--", "-.", ":"]
 
@@ -32,8 +32,7 @@ def plot(tree, experiments, out_stem, optimal_lam=False):
         erm_name = json.loads(rep.attrs.get("erm", "null"))
         if erm_name and f"erm/{erm_name}" in tree:
             draw_erm(ax, tree[f"erm/{erm_name}"].to_dataset())
-        ax.set_xscale("log")
-        ax.set_xlabel("sample complexity α = n/D")
+        log_alpha_axis(ax)
         ax.set_ylabel("test error")
         ax.set_title(setting_title(rep.attrs))
     axes[0].legend(frameon=False, fontsize=6.5)

@@ -46,6 +46,17 @@ def setting_title(attrs: dict) -> str:
     return ", ".join(parts)
 
 
+def log_alpha_axis(ax):
+    """Log-scaled α axis with plain-number tick labels (0.5, 1, 2, 5, …)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("sample complexity α = n/D")
+
+
 def panels(n: int, width=3.3, height=2.7):
     fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
     return fig, list(axes[0])

@@ -68,30 +68,31 @@ def erm_node(files, jobs: dict) -> xr.Dataset:
 
 def add_population_prediction(node: xr.Dataset, exp: dict) -> xr.Dataset:
     """``test_error_pop``: R(σ; learned Gram) from model.md §4 at each ERM run's learned overlaps."""
-    from slrpipe.theory.population import risk_gram
-    from slrpipe.workflow import L_arg
     from slrpipe.commands._common import parse_L
+    from slrpipe.data import SLRTask
+    from slrpipe.train.metrics import population_risk  # the same quasi-Monte Carlo rule as training
+    from slrpipe.workflow import L_arg
 
-    need = ["m_k", "q_k", "m_v", "q_v", "m_kv", "m_vk", "q_kv"]
+    need = ["m_k", "q_k", "m_v", "q_v", "k_vstar", "v_kstar", "k_v"]
     if any(v not in node for v in need):
         log.warning("ERM results lack %s: no population prediction at the learned overlaps", need)
         return node
-    L = parse_L(L_arg(exp["L"]))
+    task = SLRTask(exp["model"], float(exp["nu"]), parse_L(L_arg(exp["L"])), float(exp["delta"]), 2)
     pred = np.full(node["m_k"].shape, np.nan)
     for idx in np.ndindex(pred.shape):
         sel = {v: float(node[v].values[idx]) for v in need}
         if not np.isfinite(list(sel.values())).all():
             continue
-        # Gram of (k*, v*, k, v)/D: teacher orthonormal; m_kv = k·v*/D, m_vk = v·k*/D, q_kv = k·v/D
+        # Gram of (k*, v*, k, v)/D with the teacher orthonormal (k*·v* = 0, |k*|² = |v*|² = D)
         gram = np.array([
-            [1.0, 0.0, sel["m_k"], sel["m_vk"]],
-            [0.0, 1.0, sel["m_kv"], sel["m_v"]],
-            [sel["m_k"], sel["m_kv"], sel["q_k"], sel["q_kv"]],
-            [sel["m_vk"], sel["m_v"], sel["q_kv"], sel["q_v"]],
+            [1.0, 0.0, sel["m_k"], sel["v_kstar"]],
+            [0.0, 1.0, sel["k_vstar"], sel["m_v"]],
+            [sel["m_k"], sel["k_vstar"], sel["q_k"], sel["k_v"]],
+            [sel["v_kstar"], sel["m_v"], sel["k_v"], sel["q_v"]],
         ])
         sigma = str(node["sigma"].values[idx[0]])
         c = float(node["c"].values[idx]) if "c" in node and sigma == "erf" else 0.0
-        pred[idx] = risk_gram(sigma, exp["model"], float(exp["nu"]), L, float(exp["delta"]), gram, c=c)
+        pred[idx] = population_risk(sigma, task, gram, c)
     node["test_error_pop"] = (node["m_k"].dims, pred)
     node["test_error_pop"].attrs["description"] = "population risk R(σ; Gram) at the learned overlaps (model.md §4)"
     return node
@@ -128,14 +129,23 @@ def git_commit() -> str:
 
 def build_store(plan, config: dict, out, log=None) -> Path:
     """Aggregate every job of ``plan`` (a :class:`slrpipe.workflow.Plan`) into the zarr store ``out``."""
-    if log:
-        logging.basicConfig(filename=log, level=logging.INFO, force=True)
+    handler = logging.FileHandler(log) if log else logging.StreamHandler()
+    logger = logging.getLogger("slrpipe")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        return _build_store(plan, config, out)
+    finally:
+        logger.removeHandler(handler)
+
+
+def _build_store(plan, config: dict, out) -> Path:
     nodes = {}
     experiments = {**{f"population/{k}": v for k, v in config["population"].items()},
                    **{f"erm/{k}": v for k, v in config["erm"].items()},
                    **{f"replica/{k}": v for k, v in (config.get("replica") or {}).items()}}
     for (kind, name), files in plan.members.items():
-        logging.info("aggregating %s/%s from %d files", kind, name, len(files))
+        log.info("aggregating %s/%s from %d files", kind, name, len(files))
         if kind == "population":
             node = population_node(files)
         elif kind == "erm":
@@ -153,4 +163,8 @@ def build_store(plan, config: dict, out, log=None) -> Path:
 
 def open_store(path) -> xr.DataTree:
     """Open ``results/slr.zarr`` as an ``xarray.DataTree`` (loaded into memory)."""
-    return xr.open_datatree(path, engine="zarr", consolidated=False).load()
+    import warnings
+
+    with warnings.catch_warnings():  # Snakemake's .snakemake_timestamp marker inside directory outputs
+        warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
+        return xr.open_datatree(path, engine="zarr", consolidated=False).load()

@@ -55,10 +55,20 @@ def softplus(x, xp=np):
     return xp.maximum(x, 0.0) + xp.log1p(xp.exp(-xp.abs(x)))
 
 
+def log_softplus(x, xp=np):
+    """log softplus(x), finite for every x: below x = −30, log log1p(eˣ) = x − eˣ/2 + O(e²ˣ) ≈ x to
+    1e-13 relative (the log of the underflowed softplus would be −∞, and its gradient NaN)."""
+    small = x < -30.0
+    safe = xp.where(small, 0.0, x)  # keeps the unused branch finite, so gradients stay finite too
+    return xp.where(small, x, xp.log(softplus(safe, xp)))
+
+
 def softplus_norm(chi, mask=None, xp=np):
-    """σ_ℓ = softplus(χ_ℓ) / Σ_ℓ' softplus(χ_ℓ') over valid tokens. Shape (..., L)."""
-    s = _masked(softplus(chi, xp), mask, xp)
-    return s / xp.sum(s, axis=-1, keepdims=True)
+    """σ_ℓ = softplus(χ_ℓ) / Σ_ℓ' softplus(χ_ℓ') over valid tokens. Shape (..., L).
+
+    Computed as a softmax of log softplus(χ), so it stays finite when every softplus underflows
+    (large negative χ): there the weights tend to softmax(χ)."""
+    return softmax(log_softplus(chi, xp), mask, xp)
 
 
 def score(name, chi, mask=None, xp=np, c=0.0):

@@ -15,9 +15,11 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/theory.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/validate.smk"
 
 
 rule all:
     default_target: True
     input:
         FIGURES,
+        VALIDATION,

@@ -74,3 +74,10 @@ FIGURES = [
     if names
     for ext in ("pdf", "png")
 ]
+
+# The ERM-vs-replica check runs when some replica experiment names an ERM experiment.
+VALIDATION = (
+    ["results/validation.txt"]
+    if any(exp["erm"] for exp in config["replica"].values())
+    else []
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import COLORS, LABELS, log_alpha_axis, MARKERS, ordered, panels, save, setting_title
+from .style import COLORS, LABELS, legend_below, log_alpha_axis, MARKERS, ordered, panels, save, setting_title
 
 LAM_FILL = {0: "full", 1: "none", 2: "left", 3: "bottom"}
 
@@ -46,6 +46,5 @@ def plot(tree, experiments, out_stem):
         log_alpha_axis(ax)
         ax.set_ylabel("test error")
         ax.set_title(setting_title(erm.attrs))
-    axes[0].legend(frameon=False, fontsize=6.5)
-    fig.tight_layout()
+    legend_below(fig, axes)
     return save(fig, out_stem)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import COLORS, LABELS, ordered, panels, save, setting_title
+from .style import COLORS, LABELS, legend_below, ordered, panels, save, setting_title
 
 
 def nu_axis(nu: np.ndarray):
@@ -30,7 +30,7 @@ def draw_panel(ax, node, log_y=False):
         if inf.any():
             ax.plot(x[inf], r[inf], ls="none", marker="*", ms=7, color=COLORS.get(s))
     if inf.any():
-        ticks = [t for t in ax.get_xticks() if t <= x[~inf].max()]
+        ticks = [t for t in ax.get_xticks() if 0 <= t <= x[~inf].max()]
         ax.set_xticks(ticks + [x[inf][0]], [f"{t:g}" for t in ticks] + ["∞"])
         ax.axvline(x[~inf].max() + 0.5 * (x[inf][0] - x[~inf].max()), color="grey", lw=0.6, ls=":")
     ax.set_xlabel("signal strength ν")
@@ -46,5 +46,7 @@ def plot(tree, experiments, out_stem):
     fig, axes = panels(len(experiments))
     for ax, name in zip(axes, experiments):
         draw_panel(ax, tree[f"population/{name}"].to_dataset())
-    axes[0].legend(loc="best", frameon=False)
+    for ax in axes[1:]:
+        ax.set_ylabel("")
+    legend_below(fig, axes)
     return save(fig, out_stem)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from .erm_vs_population import draw_erm
-from .style import COLORS, LABELS, log_alpha_axis, ordered, panels, save, setting_title
+from .style import COLORS, LABELS, legend_below, log_alpha_axis, ordered, panels, save, setting_title
 
 LAM_STYLES = ["-", "--", "-.", ":"]
 
@@ -35,6 +35,5 @@ def plot(tree, experiments, out_stem, optimal_lam=False):
         log_alpha_axis(ax)
         ax.set_ylabel("test error")
         ax.set_title(setting_title(rep.attrs))
-    axes[0].legend(frameon=False, fontsize=6.5)
-    fig.tight_layout()
+    legend_below(fig, axes)
     return save(fig, out_stem)

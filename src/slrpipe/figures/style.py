@@ -75,3 +75,14 @@ def save(fig, out_stem) -> list[Path]:
         paths.append(final)
     plt.close(fig)
     return paths
+
+
+def legend_below(fig, axes):
+    """One legend for all panels, below them (entries de-duplicated by label)."""
+    seen = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    fig.tight_layout()
+    fig.legend(list(seen.values()), list(seen), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=min(4, len(seen)), frameon=False)

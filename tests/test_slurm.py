@@ -1,0 +1,364 @@
+"""``profiles/slurm`` against a real one-node Slurm (slurm-wlm 22.05 + munge) on localhost.
+
+What is shown, each by the scheduler's own records (``squeue --states=all`` keeps finished jobs
+for MinJobAge = 300 s; there is no slurmdbd, so no sacct):
+- every compute job of the workflow went through sbatch: each ``rule`` job in Snakemake's log has
+  a Slurm job id, that job is COMPLETED in Slurm, its comment names the same rule, and it ran in
+  the partition the profile asks for; local rules never reach Slurm;
+- a job killed with ``scancel`` while running is reported failed, its outputs are removed, the
+  other jobs finish (keep-going), and a rerun redoes only what was lost, leaving every file of
+  the first run byte-identical and untouched; a further run has nothing to do;
+- on a GPU-less node a GPU request is refused at submission (no hang), so the GPU requests are
+  overridden for the smoke run; with fake GPUs (``Gres=gpu:2``) the profile's unchanged GPU rule
+  lands in the GPU partition with ``CUDA_VISIBLE_DEVICES`` set.
+
+The production profile is used unchanged except for, written into a temporary profile:
+``slurm-status-command: squeue`` and ``slurm-init-seconds-before-status-checks: 8`` (no slurmdbd
+here; production keeps sacct), ``slurm-keep-successful-logs`` (to read the job logs) and, for the
+GPU-less node only, the GPU keys dropped from ``set-resources``. The node is declared to hold
+``NODE_SLOTS`` of the profile's largest requests (``SlurmdParameters=config_overrides``) so that
+the real requests are scheduled, side by side, on this small machine.
+
+Workflow: the real smoke workflow (``Snakefile`` + ``config/smoke.yaml``, run on a snapshot of
+the repository in a temp dir); ``SLRPIPE_SLURM_WORKFLOW=toy`` swaps in ``tests/slurm/toy`` to
+check the cluster and profile alone. The fake-GPU checks always use the toy, whose ``train_erm``
+writes ``$CUDA_VISIBLE_DEVICES`` into its output.
+
+Needs root and apt-get (CI: fresh Debian, as root); skipped with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[1]
+PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
+TOY = REPO / "tests" / "slurm" / "toy"
+SMOKE_CONFIG = REPO / "config" / "smoke.yaml"
+# "smoke" (default, CI): the real workflow with config/smoke.yaml; "toy": tests/slurm/toy, about a
+# minute, to check the cluster and the profile apart from the science code
+WORKFLOW = os.environ.get("SLRPIPE_SLURM_WORKFLOW", "smoke")
+# the plugin falls back from squeue to sacct unless MinJobAge >= 3 x init seconds (plugin 2.8)
+INIT_SECONDS = 4
+MIN_JOB_AGE = 300
+GPU_KEYS = ("gpu", "gpu_model", "gres")
+KILL_RULE = "train_erm"  # the rule of the job that is scancelled while it runs
+RUN_TIMEOUT = 300  # s for one snakemake run; a hang (e.g. a job that can never start) fails, not blocks
+# the node is declared to hold this many of the profile's largest jobs at once: the smoke jobs are
+# tiny, and running them side by side saves Slurm's polling rounds (wall time), not CPU
+NODE_SLOTS = 8
+
+
+def _load_cluster_module():
+    spec = importlib.util.spec_from_file_location("slrpipe_test_cluster", REPO / "tests" / "slurm" / "cluster.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+cluster_mod = _load_cluster_module()
+
+
+# --- profile helpers ---------------------------------------------------------------------------
+def load_profile() -> dict:
+    return yaml.safe_load(PROFILE.read_text())
+
+
+def _unquote(v) -> str:
+    return str(v).strip("'\"")
+
+
+def profile_partitions(profile: dict) -> dict[str, str]:
+    """rule name (or '*' for the default) -> partition the profile sends it to."""
+    out = {"*": _unquote(profile["default-resources"]["slurm_partition"])}
+    for rule, res in (profile.get("set-resources") or {}).items():
+        if "slurm_partition" in res:
+            out[rule] = _unquote(res["slurm_partition"])
+    return out
+
+
+def profile_node_size(profile: dict) -> tuple[int, int]:
+    """Largest number of cores (threads or cpus_per_task) and mem_mb any rule asks for."""
+    entries = [profile["default-resources"], *(profile.get("set-resources") or {}).values()]
+    cpus = [int(e.get("cpus_per_task", 1)) for e in entries] + [int(t) for t in (profile.get("set-threads") or {}).values()]
+    return max(cpus), max(int(e.get("mem_mb", 0)) for e in entries)
+
+
+def write_test_profile(dest: Path, *, gpus: bool, **extra) -> Path:
+    p = copy.deepcopy(load_profile())
+    p.update({k.replace("_", "-"): v for k, v in extra.items()})
+    p["slurm-status-command"] = "squeue"
+    p["slurm-init-seconds-before-status-checks"] = INIT_SECONDS
+    p["slurm-keep-successful-logs"] = True
+    if not gpus:  # a GPU-less node refuses GPU requests at submission
+        for res in [p["default-resources"], *(p.get("set-resources") or {}).values()]:
+            for k in GPU_KEYS:
+                res.pop(k, None)
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "config.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    return dest
+
+
+# --- running snakemake ---------------------------------------------------------------------------
+def snakemake(workdir: Path, profile: Path, *args: str, timeout: float = RUN_TIMEOUT, on_start=None):
+    """Run snakemake in ``workdir``; returns (returncode, combined output). ``on_start(proc,
+    deadline)`` is called while it runs (for scancel). On timeout: SIGINT (the plugin then
+    scancels its jobs), then SIGKILL, and the test fails with the log tail."""
+    cmd = [sys.executable, "-m", "snakemake", "--profile", str(profile), *args]
+    log = workdir / f"snakemake-{time.monotonic_ns()}.log"
+    env = dict(os.environ)
+    if (workdir / "src").is_dir():  # the snapshot, also for the jobs (sbatch --export=ALL)
+        env["PYTHONPATH"] = os.pathsep.join([str(workdir / "src"), *filter(None, [env.get("PYTHONPATH")])])
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=fh, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        try:
+            if on_start is not None:
+                on_start(proc, deadline)
+            rc = proc.wait(max(deadline - time.monotonic(), 0.1))
+        except BaseException as exc:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                pytest.fail(f"snakemake did not finish in {timeout} s:\n{log.read_text(errors='replace')[-4000:]}")
+            raise
+    return rc, log.read_text(errors="replace")
+
+
+def run_ok(workdir, profile, *args):
+    rc, out = snakemake(workdir, profile, *args)
+    assert rc == 0, f"snakemake failed ({rc}):\n{out[-6000:]}"
+    return out
+
+
+_JOB_BLOCK = re.compile(r"^(local)?rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)$", re.M)
+_SUBMITTED = re.compile(r"^Job (\d+) has been submitted with SLURM jobid (\d+)", re.M)
+
+
+def jobs_in_log(out: str) -> tuple[dict[int, str], dict[int, str]]:
+    """(compute jobs, local jobs) of one snakemake run: Snakemake job id -> rule."""
+    compute, local = {}, {}
+    for is_local, rule, jobid in _JOB_BLOCK.findall(out):
+        (local if is_local else compute)[int(jobid)] = rule
+    return compute, local
+
+
+def slurm_ids_in_log(out: str) -> dict[int, str]:
+    """Snakemake job id -> Slurm job id, from the plugin's submission lines."""
+    return {int(j): s for j, s in _SUBMITTED.findall(out)}
+
+
+def job_side_files(out: str) -> set[str]:
+    """log: and benchmark: files of the jobs in one snakemake run."""
+    files = set()
+    for line in re.findall(r"^    (?:log|benchmark): (.+)$", out, re.M):
+        files.update(f.strip() for f in line.split(" (check log")[0].split(","))
+    return files
+
+
+def tree_digest(root: Path) -> dict[str, tuple[str, int]]:
+    """relative path -> (sha256, mtime_ns) of every file under root."""
+    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def check_outputs_readable(results: Path):
+    """Every result file opens with the library that wrote it (no truncated netCDF / zarr)."""
+    import xarray as xr
+
+    for nc in results.rglob("*.nc"):
+        xr.load_dataset(nc)
+    for store in results.rglob("*.zarr"):
+        if store.is_dir():
+            xr.open_zarr(store, consolidated=False).load()
+
+
+# --- fixtures ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    t0 = time.monotonic()
+    try:
+        reason = cluster_mod.install()
+    except RuntimeError as exc:
+        pytest.fail(f"installing Slurm failed: {exc}")
+    if reason:
+        pytest.skip(reason)
+    t_install = time.monotonic() - t0
+    profile = load_profile()
+    cpus, mem = profile_node_size(profile)
+    cpus, mem = NODE_SLOTS * cpus, NODE_SLOTS * mem
+    c = cluster_mod.LocalSlurm(tmp_path_factory.mktemp("slurm-state"), gpus=0,
+                               partitions=list(dict.fromkeys(profile_partitions(profile).values())),
+                               cpus=cpus, memory_mb=mem, min_job_age=MIN_JOB_AGE)
+    t0 = time.monotonic()
+    c.start()
+    print(f"slurm: install {t_install:.1f} s, start {time.monotonic() - t0:.1f} s")
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def _copy_workflow(dest: Path) -> tuple[Path, list[str]]:
+    """Copy the workflow (and a snapshot of ``src/``, put first on PYTHONPATH by ``snakemake``)
+    into ``dest``; returns (dest, snakemake args). The snapshot keeps the runs consistent while
+    the repository is being edited (source fingerprints are part of the rules' params)."""
+    if WORKFLOW == "toy":
+        shutil.copy2(TOY / "Snakefile", dest / "Snakefile")
+        return dest, ["--config", "n_train=3", "slow_seconds=15"]
+    if not SMOKE_CONFIG.exists():
+        pytest.fail(f"{SMOKE_CONFIG} does not exist (set SLRPIPE_SLURM_WORKFLOW=toy to test the profile alone)")
+    for name in ("Snakefile", "workflow", "config", "src"):
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
+    return dest, ["--configfile", "config/smoke.yaml"]
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(cluster, tmp_path_factory):
+    """Run 1 with one running job scancelled, run 2 (rerun), run 3 (nothing to do)."""
+    work, args = _copy_workflow(tmp_path_factory.mktemp("smoke"))
+    profile = write_test_profile(tmp_path_factory.mktemp("profile-nogpu"), gpus=False)
+    expected = profile_partitions(load_profile())
+    killed = {}
+
+    def kill_one_running_job(proc, deadline):
+        # the GPU rule: the longest job, and the one whose loss costs most
+        while proc.poll() is None and time.monotonic() < deadline:
+            running = [j for j in cluster.jobs()
+                       if j["state"] == "RUNNING" and j["comment"].startswith(f"rule_{KILL_RULE}")]
+            if running:
+                subprocess.run([cluster_mod.which("scancel"), running[0]["id"]], check=True)
+                killed.update(running[0])
+                return
+            time.sleep(0.2)
+
+    t0 = time.monotonic()
+    rc1, out1 = snakemake(work, profile, *args, on_start=kill_one_running_job)
+    t1 = time.monotonic() - t0
+    assert "id" in killed, f"no running {KILL_RULE} job to scancel was seen:\n{out1[-4000:]}"
+    errors = re.findall(r"^Error in rule (\w+):", out1, re.M)
+    assert errors == [KILL_RULE], f"jobs other than the cancelled one failed: {errors}\n{out1[-6000:]}"
+    after_kill = tree_digest(work / "results")
+    t0 = time.monotonic()
+    out2 = run_ok(work, profile, *args)
+    t2 = time.monotonic() - t0
+    t0 = time.monotonic()
+    out3 = run_ok(work, profile, *args)
+    t3 = time.monotonic() - t0
+    print(f"smoke runs: {t1:.1f} s (scancel), {t2:.1f} s (rerun), {t3:.1f} s (nothing to do)")
+    return dict(work=work, rc1=rc1, out1=out1, out2=out2, out3=out3, killed=killed,
+                after_kill=after_kill, expected_partitions=expected, slurm_jobs=cluster.jobs())
+
+
+# --- tests -------------------------------------------------------------------------------------
+def test_every_compute_job_went_through_sbatch(smoke_runs):
+    jobs = {j["id"]: j for j in smoke_runs["slurm_jobs"]}
+    parts = smoke_runs["expected_partitions"]
+    profile = load_profile()
+    threads, resources = profile.get("set-threads") or {}, profile.get("set-resources") or {}
+    n_compute = 0
+    for out in (smoke_runs["out1"], smoke_runs["out2"]):
+        compute, local = jobs_in_log(out)
+        submitted = slurm_ids_in_log(out)
+        n_compute += len(compute)
+        assert not set(local) & set(submitted), "a local rule was submitted to Slurm"
+        for jobid, rule in compute.items():
+            assert jobid in submitted, f"compute job {jobid} ({rule}) has no Slurm job id in the log"
+            sj = jobs.get(submitted[jobid])
+            assert sj is not None, f"Slurm does not know job {submitted[jobid]} ({rule})"
+            assert sj["comment"].startswith(f"rule_{rule}"), (rule, sj)
+            assert sj["partition"] == parts.get(rule, parts["*"]), (rule, sj)
+            # the profile's one place for cores and memory is what Slurm allocated
+            if rule in threads:
+                assert int(sj["cpus"]) == int(threads[rule]), (rule, sj)
+            mem = resources.get(rule, {}).get("mem_mb", profile["default-resources"]["mem_mb"])
+            assert sj["min_memory"] == f"{int(mem)}M", (rule, sj)
+            want = "CANCELLED" if sj["id"] == smoke_runs["killed"]["id"] else "COMPLETED"
+            assert sj["state"] == want, (rule, sj)
+    assert n_compute > 0, "no compute job ran"
+
+
+def test_scancel_then_rerun_loses_nothing(smoke_runs):
+    work, killed = smoke_runs["work"], smoke_runs["killed"]
+    assert smoke_runs["rc1"] != 0, "the run with a cancelled job reported success"
+    assert re.search(rf"SLURM-job '{killed['id']}' failed, SLURM status is: 'CANCELLED'", smoke_runs["out1"])
+    compute2, _ = jobs_in_log(smoke_runs["out2"])
+    # the rerun redoes the cancelled job (and what depends on it), nothing that had finished
+    killed_rule = killed["comment"].removeprefix("rule_").split("_wildcards_")[0]
+    assert killed_rule in compute2.values(), (killed, compute2)
+    after = tree_digest(work / "results")
+    changed = {p for p, v in smoke_runs["after_kill"].items() if after.get(p) != v}
+    # a failed job's own log and benchmark files stay (Snakemake keeps them) and are rewritten
+    rewritten = {f.removeprefix("results/") for f in job_side_files(smoke_runs["out2"]) if f.startswith("results/")}
+    assert not changed - rewritten, f"files of the first run changed or vanished in the rerun: {sorted(changed - rewritten)}"
+    assert set(after) > set(smoke_runs["after_kill"]), "the rerun wrote nothing new"
+    check_outputs_readable(work / "results")
+
+
+def test_rerun_with_nothing_to_do(smoke_runs):
+    out3 = smoke_runs["out3"]
+    assert "Nothing to be done" in out3, out3[-3000:]
+    assert not slurm_ids_in_log(out3), "a run with nothing to do submitted jobs"
+
+
+def test_gpu_request_refused_on_gpu_less_node(cluster, tmp_path):
+    """The unmodified profile on a GPU-less node: sbatch refuses the GPU job, snakemake stops."""
+    if cluster.gpus:
+        cluster.restart(gpus=0)
+    shutil.copy2(TOY / "Snakefile", tmp_path / "Snakefile")
+    (tmp_path / "results" / "data").mkdir(parents=True)
+    (tmp_path / "results" / "data" / "0.txt").write_text("made locally\n")
+    profile = write_test_profile(tmp_path / "profile", gpus=True)
+    t0 = time.monotonic()
+    rc, out = snakemake(tmp_path, profile, "results/train/0.txt", "--config", "n_train=1", "slow_seconds=0",
+                        timeout=120)
+    assert rc != 0
+    assert "SLURM sbatch failed" in out, out[-3000:]
+    assert time.monotonic() - t0 < 60, "refusal took suspiciously long"
+
+
+def test_gpu_rule_gets_a_gpu(cluster, tmp_path):
+    """Fake GPUs: the profile's unchanged train_erm request lands in the GPU partition with
+    CUDA_VISIBLE_DEVICES set, also as a job array (the documented opt-in ``slurm-array-jobs``)."""
+    cluster.restart(gpus=2)
+    shutil.copy2(TOY / "Snakefile", tmp_path / "Snakefile")
+    n = 2
+    (tmp_path / "results" / "data").mkdir(parents=True)
+    for i in range(n):  # inputs made here: both train_erm jobs are ready at once, one array
+        (tmp_path / "results" / "data" / f"{i}.txt").write_text("made locally\n")
+    profile = write_test_profile(tmp_path / "profile", gpus=True, slurm_array_jobs="train_erm")
+    out = run_ok(tmp_path, profile, "--config", f"n_train={n}", "slow_seconds=0")
+    assert re.search(rf"Submitted array job with Snakemake IDs \S+ and SLURM job ID \d+\. "
+                     rf"The individual task IDs are 1-{n}\.", out), out[-3000:]
+    want = profile_partitions(load_profile())["train_erm"]
+    # array tasks run without srun and the jobstep drops SLURM_JOB_PARTITION: ask slurmctld
+    jobs = {j["job_id"]: j for j in cluster.jobs()}
+    seen = set()
+    for i in range(n):
+        train = dict(kv.split("=", 1) for kv in (tmp_path / f"results/train/{i}.txt").read_text().split())
+        assert train["job"] in jobs, f"train_erm {i} did not run under Slurm: {train}"
+        sj = jobs[train["job"]]
+        assert sj["partition"] == want and sj["state"] == "COMPLETED" and "_" in sj["id"], sj
+        assert re.fullmatch(r"[01]", train["cuda"]), f"CUDA_VISIBLE_DEVICES={train['cuda']!r} in train_erm"
+        seen.add(train["job"])
+    assert len(seen) == n, f"array tasks share a Slurm job id: {seen}"

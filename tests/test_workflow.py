@@ -91,3 +91,11 @@ def test_touching_population_solver_reruns_population_only(done):
     assert "train_erm" not in jobs and "generate_data" not in jobs, jobs
     assert jobs.get("population") == 6 and jobs.get("aggregate") == 1, jobs
     assert planned_jobs(done) == {}  # restored source: nothing to do again
+
+
+def test_report_has_figures_with_captions(done):
+    snakemake(done, *SMOKE, "--report", "report.html")
+    html = (done / "report.html").read_text(errors="replace")
+    for fig in ("fig2.png", "cor43.png", "erm_vs_population.png"):
+        assert fig in html
+    assert "optimal population risk vs signal strength" in html  # the fig2 caption

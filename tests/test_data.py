@@ -159,12 +159,11 @@ def test_bad_arguments_raise():
         SLRDataset.open("/nonexistent/store.zarr")
 
 
-def test_L_label_round_trips_and_matches_theory():
-    from slrpipe.commands._common import parse_L
-    from slrpipe.data import L_label
+def test_length_law_text_round_trips():
+    from slrpipe.lengths import format_L, parse_L
 
     for L in (3, {1: 0.5, 2: 0.5}, {1: 1 / 3, 2: 1 / 3, 3: 1 / 3}, {1: 0.2, 3: 0.8}):
-        label = L_label(L)
-        assert parse_L(label) == pytest.approx(SLRTask("max", 1.0, L, 0.0, 2).L)
-        population = pytest.importorskip("slrpipe.theory.population")
-        assert label == population.format_L(L)
+        assert parse_L(format_L(L)) == pytest.approx(SLRTask("max", 1.0, L, 0.0, 2).L)
+    assert format_L({1: 1 / 3, 2: 1 / 3, 3: 1 / 3}) == "uniform:1,2,3" and format_L(3) == "3"
+    with pytest.raises(ValueError, match="L: "):
+        parse_L("three")

@@ -15,38 +15,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from slrpipe.lengths import length_law
 from slrpipe.scores import softmax
 
 MODELS = ("spiked", "max")
 #: default number of floats per chunk (64 MiB of float32 X).
 CHUNK_FLOATS = 2**24
-
-
-def normalise_L(L) -> dict[int, float]:
-    """Sequence-length law as a sorted {length: probability} dict from an int or a dict.
-
-    Raises:
-        ValueError: a length < 1, a negative probability, or probabilities not summing to 1.
-    """
-    law = {int(L): 1.0} if not isinstance(L, dict) else {int(k): float(p) for k, p in L.items()}
-    law = {k: p for k, p in law.items() if p > 0}
-    if not law or any(k < 1 for k in law) or abs(sum(law.values()) - 1) > 1e-9:
-        raise ValueError(f"L: lengths must be integers ≥ 1 with probabilities summing to 1, got {L}")
-    return dict(sorted(law.items()))
-
-
-def L_label(L) -> str:
-    """Canonical string of a length law, as ``slrpipe.commands._common.parse_L`` reads it and
-    ``slrpipe.theory.population.format_L`` writes it: '3', 'uniform:1,2,3', else a JSON object."""
-    import json
-
-    law = normalise_L(L)
-    ks = list(law)
-    if len(ks) == 1:
-        return str(ks[0])
-    if all(abs(p - 1 / len(ks)) < 1e-12 for p in law.values()):
-        return "uniform:" + ",".join(map(str, ks))
-    return json.dumps({str(k): p for k, p in law.items()})
 
 
 @dataclass(frozen=True)
@@ -79,7 +53,7 @@ class SLRTask:
         object.__setattr__(self, "nu", nu)
         object.__setattr__(self, "delta", float(self.delta))
         object.__setattr__(self, "D", int(self.D))
-        object.__setattr__(self, "L", normalise_L(self.L))
+        object.__setattr__(self, "L", length_law(self.L))
 
     @property
     def L_max(self) -> int:

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from slrpipe import __version__
-from slrpipe.data.sampling import Chunk, SLRTask, L_label, sample_chunk
+from slrpipe.data.sampling import Chunk, SLRTask, sample_chunk
+from slrpipe.lengths import format_L
 from slrpipe.data.teacher import make_teacher
 from slrpipe.io import atomic_dir
 
@@ -134,7 +135,7 @@ class SLRDataset:
     def attrs(self) -> dict:
         """Every parameter of the dataset, JSON-compatible (stored in the zarr attributes)."""
         t = self.task
-        return {"format": FORMAT, "model": t.model, "nu": t.nu, "L": L_label(t.L),
+        return {"format": FORMAT, "model": t.model, "nu": t.nu, "L": format_L(t.L),
                 "L_law": {str(k): p for k, p in t.L.items()}, "L_max": t.L_max, "delta": t.delta,
                 "D": t.D, "n": self.n, "alpha": self.n / t.D, "teacher_seed": self.teacher_seed,
                 "data_seed": self.data_seed, "chunk_size": self.chunk_size,

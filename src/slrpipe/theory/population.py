@@ -22,6 +22,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from slrpipe.lengths import format_L, length_law  # noqa: F401  (re-exported)
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import erf
 
@@ -54,38 +56,6 @@ def _check_delta(delta: float) -> float:
     if not (delta >= 0 and math.isfinite(delta)):
         raise ValueError(f"delta: must be a finite number ≥ 0, got {delta}")
     return delta
-
-
-def length_law(L) -> dict[int, float]:
-    """Normalise L — an int ≥ 1 or a dict {length ≥ 1: probability ≥ 0} summing to 1 — to a sorted dict.
-
-    Raises:
-        ValueError: lengths < 1, negative probabilities or probabilities not summing to 1 (1e-9).
-    """
-    if isinstance(L, Mapping):
-        law = {int(k): float(p) for k, p in L.items()}
-    elif isinstance(L, (int, np.integer)) and not isinstance(L, bool):
-        law = {int(L): 1.0}
-    else:
-        raise ValueError(f"L: must be an int ≥ 1 or a dict {{length: probability}}, got {L!r}")
-    if not law or any(k < 1 for k in law) or any(p < 0 for p in law.values()) \
-            or abs(sum(law.values()) - 1) > 1e-9:
-        raise ValueError(f"L: lengths must be ≥ 1 and probabilities ≥ 0 summing to 1, got {L!r}")
-    return {k: p for k, p in sorted(law.items()) if p > 0}
-
-
-def format_L(L) -> str:
-    """String label of a length law: "3", "uniform:1,2,3", or JSON {"1": p1, …} otherwise
-    (the formats :func:`slrpipe.commands._common.parse_L` reads)."""
-    import json
-
-    law = length_law(L)
-    ks = list(law)
-    if len(ks) == 1:
-        return str(ks[0])
-    if all(abs(p - 1 / len(ks)) < 1e-12 for p in law.values()):
-        return "uniform:" + ",".join(map(str, ks))
-    return json.dumps({str(k): p for k, p in law.items()})
 
 
 # ------------------------------------------------------------------------------------- integrals

@@ -16,7 +16,8 @@ import xarray as xr
 from flax import nnx
 
 from slrpipe.commands._common import provenance
-from slrpipe.data import SLRDataset, L_label
+from slrpipe.data import SLRDataset
+from slrpipe.lengths import format_L
 from slrpipe.models import Attention, attention_apply, bayes_key_scale, bayes_predict
 from slrpipe.train.erm import minimize
 from slrpipe.train.metrics import gram, overlaps, population_risk, streamed_error
@@ -142,7 +143,7 @@ def _run(train, sigma, lam, optimizer, init, init_seed, test_seed, n_test, max_i
         if name != "step":
             data_vars[f"traj_{name}"] = (("step",), arr)
     coords = {"step": traj["step"], "w": ["k_star", "v_star", "k", "v"], "w2": ["k_star", "v_star", "k", "v"],
-              "model": task.model, "nu": task.nu, "L": L_label(task.L), "L_max": task.L_max,
+              "model": task.model, "nu": task.nu, "L": format_L(task.L), "L_max": task.L_max,
               "delta": task.delta, "sigma": sigma, "lam": float(lam), "alpha": train.n / task.D, "D": task.D,
               "n": train.n, "teacher_seed": train.teacher_seed, "data_seed": train.data_seed,
               "test_seed": test_seed, "init_seed": int(init_seed), "init": init, "optimizer": optimizer,

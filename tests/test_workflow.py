@@ -46,13 +46,17 @@ def test_store_contents(done):
     assert dict(erm.sizes) == {"sigma": 2, "lam": 1, "alpha": 2, "seed": 2}
     for v in ("test_error", "train_loss", "m_k", "q_k", "m_v", "q_v"):
         assert not erm[v].isnull().any(), v
+    rep = tree["replica/spiked_L2"].to_dataset()
+    assert dict(rep["test_error"].sizes) == {"sigma": 2, "lam": 1, "alpha": 2}
+    assert rep["converged"].dtype == bool and "test_error_opt_lam" in rep
+    assert (done / "results" / "validation.txt").read_text().count("spiked_L2") == 4  # 2 σ × 2 α
     assert "slrpipe_version" in tree.attrs and "config" in tree.attrs and "git_commit" in tree.attrs
 
 
 def test_figures_are_real_images(done):
     import matplotlib.image as mpimg
 
-    for fig in ("fig2", "cor43", "erm_vs_population"):
+    for fig in ("fig2", "cor43", "erm_vs_population", "fig3"):
         png, pdf = done / "results" / "figures" / f"{fig}.png", done / "results" / "figures" / f"{fig}.pdf"
         assert pdf.stat().st_size > 5_000 and pdf.read_bytes()[:4] == b"%PDF"
         img = mpimg.imread(png)
@@ -74,8 +78,10 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
     out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
     jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1], re.M)}
     jobs.pop("total")
-    # new α: 2 datasets (seeds), 2 σ × 2 seeds trainings, then aggregation and the ERM figure only
-    assert jobs == {"generate_data": 2, "train_erm": 4, "aggregate": 1, "fig_erm_vs_population": 1, "all": 1}, out
+    # new α: 2 datasets (seeds), 2 σ × 2 seeds trainings, then aggregation, the two figures with
+    # ERM markers and the ERM-vs-theory check; no theory job, and not fig2/cor43
+    assert jobs == {"generate_data": 2, "train_erm": 4, "aggregate": 1, "fig_erm_vs_population": 1,
+                    "fig_fig3": 1, "validate": 1, "all": 1}, out
     trained = re.findall(r"^\s*output: (results/erm/\S+)$", out, re.M)
     assert len(trained) == 4 and all("/alpha4/" in t for t in trained), trained
 

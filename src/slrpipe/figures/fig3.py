@@ -30,7 +30,7 @@ def plot(tree, experiments, out_stem, optimal_lam=False):
         if "bayes_optimal_test_error" in rep:
             ax.plot(alpha, rep["bayes_optimal_test_error"], color="black", lw=1.2, label="Bayes-optimal")
         erm_name = json.loads(rep.attrs.get("erm", "null"))
-        if erm_name and f"erm/{erm_name}" in tree:
+        if erm_name and erm_name in tree.get("erm", {}):
             draw_erm(ax, tree[f"erm/{erm_name}"].to_dataset())
         log_alpha_axis(ax)
         ax.set_ylabel("test error")

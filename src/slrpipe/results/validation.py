@@ -46,7 +46,7 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
     min_alpha, min_lam = v.get("min_alpha", 0.0), v.get("min_lam", 0.0)
     rows = []
     for name, exp in (config.get("replica") or {}).items():
-        if not exp.get("erm") or f"erm/{exp['erm']}" not in tree:
+        if not exp.get("erm") or exp["erm"] not in tree.get("erm", {}):
             continue
         rep = tree[f"replica/{name}"].to_dataset()
         erm = tree[f"erm/{exp['erm']}"].to_dataset()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from slrpipe.results.validation import ValidationFailed, compare, validate_store
+from slrpipe.store.validation import ValidationFailed, compare, validate_store
 from slrpipe.io import write_zarr
 
 ALPHAS = [1.0, 4.0]
@@ -51,7 +51,7 @@ def test_small_bias_within_relative_tolerance_passes(tmp_path):
 
 
 def test_non_converged_theory_is_not_enforced(tmp_path):
-    from slrpipe.results.aggregate import open_store
+    from slrpipe.store.aggregate import open_store
 
     rows = compare(open_store(store(tmp_path, 0.1, converged=False)), CONFIG)
     assert not any(r["enforced"] for r in rows) and not any(r["agrees"] for r in rows)

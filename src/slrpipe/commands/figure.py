@@ -15,7 +15,7 @@ def add_arguments(p):
 
 
 def run(args):
-    from slrpipe.results.aggregate import open_store
+    from slrpipe.store.aggregate import open_store
 
     mod = importlib.import_module(f"slrpipe.figures.{args.name}")
     tree = open_store(args.store)

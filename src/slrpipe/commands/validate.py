@@ -15,7 +15,7 @@ def add_arguments(p):
 def run(args):
     import yaml
 
-    from slrpipe.results.validation import ValidationFailed, validate_store
+    from slrpipe.store.validation import ValidationFailed, validate_store
     from slrpipe.workflow import validate
 
     config = validate(yaml.safe_load(Path(args.config).read_text()))

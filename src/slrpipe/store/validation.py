@@ -105,7 +105,7 @@ def validate_store(store, config: dict, out) -> list[dict]:
     """
     from pathlib import Path
 
-    from slrpipe.results.aggregate import open_store
+    from slrpipe.store.aggregate import open_store
 
     rows = compare(open_store(store), config)
     table = format_table(rows)

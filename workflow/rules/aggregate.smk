@@ -14,6 +14,6 @@ rule aggregate:
     log:
         "results/logs/aggregate.log",
     run:
-        from slrpipe.results.aggregate import build_store
+        from slrpipe.store.aggregate import build_store
 
         build_store(PLAN, config, output[0], log=log[0])

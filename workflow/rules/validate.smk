@@ -13,6 +13,6 @@ rule validate:
     log:
         "results/logs/validate.log",
     run:
-        from slrpipe.results.validation import validate_store
+        from slrpipe.store.validation import validate_store
 
         validate_store(input[0], config, output[0])

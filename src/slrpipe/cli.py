@@ -16,7 +16,6 @@ COMMANDS = {
     "train": "slrpipe.commands.train",
     "population": "slrpipe.commands.population",
     "replica": "slrpipe.commands.replica",
-    "aggregate": "slrpipe.commands.aggregate",
     "figure": "slrpipe.commands.figure",
     "validate": "slrpipe.commands.validate",
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -57,18 +58,13 @@ def write_zarr(obj, path, **kwargs) -> Path:
     return path
 
 
+@contextmanager
 def atomic_dir(path):
     """Context manager yielding a temporary directory that is renamed to ``path`` on success."""
-    from contextlib import contextmanager
-
-    @contextmanager
-    def _cm():
-        p = Path(path)
-        tmp = _tmp_sibling(p, is_dir=True)
-        try:
-            yield tmp
-            _replace(tmp, p)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-    return _cm()
+    p = Path(path)
+    tmp = _tmp_sibling(p, is_dir=True)
+    try:
+        yield tmp
+        _replace(tmp, p)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -27,6 +27,10 @@ BAD = {
     "L below 1": (lambda c: c["erm"]["spiked_L2"].update(L=0), "erm.spiked_L2.L", "minimum of 1"),
     "missing key": (lambda c: c["erm"]["spiked_L2"].pop("seeds"), "erm.spiked_L2", "'seeds' is a required property"),
     "spiked nu inf": (lambda c: c["erm"]["spiked_L2"].update(nu=math.inf), "erm.spiked_L2.nu", "max only"),
+    "bayes-optimal max finite nu": (lambda c: c["replica"]["spiked_L2"].update(model="max", nu=2.0),
+                                    "replica.spiked_L2.bayes_optimal", "nu = 0 or inf"),
+    "bayes-optimal samples": (lambda c: c["replica"]["spiked_L2"].update(bayes_optimal_samples=10),
+                              "replica.spiked_L2.bayes_optimal_samples", "minimum of 1000"),
     "unknown figure experiment": (lambda c: c["figures"].update(fig2=["nope"]), "figures.fig2", "not a population experiment"),
 }
 

@@ -49,6 +49,9 @@ def test_store_contents(done):
     rep = tree["replica/spiked_L2"].to_dataset()
     assert dict(rep["test_error"].sizes) == {"sigma": 2, "lam": 1, "alpha": 2}
     assert rep["converged"].dtype == bool and "test_error_opt_lam" in rep
+    # the Bayes-optimal curve on the same α grid, below the population risk of no information
+    bo = rep["bayes_optimal_test_error"]
+    assert bo.dims == ("alpha",) and bool(((bo > 0) & (bo < 1)).all()) and bool(rep["bayes_optimal_converged"].all())
     assert (done / "results" / "validation.txt").read_text().count("spiked_L2") == 4  # 2 σ × 2 α
     assert "slrpipe_version" in tree.attrs and "config" in tree.attrs and "git_commit" in tree.attrs
 

@@ -101,6 +101,9 @@ def _cross_checks(config: dict) -> None:
     for name, exp in (config.get("replica") or {}).items():
         if exp.get("erm") and exp["erm"] not in config["erm"]:
             raise ConfigError(f"config error: replica.{name}.erm: {exp['erm']!r} is not an erm experiment; allowed: {sorted(config['erm'])}")
+        if exp["bayes_optimal"] and exp["model"] == "max" and not (exp["nu"] == 0 or math.isinf(exp["nu"])):
+            raise ConfigError(f"config error: replica.{name}.bayes_optimal: for model max needs nu = 0 or inf (got {exp['nu']}); "
+                              "set bayes_optimal: false")
 
 
 def load_config(config: dict) -> dict:
@@ -187,7 +190,7 @@ def plan(config: dict, results: str = "results") -> Plan:
                 _add(p.replica, path, dict(base, sigma=sigma, lam=lam))
                 p.members.setdefault(("replica", name), []).append(path)
         if exp["bayes_optimal"]:
-            path = f"{stem}/bayes_optimal_n{exp['n_samples']}_seed{exp['seed']}.nc"
-            _add(p.replica, path, dict(base, sigma="bayes_optimal", lam=None))
+            path = f"{stem}/bayes_optimal_n{exp['bayes_optimal_samples']}_seed{exp['seed']}.nc"
+            _add(p.replica, path, dict(base, sigma="bayes_optimal", lam=None, n_samples=exp["bayes_optimal_samples"]))
             p.members.setdefault(("replica", name), []).append(path)
     return p

@@ -33,7 +33,7 @@ def add_arguments(p) -> None:
     p.add_argument("--alpha-grid", required=True, help="comma-separated α = n/D")
     p.add_argument("--n-samples", type=int, default=20000, help="Monte Carlo samples of the channel")
     p.add_argument("--seed", type=int, default=0, help="seed of the common random numbers")
-    p.add_argument("--bayes-optimal", action="store_true", help="Bayes-optimal sweep instead (not implemented)")
+    p.add_argument("--bayes-optimal", action="store_true", help="Bayes-optimal state evolution instead (no σ, no λ)")
     p.add_argument("--out", required=True, help="output netCDF path")
 
 
@@ -46,7 +46,8 @@ def run(args) -> int:
     L = next(iter(law))
     alphas = _grid(args.alpha_grid)
     if args.bayes_optimal:
-        ds = bayes_optimal_sweep(args.model, args.nu, L, args.delta, alphas)
+        ds = bayes_optimal_sweep(args.model, args.nu, L, args.delta, alphas, n_samples=args.n_samples,
+                                 seed=args.seed)
     else:
         ds = replica_sweep(args.sigma, args.model, args.nu, L, args.delta, _grid(args.lam_grid), alphas,
                            n_samples=args.n_samples, seed=args.seed)

@@ -1,4 +1,5 @@
-"""Fig. 3: test error vs α — replica theory (lines), ERM (markers), Bayes-optimal (model.md §6–§7)."""
+"""Fig. 3: test error vs α — replica theory (lines), ERM (markers), Bayes-optimal (model.md §6–§7;
+its uninformed state-evolution branch dotted where it differs, docs/theory.md §8)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,11 @@ def plot(tree, experiments, out_stem, optimal_lam=False):
                         label=f"theory {LABELS.get(s, s)}, λ = {lam:g}")
         if "bayes_optimal_test_error" in rep:
             ax.plot(alpha, rep["bayes_optimal_test_error"], color="black", lw=1.2, label="Bayes-optimal")
+            if bool(rep["bayes_optimal_coexistence"].any()):
+                # first-order transition: the branch reached from an uninformed start differs
+                unf = rep["bayes_optimal_test_error_uninformed"]
+                ax.plot(alpha, unf.where(rep["bayes_optimal_test_error"] != unf), color="black", lw=1,
+                        ls=":", label="Bayes-optimal SE, uninformed branch")
         erm_name = json.loads(rep.attrs.get("erm", "null"))
         if erm_name and erm_name in tree.get("erm", {}):
             draw_erm(ax, tree[f"erm/{erm_name}"].to_dataset())

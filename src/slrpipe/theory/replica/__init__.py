@@ -3,7 +3,7 @@
 Modules: ``fields`` (common random numbers), ``prox`` (per-sample global proximal point and its
 implicit Jacobian, JAX), ``channel`` (output-channel expectations → conjugates), ``prior`` (ridge
 channel, closed form), ``solver`` (damped fixed point), ``sweep`` ((λ, α) grids),
-``bayes_optimal`` (not implemented: raises NotImplementedError).
+``bayes_optimal`` (Nishimori state evolution: the Bayes-optimal error at finite α).
 """
 
 from slrpipe.theory.replica.solver import solve_replica

@@ -1,12 +1,19 @@
-"""Speed of the replica solver: wall time per α point, and the batched JAX prox against a
-straightforward per-sample ``scipy.optimize.minimize`` loop (same samples, same starts).
+"""Speed and Monte Carlo accuracy of the replica solver (docs/theory.md §5, §9).
 
-Usage: python benchmarks/bench_replica.py [--L 3] [--n-samples 8000] [--seeds 3] [--subset 200]
-Prints: (1) one channel evaluation (prox of all samples + expectations): ours vs the scipy loop
-timed on ``--subset`` samples and extrapolated, with the max |ψ_ours − ψ_scipy| on the subset
-(equal accuracy check); (2) full fixed-point solves at a few α for softmax and linear, seeds
-0..seeds−1: mean wall time per α point and the seed-to-seed s.e. of the test error (its Monte
-Carlo error at this n_samples).
+Usage: python benchmarks/bench_replica.py [--L 3] [--n-samples 8192] [--seeds 4] [--subset 200]
+           [--parts channel,sweep,panel] [--panel-points 30]
+Prints
+ (1) one channel evaluation (global prox of all samples + expectations), ours vs a per-sample
+     ``scipy.optimize.minimize`` loop timed on ``--subset`` samples and extrapolated, with
+     max |ψ_ours − ψ_scipy| on the subset (equal accuracy: ours must not be higher);
+ (2) a warm-started sweep (largest α first) over a few α for softmax and linear: wall time and
+     channel evaluations per α point, and the seed-to-seed s.d. of the test error over
+     ``--seeds`` independent draws of the common random numbers (the Monte Carlo error of one
+     solve at this N), and the configuration before this work (damped iteration, iid fields,
+     general m̂, hard prox; the prox itself is the new, faster one) at one α, seeds 0 and 1;
+ (3) the wall time of one Fig. 3 panel: ``--panel-points`` α log-spaced in [0.5, 20], softmax and
+     linear, one λ, two-way continuation (``replica_sweep`` defaults).
+Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on this machine.
 """
 
 from __future__ import annotations
@@ -22,10 +29,11 @@ import numpy as np  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
 from slrpipe.scores import score  # noqa: E402
-from slrpipe.theory.replica import solve_replica  # noqa: E402
-from slrpipe.theory.replica.channel import centres  # noqa: E402
+from slrpipe.theory.replica import replica_sweep, solve_replica  # noqa: E402
+from slrpipe.theory.replica.channel import centres, channel  # noqa: E402
 from slrpipe.theory.replica.fields import draw_fields  # noqa: E402
 from slrpipe.theory.replica.prox import prox  # noqa: E402
+from slrpipe.theory.replica.solver import STATE  # noqa: E402
 
 
 def _psi_np(chi, wk, wv, y, Vk, Vv, sigma):
@@ -46,48 +54,97 @@ def scipy_prox(sigma, wk, wv, y, Vk, Vv):
     return out
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--L", type=int, default=3)
-    p.add_argument("--nu", type=float, default=1.0)
-    p.add_argument("--lam", type=float, default=0.1)
-    p.add_argument("--n-samples", type=int, default=8000)
-    p.add_argument("--subset", type=int, default=200)
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--alphas", default="2,5")
-    a = p.parse_args()
-    # (1) one channel evaluation at a non-convex state typical of α ≈ 1–2
-    f = draw_fields("spiked", a.nu, a.L, 0.0, a.n_samples, 0)
+def bench_channel(a):
+    # a non-convex state typical of α ≈ 1–2
+    f = draw_fields("spiked", a.nu, a.L, 0.0, a.n_samples, 0, qmc=True)
     st = dict(m_k=0.3, q_k=0.5, m_v=0.6, q_v=0.8)
     Vk, Vv = 3.0, 2.0
     wk, wv, _, _ = centres(f, **st)
     y = f.y
     for sigma in ("softmax", "linear"):
-        prox(sigma, wk, wv, y, Vk, Vv)  # compile (same shapes as the timed call)
+        channel(sigma, f, 1.0, st["m_k"], st["q_k"], Vk, st["m_v"], st["q_v"], Vv, softmin=100.0)  # compile
         t = time.perf_counter()
+        channel(sigma, f, 1.0, st["m_k"], st["q_k"], Vk, st["m_v"], st["q_v"], Vv, softmin=100.0)
+        t_ch = time.perf_counter() - t
         ours = prox(sigma, wk, wv, y, Vk, Vv)
-        t_ours = time.perf_counter() - t
         n = a.subset
         t = time.perf_counter()
         base = scipy_prox(sigma, wk[:n], wv[:n], y[:n], Vk, Vv)
         t_base = (time.perf_counter() - t) * len(y) / n
         dpsi = ours["psi"][:n] - base
-        print(f"prox {sigma} L={a.L} N={len(y)}: ours {t_ours:.2f} s, scipy loop {t_base:.1f} s "
-              f"(extrapolated from {n}), speed-up {t_base / t_ours:.0f}x; ψ_ours − ψ_scipy: "
-              f"max {dpsi.max():.1e}, min {dpsi.min():.1e}")
-    # (2) full solves
-    for sigma in ("softmax", "linear") if a.seeds > 0 else ():
-        for alpha in map(float, a.alphas.split(",")):
-            res = [solve_replica(sigma, "spiked", a.nu, a.L, 0.0, a.lam, alpha, n_samples=a.n_samples, seed=s)
-                   for s in range(a.seeds)]
-            e = np.array([r["test_error"] for r in res])
-            w = np.mean([r["wall_time"] for r in res])
-            it = np.mean([r["iterations"] for r in res])
-            conv = all(r["converged"] for r in res)
-            se = e.std(ddof=1) if len(e) > 1 else math.nan
-            print(f"solve {sigma} spiked ν={a.nu:g} L={a.L} λ={a.lam:g} α={alpha:g} N={a.n_samples}: "
-                  f"{w:.1f} s/point ({it:.0f} iterations), e_test = {e.mean():.4f}, seed-to-seed "
-                  f"s.d. {se:.4f} (MC error of one solve), converged={conv}", flush=True)
+        print(f"(1) channel {sigma} L={a.L} N={len(y)}: ours {t_ch:.2f} s (full multi-start search, "
+              f"soft-min, all estimators), scipy loop {t_base:.1f} s (extrapolated from {n}), speed-up "
+              f"{t_base / t_ch:.0f}x; ψ_ours − ψ_scipy: max {dpsi.max():.1e}, min {dpsi.min():.1e}", flush=True)
+
+
+def bench_sweep(a):
+    alphas = [float(v) for v in a.alphas.split(",")]
+    for sigma in ("softmax", "linear"):
+        runs = [replica_sweep(sigma, "spiked", a.nu, a.L, 0.0, [a.lam], alphas, n_samples=a.n_samples,
+                              seed=s, two_way=False) for s in range(a.seeds)]
+        for j, alpha in enumerate(alphas):
+            e = np.array([float(r.test_error[0, j]) for r in runs])
+            w = np.mean([float(r.wall_time[0, j]) for r in runs])
+            it = np.mean([float(r.iterations[0, j]) for r in runs])
+            conv = all(bool(r.converged[0, j]) for r in runs)
+            warm = "cold start" if j == len(alphas) - 1 else "warm start"
+            print(f"(2) {sigma} spiked ν={a.nu:g} L={a.L} λ={a.lam:g} α={alpha:g} N={runs[0].attrs['n_samples']} "
+                  f"(QMC, {warm}): {w:.1f} s/point, {it:.1f} channel evaluations, e_test = {e.mean():.4f}, "
+                  f"seed-to-seed s.d. {e.std(ddof=1):.4f} over {len(e)} seeds (MC error of one solve), "
+                  f"converged={conv}", flush=True)
+    # the configuration before this work, one α, same N: damped iteration, iid fields, general m̂,
+    # hard prox
+    alpha = alphas[len(alphas) // 2]
+    for sigma in ("softmax", "linear"):
+        rows = []
+        for s in range(min(a.seeds, 2)):  # slow: two seeds
+            init = None
+            for al in sorted([v for v in alphas if v >= alpha], reverse=True):
+                r = solve_replica(sigma, "spiked", a.nu, a.L, 0.0, a.lam, al, n_samples=a.n_samples, seed=s,
+                                  init=init, method="damped", qmc=False, mhat="general", softmin=None)
+                init = {k: r[k] for k in STATE} if r["converged"] else init
+            rows.append(r)
+        e = np.array([r["test_error"] for r in rows])
+        print(f"(2) before: {sigma} α={alpha:g} N={rows[0]['n_samples']} (damped, iid, general m̂, hard prox; "
+              f"warm start): {np.mean([r['wall_time'] for r in rows]):.1f} s/point, "
+              f"{np.mean([r['iterations'] for r in rows]):.1f} channel evaluations, e_test = {e.round(4).tolist()} "
+              f"(seeds 0, 1), converged={all(r['converged'] for r in rows)}", flush=True)
+
+
+def bench_panel(a):
+    alphas = np.geomspace(0.5, 20.0, a.panel_points)
+    total = 0.0
+    for sigma in ("softmax", "linear"):
+        t = time.perf_counter()
+        ds = replica_sweep(sigma, "spiked", a.nu, a.L, 0.0, [a.lam], alphas, n_samples=a.n_samples, seed=0)
+        dt = time.perf_counter() - t
+        total += dt
+        print(f"(3) panel {sigma}: {len(alphas)} α in [0.5, 20], N={ds.attrs['n_samples']}, two-way: {dt:.0f} s, "
+              f"converged {int(ds.converged.sum())}/{len(alphas)}, two branches at "
+              f"{int((ds.n_branches == 2).sum())} α, channel evaluations {int(ds.iterations.sum())} (down pass "
+              f"only, reported points)", flush=True)
+    print(f"(3) Fig. 3 panel (softmax + linear, one λ): {total:.0f} s = {total / 60:.1f} min", flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--L", type=int, default=3)
+    p.add_argument("--nu", type=float, default=1.0)
+    p.add_argument("--lam", type=float, default=0.1)
+    p.add_argument("--n-samples", type=int, default=8192)
+    p.add_argument("--subset", type=int, default=200)
+    p.add_argument("--seeds", type=int, default=4)
+    p.add_argument("--alphas", default="2,3.5,5,10")
+    p.add_argument("--panel-points", type=int, default=30)
+    p.add_argument("--parts", default="channel,sweep,panel")
+    a = p.parse_args()
+    parts = a.parts.split(",")
+    if "channel" in parts:
+        bench_channel(a)
+    if "sweep" in parts:
+        bench_sweep(a)
+    if "panel" in parts:
+        bench_panel(a)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,13 @@ single, seed-recorded realisation. The student noise ξ is antithetic: sample ``
 same teacher fields and label as sample ``i`` and the opposite ξ, which makes the Stein
 estimators of V̂ (docs/theory.md §4) low-variance.
 
-Source: model.md §2 (data law), docs/theory.md §3 (local fields).
+With ``qmc=True`` the Gaussian (and the categorical-location uniform) draws of the first half are
+a randomly scrambled Sobol' point set (Owen scrambling, ``scipy.stats.qmc.Sobol``, seeded) mapped
+by the inverse normal CDF; the transformations to the data law (spiked tilt, argmax/categorical
+location) are the same exact maps as for plain Monte Carlo. Each scramble is an unbiased
+estimator of the channel expectations; the spread over seeds is their Monte Carlo error.
+
+Source: model.md §2 (data law), docs/theory.md §3 (local fields), §9 (variance reduction).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtri
+from scipy.stats import qmc as _qmc
 
 MODELS = ("spiked", "max")
 
@@ -26,7 +34,7 @@ class Fields:
     chi_star, z_star: teacher fields χ*_ℓ, z*_ℓ under the data law (tilted by g_ν).
     eps: (N,) int, hidden location ε*.  noise: (N,) label noise ξ₀ (y = z*_ε + Δ ξ₀).
     xi_k, xi_v: student noises (antithetic halves).  dlogg: ∂ log g_ν / ∂χ*_ℓ (N, L), or None
-    where it does not exist (max-SLR at ν = ∞).
+    where it does not exist (max-SLR at ν = ∞).  qmc: scrambled-Sobol draws (else iid).
     """
 
     model: str
@@ -41,6 +49,7 @@ class Fields:
     xi_k: np.ndarray
     xi_v: np.ndarray
     dlogg: np.ndarray | None
+    qmc: bool = False
 
     @property
     def n(self) -> int:
@@ -66,11 +75,35 @@ def check_task(model: str, nu: float, L: int, delta: float) -> None:
         raise ValueError(f"delta: must be ≥ 0, got {delta}")
 
 
-def draw_fields(model: str, nu: float, L: int, delta: float, n_samples: int, seed: int = 0) -> Fields:
-    """Draw ``n_samples`` (rounded up to even) channel samples from ``np.random.default_rng(seed)``.
+def _base_draws(half: int, L: int, n_uniform: int, seed: int, qmc: bool):
+    """(half, 4L + 1) standard normals and (half, n_uniform) uniforms, iid or scrambled Sobol'.
+
+    Sobol' coordinates in order χ*, z*, ξ₀, ξ_k, ξ_v, u (the teacher and label first: the leading
+    coordinates of a Sobol' sequence are the best equidistributed)."""
+    n_gauss = 4 * L + 1
+    if not qmc:
+        rng = np.random.default_rng(seed)
+        # draw order of the original iid scheme (same numbers for the same seed)
+        g = np.concatenate([rng.standard_normal((half, L)), rng.standard_normal((half, L)),
+                            rng.standard_normal((half, 1)), rng.standard_normal((half, L)),
+                            rng.standard_normal((half, L))], axis=1)
+        return g, rng.random((half, n_uniform))
+    sob = _qmc.Sobol(n_gauss + n_uniform, scramble=True, seed=np.random.default_rng(seed))
+    m = max(int(math.ceil(math.log2(half))), 0)
+    u = sob.random_base2(m)[:half]  # a prefix of the 2^m-point net when half is not a power of 2
+    # scrambled points are never exactly 0; clip anyway so that ndtri stays finite
+    u = np.clip(u, 2.0**-60, 1 - 2.0**-53)
+    return ndtri(u[:, :n_gauss]), u[:, n_gauss:]
+
+
+def draw_fields(model: str, nu: float, L: int, delta: float, n_samples: int, seed: int = 0, *,
+                qmc: bool = False) -> Fields:
+    """Draw ``n_samples`` (rounded up to even) channel samples; seed → ``np.random.default_rng``.
 
     Spiked-SLR puts ε* = 0 (σ is permutation-equivariant) and χ*_0 ~ N(√ν, 1); max-SLR draws
-    χ* ~ N(0, I_L) and ε* ~ Categorical(softmax(ν χ*)) (argmax at ν = ∞). model.md §2.
+    χ* ~ N(0, I_L) and ε* ~ Categorical(softmax(ν χ*)) by inverse CDF (argmax at ν = ∞). model.md §2.
+    ``qmc=True``: the N/2 base points are a scrambled Sobol' set (module docstring); N/2 a power of
+    two gives the full net (best), otherwise a prefix is used.
 
     Raises:
         ValueError: bad model/nu/L/delta, or n_samples < 2.
@@ -80,12 +113,10 @@ def draw_fields(model: str, nu: float, L: int, delta: float, n_samples: int, see
         raise ValueError(f"n_samples: must be ≥ 2, got {n_samples}")
     L = int(L)
     half = (int(n_samples) + 1) // 2
-    rng = np.random.default_rng(seed)
-    chi_star = rng.standard_normal((half, L))
-    z_star = rng.standard_normal((half, L))
-    noise = rng.standard_normal(half)
-    xi_k = rng.standard_normal((half, L))
-    xi_v = rng.standard_normal((half, L))
+    categorical = model == "max" and not math.isinf(nu)
+    g, uni = _base_draws(half, L, int(categorical), int(seed), bool(qmc))
+    chi_star, z_star, noise = g[:, :L].copy(), g[:, L:2 * L], g[:, 2 * L]
+    xi_k, xi_v = g[:, 2 * L + 1:3 * L + 1], g[:, 3 * L + 1:]
     if model == "spiked":
         eps = np.zeros(half, dtype=np.int64)
         chi_star[:, 0] += math.sqrt(nu)
@@ -98,11 +129,10 @@ def draw_fields(model: str, nu: float, L: int, delta: float, n_samples: int, see
         logits = nu * chi_star
         p = np.exp(logits - logits.max(1, keepdims=True))
         p /= p.sum(1, keepdims=True)
-        u = rng.random(half)
-        eps = np.minimum((np.cumsum(p, 1) < u[:, None]).sum(1), L - 1)
+        eps = np.minimum((np.cumsum(p, 1) < uni[:, :1]).sum(1), L - 1)
         dlogg = nu * (np.eye(L)[eps] - p)
     dup = lambda a: None if a is None else np.concatenate([a, a])  # noqa: E731
     return Fields(model=model, nu=float(nu), L=L, delta=float(delta), seed=int(seed),
                   chi_star=dup(chi_star), z_star=dup(z_star), eps=dup(eps), noise=dup(noise),
                   xi_k=np.concatenate([xi_k, -xi_k]), xi_v=np.concatenate([xi_v, -xi_v]),
-                  dlogg=dup(dlogg))
+                  dlogg=dup(dlogg), qmc=bool(qmc))

@@ -1,4 +1,15 @@
-"""Replica sweeps over (λ, α) as ``xarray.Dataset``s, warm-started along α (from large α down)."""
+"""Replica sweeps over (λ, α) as ``xarray.Dataset``s, by continuation along α in both directions.
+
+Per λ, the α grid is solved from the largest α down (each point warm-started from its converged
+neighbour; the large-α fixed point is close to the population optimum) and, with ``two_way``,
+also from the smallest α up (cold start, then continuation). The RS equations can have two
+branches over a window of α (a fold: docs/theory.md §10 — linear σ near its interpolation peak);
+a one-way continuation then silently follows one of them past the point where the other one
+takes over, or jumps onto the other at a large step. Where both passes converge to different
+fixed points, the one with the lower RS objective (min 𝓛/D, the RS ground state) is reported and
+the point is flagged (``n_branches = 2``, the other in ``*_alt``). The up pass stops once it has
+agreed with the down pass at two consecutive α (a window higher up would then be missed).
+"""
 
 from __future__ import annotations
 
@@ -16,22 +27,56 @@ log = logging.getLogger(__name__)
 OUTPUTS = ("test_error", "train_loss", "objective") + STATE + CONJ + (
     "iterations", "residual", "converged", "wall_time", "Vhat_k_jac", "Vhat_v_jac",
     "prox_multi", "prox_unconverged", "train_loss_se") + tuple(c + "_se" for c in CONJ)
+ALT = ("test_error", "objective", "converged") + STATE
+#: two fixed points are the same when every order parameter agrees to this relative tolerance
+SAME_TOL = 5e-3
 
 
-def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, seed=0, **kw) -> xr.Dataset:
-    """RS fixed points on the grid lams × alphas (docs/theory.md), warm-started along α.
+def _same(a: dict, b: dict) -> bool:
+    return all(abs(a[k] - b[k]) <= SAME_TOL * (1 + abs(a[k])) for k in STATE)
 
-    Args: as :func:`solve_replica`; ``lams``, ``alphas``: 1-D sequences of positive floats
-    (α solved in decreasing order, each from the previous converged solution). ``kw`` go to
-    :func:`solve_replica` (damping, tol, max_iter, vhat, n_steps).
+
+def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, kw, stop_when=None):
+    """Solve alphas[order] by continuation; returns {index: result}. ``stop_when(j, r)`` → True
+    ends the pass after point j."""
+    out, init = {}, None
+    for j in order:
+        r = solve_replica(sigma, model, nu, L, delta, lam, alphas[j], fields=fields, init=init, **kw)
+        out[j] = r
+        init = {k: r[k] for k in STATE} if r["converged"] else init
+        log.info("replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f objective=%.5f converged=%s it=%d (%.1fs)",
+                 sigma, model, nu, L, lam, alphas[j], r["test_error"], r["objective"], r["converged"],
+                 r["iterations"], r["wall_time"])
+        if stop_when is not None and stop_when(j, r):
+            break
+    return out
+
+
+def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, seed=0, qmc=True,
+                  two_way=True, mc_seeds=1, **kw) -> xr.Dataset:
+    """RS fixed points on the grid lams × alphas (docs/theory.md §9–10).
+
+    Args: as :func:`solve_replica`; ``lams``, ``alphas``: 1-D sequences of positive floats.
+        qmc: scrambled-Sobol common random numbers (one draw, ``seed``, shared by every point).
+        two_way: also continue from the smallest α upwards and keep the lower-objective branch
+            where the two passes disagree (module docstring). Costs a second pass over the small-α
+            end of the grid.
+        mc_seeds: number of independent draws of the common random numbers (seeds seed,
+            seed + 1, …); each extra seed re-solves every point warm-started from the reported
+            solution, and gives ``test_error_mc_sd``, the seed-to-seed standard deviation of the
+            test error (the Monte Carlo error of one solve). 1: not measured (NaN).
+        ``kw`` go to :func:`solve_replica` (damping, tol, max_iter, vhat, n_steps, method, …).
     Returns:
-        Dataset with dims (lam, alpha): every output of ``solve_replica`` (``OUTPUTS``); plus
-        test_error_opt_lam (alpha) = min over the λ grid of the converged points and lam_opt
-        (alpha). Scalar coords sigma, model, nu, L, delta; attrs n_samples, seed and
-        test_error_mc_se (a typical Monte Carlo standard error of test_error, measured by
-        re-solving the largest-α point with seed + 1 at the best λ; |difference|/√2).
+        Dataset with dims (lam, alpha): every output of ``solve_replica`` (``OUTPUTS``) for the
+        reported fixed point; ``branch`` ("down"/"up": the pass it came from); ``n_branches``
+        (number of distinct converged fixed points found: 0, 1 or 2) and, for the other one,
+        ``test_error_alt``, ``objective_alt``, ``converged_alt`` and the order parameters
+        ``*_alt`` (NaN where there is none); ``test_error_mc_sd``; plus test_error_opt_lam (alpha)
+        = min over the λ grid of the converged points and lam_opt (alpha). Scalar coords sigma,
+        model, nu, L, delta; attrs n_samples, seed, qmc, mc_seeds, two_way.
     Raises:
-        ValueError: empty or non-positive grids, or any argument of ``solve_replica``.
+        ValueError: empty or non-positive grids, mc_seeds < 1, or any argument of
+            ``solve_replica``.
     """
     lams = np.asarray(sorted(float(v) for v in lams))
     alphas = np.asarray(sorted(float(v) for v in alphas))
@@ -39,40 +84,79 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
         raise ValueError(f"lams: need a non-empty grid of λ > 0, got {lams.tolist()}")
     if alphas.size == 0 or np.any(alphas <= 0):
         raise ValueError(f"alphas: need a non-empty grid of α > 0, got {alphas.tolist()}")
-    fields = draw_fields(model, float(nu), int(L), float(delta), n_samples, seed)
-    data = {k: np.full((lams.size, alphas.size), np.nan) for k in OUTPUTS}
-    data["converged"] = np.zeros((lams.size, alphas.size), bool)
+    if int(mc_seeds) != mc_seeds or mc_seeds < 1:
+        raise ValueError(f"mc_seeds: must be an integer ≥ 1, got {mc_seeds}")
+    fields = draw_fields(model, float(nu), int(L), float(delta), n_samples, seed, qmc=qmc)
+    shape = (lams.size, alphas.size)
+    data = {k: np.full(shape, np.nan) for k in OUTPUTS}
+    data["converged"] = np.zeros(shape, bool)
+    alt = {f"{k}_alt": np.full(shape, np.nan) for k in ALT}
+    alt["converged_alt"] = np.zeros(shape, bool)
+    branch = np.full(shape, "down", dtype="<U4")
+    n_branches = np.zeros(shape, np.int64)
+    mc_sd = np.full(shape, np.nan)
     for i, lam in enumerate(lams):
-        init = None
-        # continuation from large α down: the large-α fixed point is close to the population
-        # optimum and easy to reach; linear σ diverges from a cold start at small α
-        for j in reversed(range(alphas.size)):
-            alpha = alphas[j]
-            r = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, init=init, **kw)
+        args = (sigma, model, nu, L, delta, lam, alphas)
+        down = _continue(*args, reversed(range(alphas.size)), fields, kw)
+        up = {}
+        if two_way and alphas.size > 1:
+            agree = []
+
+            def stop(j, r, agree=agree):
+                d = down[j]
+                agree.append(r["converged"] and d["converged"] and _same(r, d))
+                return len(agree) >= 2 and agree[-1] and agree[-2]
+
+            up = _continue(*args, range(alphas.size), fields, kw, stop_when=stop)
+        for j in range(alphas.size):
+            cands = [(b, r) for b, r in (("down", down[j]), ("up", up.get(j))) if r is not None]
+            conv = [(b, r) for b, r in cands if r["converged"]]
+            distinct = conv[:1] + [c for c in conv[1:] if not _same(c[1], conv[0][1])]
+            n_branches[i, j] = len(distinct)
+            # reported: the lowest RS objective among converged fixed points (else the down pass)
+            pick = min(distinct, key=lambda c: c[1]["objective"]) if distinct else cands[0]
+            other = [c for c in (distinct if len(distinct) > 1 else ()) if c is not pick]
+            branch[i, j] = pick[0]
             for k in OUTPUTS:
-                data[k][i, j] = r[k]
-            init = {k: r[k] for k in STATE} if r["converged"] else init
-            log.info("replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f converged=%s it=%d (%.1fs)",
-                     sigma, model, nu, L, lam, alpha, r["test_error"], r["converged"],
-                     r["iterations"], r["wall_time"])
+                data[k][i, j] = pick[1][k]
+            if other:
+                for k in ALT:
+                    alt[f"{k}_alt"][i, j] = other[0][1][k]
+                log.warning("replica %s λ=%g α=%g: two fixed points (objective %.5f, e_test %.4f | %.5f, %.4f); "
+                            "reporting the lower objective", sigma, lam, alphas[j], pick[1]["objective"],
+                            pick[1]["test_error"], other[0][1]["objective"], other[0][1]["test_error"])
+            if mc_seeds > 1 and pick[1]["converged"]:
+                mc_sd[i, j] = _mc_sd(sigma, model, nu, L, delta, lam, alphas[j], pick[1], fields,
+                                     n_samples, seed, qmc, int(mc_seeds), kw)
     te = np.where(data["converged"], data["test_error"], np.inf)
     best = np.argmin(te, axis=0)
     opt = te[best, np.arange(alphas.size)]
-    ds = xr.Dataset({k: (("lam", "alpha"), v) for k, v in data.items()},
+    dims = ("lam", "alpha")
+    ds = xr.Dataset({k: (dims, v) for k, v in {**data, **alt}.items()},
                     coords=dict(lam=lams, alpha=alphas, sigma=sigma, model=model, nu=float(nu),
                                 L=int(L), delta=float(delta)))
+    ds["branch"] = (dims, branch)
+    ds["n_branches"] = (dims, n_branches)
+    ds["test_error_mc_sd"] = (dims, mc_sd)
+    ds["test_error_mc_sd"].attrs["description"] = (
+        f"seed-to-seed s.d. of test_error over {int(mc_seeds)} draws of the common random numbers"
+        if mc_seeds > 1 else "not measured (mc_seeds = 1)")
     ds["test_error_opt_lam"] = ("alpha", np.where(np.isfinite(opt), opt, np.nan))
     ds["lam_opt"] = ("alpha", np.where(np.isfinite(opt), lams[best], np.nan))
-    ds.attrs.update(n_samples=int(fields.n), seed=int(seed), theory="replica-symmetric, zero temperature",
-                    test_error_mc_se=_mc_se(sigma, model, nu, L, delta, lams[best[-1]], alphas[-1],
-                                            n_samples, seed, ds, **kw))
+    ds.attrs.update(n_samples=int(fields.n), seed=int(seed), qmc=int(bool(qmc)), mc_seeds=int(mc_seeds),
+                    two_way=int(bool(two_way)), theory="replica-symmetric, zero temperature")
     return ds
 
 
-def _mc_se(sigma, model, nu, L, delta, lam, alpha, n_samples, seed, ds, **kw) -> float:
-    """Seed-to-seed spread of test_error at one point (|e(seed) − e(seed+1)| / √2)."""
-    e0 = float(ds.test_error.sel(lam=lam, alpha=alpha))
-    init = {k: float(ds[k].sel(lam=lam, alpha=alpha)) for k in STATE}
-    r = solve_replica(sigma, model, nu, L, delta, lam, alpha, n_samples=n_samples, seed=seed + 1,
-                      init=init, **kw)
-    return abs(r["test_error"] - e0) / math.sqrt(2) if r["converged"] else math.nan
+def _mc_sd(sigma, model, nu, L, delta, lam, alpha, r0, fields0, n_samples, seed, qmc, mc_seeds, kw) -> float:
+    """S.d. of test_error over seeds seed, …, seed + mc_seeds − 1 (the others warm-started from
+    r0, the seed-``seed`` solution); NaN if any of them does not converge."""
+    init = {k: r0[k] for k in STATE}
+    errs = [r0["test_error"]]
+    for s in range(seed + 1, seed + mc_seeds):
+        f = draw_fields(model, float(nu), int(L), float(delta), n_samples, s, qmc=qmc)
+        r = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=init, **kw)
+        if not r["converged"]:
+            return math.nan
+        errs.append(r["test_error"])
+    return float(np.std(errs, ddof=1))

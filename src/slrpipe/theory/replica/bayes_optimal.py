@@ -37,6 +37,7 @@ import numpy as np
 import xarray as xr
 from jax.scipy.special import logsumexp, ndtr
 
+from slrpipe.theory.replica.channel import _mean_se
 from slrpipe.theory.replica.fields import Fields, check_task, draw_fields
 
 log = logging.getLogger(__name__)
@@ -83,12 +84,6 @@ def _channel(wk, wv, y, m_k, m_v, delta, model, nu):
             a, b, c, m_k, m_v, delta, model, nu)
         return lz, jnp.sum(gk**2), jnp.sum(gv**2), p2
     return jax.vmap(one)(wk, wv, y)
-
-
-def _mean_se(x):
-    h = x.shape[0] // 2
-    p = 0.5 * (x[:h] + x[h:])
-    return float(p.mean()), float(p.std(ddof=1) / math.sqrt(h))
 
 
 def bo_channel(fields: Fields, alpha: float, m_k: float, m_v: float) -> dict:

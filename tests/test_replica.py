@@ -284,7 +284,7 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [2, 3, 4, 5, 6, 10, 20], n_samples=64)
     nb = ds.n_branches.sel(lam=0.1).values.tolist()
     assert nb == [1, 1, 2, 2, 2, 1, 1]
-    assert ds.branch.sel(lam=0.1).values.tolist() == ["up", "up", "down", "up", "up", "down", "down"]
+    assert ds.branch.sel(lam=0.1).values.tolist() == [1, 1, 0, 1, 1, 0, 0]  # 1: up pass
     te = ds.test_error.sel(lam=0.1).values.tolist()
     assert te == [5.0, 5.0, 1.0, 5.0, 5.0, 1.0, 1.0]
     alt = ds.test_error_alt.sel(lam=0.1).values

@@ -58,24 +58,29 @@ def centres(fields: Fields, m_k, q_k, m_v, q_v):
 
 
 def channel(sigma, fields: Fields, alpha, m_k, q_k, V_k, m_v, q_v, V_v, *, vhat="stein", warm=None,
-            n_steps=25, multistart=True, softmin=None, mhat="rb", per_sample=False):
-    """Conjugates and training loss at the given order parameters (docs/theory.md §3–4).
+            n_steps=25, multistart=True, softmin=None, mhat="rb"):
+    """Conjugates and training loss at the given order parameters (docs/theory.md §3–4, §9).
 
+    Args:
+        sigma: score name (``prox.PROX_SIGMAS``).  fields: common random numbers (N samples).
+        alpha: n/D > 0.  m_k, q_k, V_k, m_v, q_v, V_v: order parameters (q ≥ m², V > 0).
+        vhat: 'stein' (default) or 'jacobian' (pointwise, misses the jumps of the prox).
+        warm: (N, L) or (N, W, L) extra Newton starts (``out["warm"]`` of the previous pass).
+        n_steps: Newton steps per start.  multistart: False = centre + warm starts only.
+        softmin: None (global minimum: the exact zero-temperature channel) or β > 0: f, f² and the
+            loss averaged over the local minima with weights ∝ exp(−β ψ), the exact channel of
+            the soft-min envelope (continuous in the order parameters; docs/theory.md §4). The
+            Jacobian estimators (Vhat_*_jac, mhat_v_dy) always use the global minimum.
+        mhat: 'rb' (default, Rao–Blackwellised, module docstring) or 'general'.
     Returns:
         dict with mhat_k, qhat_k, Vhat_k, mhat_v, qhat_v, Vhat_v (floats, the ones used by the
         fixed point), their standard errors (``*_se``; iid formula over antithetic pairs, an
         overestimate for QMC fields), the alternative estimators (Vhat_*_jac, Vhat_*_stein,
-        mhat_*_general, mhat_*_rb, mhat_k_tilt, mhat_v_dy), train_loss = E ½(y − f(prox))²,
-        prox diagnostics (prox_unconverged = fraction of samples with |∇ψ| > 1e-6,
-        prox_multi = fraction with ≥ 2 distinct local minima found), chi (N, L) the global prox
-        and warm (N, 3, L) = (global prox, two runner-up local minima), the next pass's warm starts.
-        per_sample: also return ``samples``, (N/2, 7) antithetic-pair averages of the per-sample
-        terms of (CONJ order: m̂_k, q̂_k, V̂_k, m̂_v, q̂_v, V̂_v; train_loss), already times α for
-        the conjugates (their covariance gives the delta-method error of the solver).
-        softmin: None (global minimum: exact zero-temperature channel) or β > 0: f, f², loss
-        averaged over the local minima with weights ∝ exp(−β ψ), the exact channel of the soft-min
-        envelope (continuous in the order parameters; docs/theory.md §5). The Jacobian estimators
-        (Vhat_*_jac, mhat_v_dy) always use the global minimum.
+        mhat_*_general, mhat_*_rb, mhat_k_tilt, mhat_v_dy; the Jacobian ones leave out samples
+        with a singular Hessian), train_loss = E ½(y − f(prox))², prox diagnostics
+        (prox_unconverged = fraction of samples with |∇ψ| > 1e-6 (1 + 1/V_k), prox_multi =
+        fraction with ≥ 2 distinct local minima found), chi (N, L) the global prox and warm
+        (N, 3, L) = (global prox, two runner-up local minima), the next pass's warm starts.
     Raises:
         ValueError: bad estimator name, α ≤ 0, or invalid overlaps.
     """
@@ -119,8 +124,8 @@ def channel(sigma, fields: Fields, alpha, m_k, q_k, V_k, m_v, q_v, V_v, *, vhat=
     m = {"k": m_k, "v": m_v}
     for a in ("k", "v"):
         est[f"mhat_{a}_general"] = est.pop(f"fh_{a}") + est[f"Vhat_{a}"] * m[a]
-    # Rao–Blackwell forms: E[z*_ε − (m_v/S_v) ξ_ε | ω_ε, y] = (q_v y − m_v ω_ε)/det, and for ℓ ≠ ε
-    # the conditional mean is 0 (module docstring); spiked-SLR: E[χ*_ℓ − (m_k/S_k) ξ_ℓ | ω] = √ν δ_ℓε
+    # Rao–Blackwell forms: E[z*_ε − (m_v/S_v) ξ_ε | ω_ε, y] = (q_v y − m_v ω_ε)/det and 0 for
+    # ℓ ≠ ε (module docstring); spiked-SLR: E[χ*_ℓ − (m_k/S_k) ξ_ℓ | ω] = √ν δ_ℓε
     det = q_v * (1 + fields.delta**2) - m_v**2
     if det > 1e-12:
         w_eps = np.take_along_axis(wv, fields.eps[:, None], 1)[:, 0]
@@ -135,12 +140,6 @@ def channel(sigma, fields: Fields, alpha, m_k, q_k, V_k, m_v, q_v, V_v, *, vhat=
         mu, se = _mean_se(x, skip_nan=key in _JAC_KEYS)
         scale = 1.0 if key == "train_loss" else alpha
         out[key], out[key + "_se"] = scale * mu, scale * se
-    if per_sample:
-        h = fields.n // 2
-        cols = [alpha * est[k] for k in ("mhat_k", "qhat_k", "Vhat_k", "mhat_v", "qhat_v", "Vhat_v")]
-        cols.append(est["train_loss"])
-        X = np.stack(cols, axis=1)
-        out["samples"] = 0.5 * (X[:h] + X[h:])
     out["prox_unconverged"] = float(np.mean(p["grad_norm"] > 1e-6 * (1 + 1 / V_k)))
     out["prox_multi"] = float(np.mean(p["n_best"] < p["n_starts"]))
     out["chi"] = p["chi"]

@@ -8,10 +8,13 @@ For fixed χ, φ is quadratic in z and z is eliminated exactly (docs/theory.md �
     ψ(χ) = |χ − ω_χ|²/(2V_k) + r² / (2(1 + V_v|s|²)),
 an L-dimensional non-convex problem. Its global minimum is found by a batched, monotone
 (backtracking) saddle-free Newton method started from several points per sample: the centre ω_χ,
-an optional warm start, and displacements of radius R = √(2 V_k ψ(ω_χ)) (no minimiser lies
-farther from ω_χ) towards each token (σ normalised) or along ±e_ℓ and ±ω_z (σ linear); the
-lowest end point wins. The Jacobian of the prox in (ω, y) comes from implicit differentiation of
-∇φ = 0: ∂h/∂ω = H⁻¹ V⁻¹, ∂h/∂y = H⁻¹ ∇_h f, H = ∇²φ (2L × 2L).
+optional warm starts (the previous pass's minimum and runners-up), and displacements of radius
+R = √(2 V_k ψ(ω_χ)) (no minimiser lies farther from ω_χ) towards each token (σ normalised) or
+along ±e_ℓ and ±ω_z (σ linear); the lowest end point wins. Newton runs in two phases (all lanes
+a few steps, then only the unconverged ones). Optionally (``softmin=β``) the statistics of the
+soft-min envelope over the distinct local minima found are returned too (docs/theory.md §4–5).
+The Jacobian of the prox in (ω, y) comes from implicit differentiation of ∇φ = 0:
+∂h/∂ω = H⁻¹ V⁻¹, ∂h/∂y = H⁻¹ ∇_h f, H = ∇²φ (2L × 2L).
 
 Everything runs in float64 JAX (``jax.enable_x64``), jit-compiled and vmapped over samples.
 """

@@ -6,14 +6,16 @@ State x = (m_k, q_k, V_k, m_v, q_v, V_v). The map F: conjugates from the output 
 multi-start prox search; otherwise ``converged=False`` with the residual — never a silent number.
 
 Iteration (``method``):
-  * "anderson" (default): Anderson acceleration, type II, on the residual f = F(x) − x with the
+  * "anderson" (default): Anderson acceleration, type II (mixing 1), on f = F(x) − x with the
     weighted least-squares norm of the convergence test (Walker & Ni, SIAM J. Numer. Anal. 49
     (2011) 1715): the next point is Σ_i a_i (x_i + f_i) over the last ``memory`` + 1 evaluations,
     Σ a_i = 1, minimising |Σ a_i f_i|. Safeguards: a trust region (≤ 50 % relative change of any
     order parameter per step); the memory restarts from the best point when the residual exceeds
-    ``_RESTART`` × the best one; extrapolations outside the domain (q_a < m_a², V_a ≤ 0), failed
-    prior steps (λ + V̂ ≤ 0) and stagnation (a point already in memory) fall back to the damped
-    step from the best point; ``patience`` evaluations without a new best residual end the solve.
+    ``_RESTART`` × the best one, and with a halved damped step from the best point after every
+    ``_STALL`` evaluations without progress (Anderson can cycle); extrapolations outside the
+    domain (q_a < m_a², V_a ≤ 0), failed prior steps (λ + V̂ ≤ 0) and stagnation (a point already
+    in memory) fall back to the damped step from the best point; ``patience`` evaluations without
+    a new best residual end the solve.
   * "damped": x ← (1 − d) x + d F(x), d halved whenever the residual grows three times running.
 Prox passes: the first, every ``full_every``-th and, once the residual is below ``_FULL_BELOW``,
 every pass is a full multi-start search; the others start from the centre and the previous
@@ -43,6 +45,7 @@ DEFAULT_INIT = dict(m_k=0.5, q_k=1.0, V_k=1.0, m_v=0.5, q_v=1.0, V_v=1.0)
 METHODS = ("anderson", "damped")
 _FULL_BELOW = 1e-2  # residual below which every prox pass is a full multi-start search
 _RESTART = 10.0  # Anderson memory restarts when the residual exceeds this factor × the best one
+_STALL = 6  # … and every _STALL evaluations without a new best residual (breaks cycles)
 
 
 def _check(sigma, model, nu, L, delta, lam, alpha, damping, tol, max_iter, method, memory, patience):
@@ -107,8 +110,9 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
         delta: label-noise std Δ ≥ 0.  lam: ridge λ > 0.  alpha: n/D > 0.
         n_samples: Monte Carlo samples of the channel (even; antithetic pairs).  seed: their seed.
         init: dict of starting order parameters (keys ``STATE``; e.g. a neighbour's solution).
-        damping: d ∈ (0, 1], mixing of the damped step (and of Anderson).  tol: on the max
-        relative change.  max_iter: cap on channel evaluations.
+        damping: d ∈ (0, 1] of the damped steps (method 'damped', and Anderson's fallback
+        steps; Anderson itself mixes with 1).  tol: on the max relative change (of F(x) − x).
+        max_iter: cap on channel evaluations.
         vhat: 'stein' (default, exact for a jumping prox) or 'jacobian' (pointwise, diagnostic).
         fields: pre-drawn common random numbers (overrides n_samples/seed/qmc).
         n_steps: Newton steps per prox start.  full_every: iterations between full multi-start
@@ -116,7 +120,7 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
         method: 'anderson' (default) or 'damped' (module docstring).  memory: Anderson memory
         (number of past differences, ≥ 1).  qmc: scrambled-Sobol fields (:func:`draw_fields`).
         softmin: β of the soft-min over local minima in the channel (None = hard global minimum;
-        docs/theory.md §5: makes F continuous; bias measured ≤ 0.2 s.e. at 32000 samples).
+        docs/theory.md §4: makes F continuous; bias measured ≤ 0.2 s.e. at 32000 samples).
         mhat: 'rb' (default, Rao–Blackwellised m̂, lower variance) or 'general' (:mod:`.channel`).
         patience: Anderson gives up (converged=False) after this many channel evaluations
         without a new smallest residual (e.g. past a fold of the branch, where no fixed point is
@@ -126,8 +130,9 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
         (= α·train_loss + λ(q_k + q_v)/2, i.e. min 𝓛 / D), the six order parameters, the six
         conjugates, iterations (channel evaluations), residual, converged, wall_time (s),
         n_samples, seed, qmc, plus diagnostics: Vhat_k_jac/Vhat_v_jac (pointwise-Jacobian V̂),
-        mhat_k_tilt (spiked/finite ν), prox_unconverged, prox_multi, damping (final),
-        n_rejected (Anderson steps rejected by the safeguard).
+        mhat_k_tilt (spiked/finite ν), mhat_*_general, prox_unconverged, prox_multi, damping
+        (final), n_rejected (Anderson memory restarts and fallback steps). When converged, the
+        conjugates and train loss are those of the last (full) pass, at the returned state.
     Raises:
         ValueError: any argument outside its range (one line naming it).
     """
@@ -165,7 +170,7 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
             f, resid = None, math.inf
         log.debug("iteration %d full=%s residual %.3e x=%s", it, full, resid, np.round(x, 5).tolist())
         if resid < tol and full:
-            x, converged = x + f, True
+            converged = True  # x is reported, with this (full) pass's conjugates and train loss
             break
         if not near and resid < max(_FULL_BELOW, 10 * tol):
             near = True
@@ -195,10 +200,16 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
         elif it - it_best >= patience:
             log.debug("no progress in %d iterations: giving up", patience)
             break
-        elif resid > _RESTART * best[2]:
-            # the secant model failed (residual blew up): restart the memory from the best point
+        elif resid > _RESTART * best[2] or (it - it_best) % _STALL == 0:
+            # the secant model failed (residual blew up), or the iteration is cycling without
+            # progress: restart the memory from the best point (and, when stalled, from a
+            # smaller damped step there)
             n_rej += 1
             xs, fs = [best[0]], [best[1]]
+            if (it - it_best) % _STALL == 0:
+                d = max(0.5 * d, 0.05)
+                x = best[0] + d * best[1]
+                continue
         xs, fs = (xs + [x])[-(memory + 1):], (fs + [f])[-(memory + 1):]
         cand = _anderson(np.array(xs), np.array(fs), 1.0) if len(xs) > 1 else x + d * f
         # trust region: at most a 50 % relative change of any order parameter per step
@@ -212,11 +223,12 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
             xs, fs = [best[0]], [best[1]]
             cand = best[0] + d * best[1]
         x = cand
-    if not converged and best is not None and best[2] < resid:
-        x, resid = best[0], best[2]  # report the best point seen, not the last one
-    # final channel pass at the returned state: train loss and conjugates consistent with x
-    ch = channel(sigma, fields, alpha, *x, vhat=vhat, warm=warm, n_steps=n_steps, softmin=softmin,
-                 mhat=mhat)
+    if not converged:
+        if best is not None and best[2] < resid:
+            x, resid = best[0], best[2]  # report the best point seen, not the last one
+        # a full channel pass at the reported state: train loss and conjugates consistent with x
+        ch = channel(sigma, fields, alpha, *x, vhat=vhat, warm=warm, n_steps=n_steps, softmin=softmin,
+                     mhat=mhat)
     st = dict(zip(STATE, map(float, x)))
     out = dict(st)
     out.update({k: ch[k] for k in CONJ})

@@ -68,10 +68,11 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
         ``kw`` go to :func:`solve_replica` (damping, tol, max_iter, vhat, n_steps, method, …).
     Returns:
         Dataset with dims (lam, alpha): every output of ``solve_replica`` (``OUTPUTS``) for the
-        reported fixed point; ``branch`` ("down"/"up": the pass it came from); ``n_branches``
+        reported fixed point; ``branch`` (0/1: from the down/up pass); ``n_branches``
         (number of distinct converged fixed points found: 0, 1 or 2) and, for the other one,
         ``test_error_alt``, ``objective_alt``, ``converged_alt`` and the order parameters
-        ``*_alt`` (NaN where there is none); ``test_error_mc_sd``; plus test_error_opt_lam (alpha)
+        ``*_alt`` (NaN where there is none); ``test_error_mc_sd`` and ``test_error_seed_mean``
+        (over the mc_seeds draws); plus test_error_opt_lam (alpha)
         = min over the λ grid of the converged points and lam_opt (alpha). Scalar coords sigma,
         model, nu, L, delta; attrs n_samples, seed, qmc, mc_seeds, two_way.
     Raises:
@@ -92,9 +93,9 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
     data["converged"] = np.zeros(shape, bool)
     alt = {f"{k}_alt": np.full(shape, np.nan) for k in ALT}
     alt["converged_alt"] = np.zeros(shape, bool)
-    branch = np.full(shape, "down", dtype="<U4")
+    branch = np.zeros(shape, np.int64)  # 0: down pass, 1: up pass
     n_branches = np.zeros(shape, np.int64)
-    mc_sd = np.full(shape, np.nan)
+    mc_sd, mc_mean = np.full(shape, np.nan), np.full(shape, np.nan)
     for i, lam in enumerate(lams):
         args = (sigma, model, nu, L, delta, lam, alphas)
         down = _continue(*args, reversed(range(alphas.size)), fields, kw)
@@ -116,7 +117,7 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
             # reported: the lowest RS objective among converged fixed points (else the down pass)
             pick = min(distinct, key=lambda c: c[1]["objective"]) if distinct else cands[0]
             other = [c for c in (distinct if len(distinct) > 1 else ()) if c is not pick]
-            branch[i, j] = pick[0]
+            branch[i, j] = int(pick[0] == "up")
             for k in OUTPUTS:
                 data[k][i, j] = pick[1][k]
             if other:
@@ -126,8 +127,8 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
                             "reporting the lower objective", sigma, lam, alphas[j], pick[1]["objective"],
                             pick[1]["test_error"], other[0][1]["objective"], other[0][1]["test_error"])
             if mc_seeds > 1 and pick[1]["converged"]:
-                mc_sd[i, j] = _mc_sd(sigma, model, nu, L, delta, lam, alphas[j], pick[1], fields,
-                                     n_samples, seed, qmc, int(mc_seeds), kw)
+                mc_mean[i, j], mc_sd[i, j] = _mc_sd(sigma, model, nu, L, delta, lam, alphas[j], pick[1],
+                                                    n_samples, seed, qmc, int(mc_seeds), kw)
     te = np.where(data["converged"], data["test_error"], np.inf)
     best = np.argmin(te, axis=0)
     opt = te[best, np.arange(alphas.size)]
@@ -136,10 +137,15 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
                     coords=dict(lam=lams, alpha=alphas, sigma=sigma, model=model, nu=float(nu),
                                 L=int(L), delta=float(delta)))
     ds["branch"] = (dims, branch)
+    ds["branch"].attrs["description"] = "pass the reported fixed point came from: 0 down (from large α), 1 up"
     ds["n_branches"] = (dims, n_branches)
     ds["test_error_mc_sd"] = (dims, mc_sd)
     ds["test_error_mc_sd"].attrs["description"] = (
         f"seed-to-seed s.d. of test_error over {int(mc_seeds)} draws of the common random numbers"
+        if mc_seeds > 1 else "not measured (mc_seeds = 1)")
+    ds["test_error_seed_mean"] = (dims, mc_mean)
+    ds["test_error_seed_mean"].attrs["description"] = (
+        f"mean of test_error over the {int(mc_seeds)} draws (MC error test_error_mc_sd/√{int(mc_seeds)})"
         if mc_seeds > 1 else "not measured (mc_seeds = 1)")
     ds["test_error_opt_lam"] = ("alpha", np.where(np.isfinite(opt), opt, np.nan))
     ds["lam_opt"] = ("alpha", np.where(np.isfinite(opt), lams[best], np.nan))
@@ -148,15 +154,15 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
     return ds
 
 
-def _mc_sd(sigma, model, nu, L, delta, lam, alpha, r0, fields0, n_samples, seed, qmc, mc_seeds, kw) -> float:
-    """S.d. of test_error over seeds seed, …, seed + mc_seeds − 1 (the others warm-started from
-    r0, the seed-``seed`` solution); NaN if any of them does not converge."""
+def _mc_sd(sigma, model, nu, L, delta, lam, alpha, r0, n_samples, seed, qmc, mc_seeds, kw):
+    """(mean, s.d.) of test_error over seeds seed, …, seed + mc_seeds − 1 (the others
+    warm-started from r0, the seed-``seed`` solution); NaN if any of them does not converge."""
     init = {k: r0[k] for k in STATE}
     errs = [r0["test_error"]]
     for s in range(seed + 1, seed + mc_seeds):
         f = draw_fields(model, float(nu), int(L), float(delta), n_samples, s, qmc=qmc)
         r = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=init, **kw)
         if not r["converged"]:
-            return math.nan
+            return math.nan, math.nan
         errs.append(r["test_error"])
-    return float(np.std(errs, ddof=1))
+    return float(np.mean(errs)), float(np.std(errs, ddof=1))

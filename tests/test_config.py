@@ -31,6 +31,8 @@ BAD = {
                                     "replica.spiked_L2.bayes_optimal", "nu = 0 or inf"),
     "bayes-optimal samples": (lambda c: c["replica"]["spiked_L2"].update(bayes_optimal_samples=10),
                               "replica.spiked_L2.bayes_optimal_samples", "minimum of 1000"),
+    "replica mc seeds": (lambda c: c["replica"]["spiked_L2"].update(mc_seeds=0),
+                         "replica.spiked_L2.mc_seeds", "minimum of 1"),
     "unknown figure experiment": (lambda c: c["figures"].update(fig2=["nope"]), "figures.fig2", "not a population experiment"),
 }
 

@@ -12,17 +12,24 @@ from slrpipe.io import write_zarr
 ALPHAS = [1.0, 4.0]
 
 
-def store(tmp_path, erm_shift, converged=True):
-    """A store with replica test error 0.5 at every α and ERM runs 0.5 + shift ± 0.01 over 4 seeds."""
+def store(tmp_path, erm_shift, converged=True, extra_rep=None, pop_shift=None):
+    """A store with replica test error 0.5 at every α and ERM runs 0.5 + shift ± 0.01 over 4 seeds
+    (``pop_shift``: also a ``test_error_pop`` at 0.5 + pop_shift with the same spread)."""
     rng = np.random.default_rng(0)
     noise = rng.normal(0, 0.01, size=(1, 1, 2, 4))
     noise -= noise.mean(-1, keepdims=True)  # the seed mean is exactly 0.5 + shift
     erm = xr.Dataset({"test_error": (("sigma", "lam", "alpha", "seed"), 0.5 + erm_shift + noise),
                       "D": (("sigma", "lam", "alpha", "seed"), np.full((1, 1, 2, 4), 100))},
                      coords={"sigma": ["softmax"], "lam": [0.1], "alpha": ALPHAS, "seed": [0, 1, 2, 3]})
+    if pop_shift is not None:
+        erm["test_error_pop"] = (("sigma", "lam", "alpha", "seed"), 0.5 + pop_shift + noise)
     rep = xr.Dataset({"test_error": (("sigma", "lam", "alpha"), np.full((1, 1, 2), 0.5)),
                       "converged": (("sigma", "lam", "alpha"), np.full((1, 1, 2), converged))},
                      coords={"sigma": ["softmax"], "lam": [0.1], "alpha": ALPHAS})
+    for k, v in (extra_rep or {}).items():
+        rep[k] = (("sigma", "lam", "alpha"), np.full((1, 1, 2), v))
+    if "test_error_seed_mean" in rep:
+        rep.attrs["mc_seeds"] = "4"  # as the aggregation writes experiment fields (JSON text)
     tree = xr.DataTree.from_dict({"/erm/e": erm, "/replica/r": rep})
     return write_zarr(tree, tmp_path / "slr.zarr")
 
@@ -55,3 +62,46 @@ def test_non_converged_theory_is_not_enforced(tmp_path):
 
     rows = compare(open_store(store(tmp_path, 0.1, converged=False)), CONFIG)
     assert not any(r["enforced"] for r in rows) and not any(r["agrees"] for r in rows)
+
+
+def test_risk_at_learned_weights_is_compared_when_present(tmp_path):
+    # the finite-test-set mean is 0.1 off, the risk at the learned weights agrees: it is the one judged
+    rows = validate_store(store(tmp_path, 0.1, pop_shift=0.0), CONFIG, tmp_path / "v.txt")
+    assert all(r["agrees"] and r["erm_quantity"] == "test_error_pop" for r in rows)
+    assert rows[0]["erm_test"] == pytest.approx(0.6) and rows[0]["erm_mean"] == pytest.approx(0.5)
+    with pytest.raises(ValidationFailed):
+        validate_store(store(tmp_path / "b", 0.0, pop_shift=0.1), CONFIG, tmp_path / "b.txt")
+
+
+def test_monte_carlo_error_of_the_theory_enters_z(tmp_path):
+    from slrpipe.store.aggregate import open_store
+
+    # theory = the mean over 4 Monte Carlo draws (0.55), its error = s.d. 0.1 / √4 = 0.05; ERM at
+    # 0.6 ± small: z = 0.05 / √(se² + 0.05²) ≈ 1 instead of ≈ 20 against the single draw 0.5
+    rows = compare(open_store(store(tmp_path, 0.1, extra_rep={"test_error_mc_sd": 0.1,
+                                                              "test_error_seed_mean": 0.55})), CONFIG)
+    se = rows[0]["erm_se"]
+    assert rows[0]["theory"] == pytest.approx(0.55) and rows[0]["theory_mc_se"] == pytest.approx(0.05)
+    assert rows[0]["z"] == pytest.approx(0.05 / np.sqrt(se**2 + 0.05**2), rel=1e-6)
+    assert all(r["agrees"] for r in rows)
+
+
+def test_two_rs_branches_are_reported_not_enforced(tmp_path):
+    from slrpipe.store.aggregate import open_store
+
+    rows = compare(open_store(store(tmp_path, 0.1, extra_rep={"n_branches": 2, "test_error_alt": 0.6})), CONFIG)
+    assert not any(r["enforced"] for r in rows) and all(r["theory_alt"] == pytest.approx(0.6) for r in rows)
+    from slrpipe.store.validation import format_table
+    assert "2 RS branches" in format_table(rows)
+
+
+def test_ill_conditioned_theory_is_reported_not_enforced(tmp_path):
+    from slrpipe.store.aggregate import open_store
+
+    # one draw moves the theory by 0.04 / 0.5 = 8 % > max_theory_rel_sd (3 %): near a fold
+    bad = compare(open_store(store(tmp_path, 0.3, extra_rep={"test_error_mc_sd": 0.04,
+                                                             "test_error_seed_mean": 0.5})), CONFIG)
+    assert all(r["ill_conditioned"] and not r["enforced"] for r in bad)
+    ok = compare(open_store(store(tmp_path / "b", 0.3, extra_rep={"test_error_mc_sd": 0.01,
+                                                                  "test_error_seed_mean": 0.5})), CONFIG)
+    assert all(r["enforced"] and not r["agrees"] for r in ok)

@@ -186,8 +186,9 @@ def plan(config: dict, results: str = "results") -> Plan:
         stem = f"{results}/replica/{setting_dir(exp)}"
         for sigma in exp["sigmas"]:
             for lam in exp["lams"]:
-                path = f"{stem}/{sigma}/lam{fmt(lam)}_n{exp['n_samples']}_seed{exp['seed']}.nc"
-                _add(p.replica, path, dict(base, sigma=sigma, lam=lam))
+                mc = f"_mc{exp['mc_seeds']}" if exp["mc_seeds"] > 1 else ""
+                path = f"{stem}/{sigma}/lam{fmt(lam)}_n{exp['n_samples']}_seed{exp['seed']}{mc}.nc"
+                _add(p.replica, path, dict(base, sigma=sigma, lam=lam, mc_seeds=exp["mc_seeds"]))
                 p.members.setdefault(("replica", name), []).append(path)
         if exp["bayes_optimal"]:
             path = f"{stem}/bayes_optimal_n{exp['bayes_optimal_samples']}_seed{exp['seed']}.nc"

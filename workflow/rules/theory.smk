@@ -26,7 +26,7 @@ def _replica_args(wc, output):
     keys = ["model", "nu", "L", "delta", "n_samples", "seed"]
     if j["sigma"] == "bayes_optimal":
         return cli_args(j, keys) + " --bayes-optimal --alpha-grid " + ",".join(j["alphas"])
-    return cli_args(j, keys + ["sigma"]) + f" --lam-grid {j['lam']} --alpha-grid " + ",".join(j["alphas"])
+    return cli_args(j, keys + ["sigma", "mc_seeds"]) + f" --lam-grid {j['lam']} --alpha-grid " + ",".join(j["alphas"])
 
 
 rule replica:

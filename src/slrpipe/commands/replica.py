@@ -33,6 +33,11 @@ def add_arguments(p) -> None:
     p.add_argument("--alpha-grid", required=True, help="comma-separated α = n/D")
     p.add_argument("--n-samples", type=int, default=20000, help="Monte Carlo samples of the channel")
     p.add_argument("--seed", type=int, default=0, help="seed of the common random numbers")
+    p.add_argument("--mc-seeds", type=int, default=1,
+                   help="re-solve each converged point with this many scrambles in all (test_error_mc_sd)")
+    p.add_argument("--no-qmc", action="store_true", help="iid Gaussian fields instead of scrambled Sobol")
+    p.add_argument("--one-way", action="store_true",
+                   help="continuation from large α only (no up pass, no second-branch detection)")
     p.add_argument("--bayes-optimal", action="store_true", help="Bayes-optimal state evolution instead (no σ, no λ)")
     p.add_argument("--out", required=True, help="output netCDF path")
 
@@ -50,7 +55,8 @@ def run(args) -> int:
                                  seed=args.seed)
     else:
         ds = replica_sweep(args.sigma, args.model, args.nu, L, args.delta, _grid(args.lam_grid), alphas,
-                           n_samples=args.n_samples, seed=args.seed)
+                           n_samples=args.n_samples, seed=args.seed, mc_seeds=args.mc_seeds,
+                           qmc=not args.no_qmc, two_way=not args.one_way)
     ds.attrs.update(provenance(command="replica", nu_text="inf" if math.isinf(args.nu) else args.nu))
     write_netcdf(ds, args.out)
     return 0

@@ -15,13 +15,13 @@ def mean_se(da, dim="seed"):
     return da.mean(dim), da.std(dim, ddof=1) / np.sqrt(n.where(n > 0))
 
 
-def draw_erm(ax, erm, lam_styles=True, label_suffix=""):
-    """ERM markers (mean ± s.e. over seeds) for each σ and λ; returns the σ list drawn."""
+def draw_erm(ax, erm, lam_styles=True, label_suffix="", var="test_error"):
+    """ERM markers (mean ± s.e. over seeds of ``var``) for each σ and λ; returns the σ list drawn."""
     sigmas = ordered(erm["sigma"].values)
     lams = erm["lam"].values
     for s in sigmas:
         for i, lam in enumerate(lams):
-            m, se = mean_se(erm["test_error"].sel(sigma=s, lam=lam))
+            m, se = mean_se(erm[var].sel(sigma=s, lam=lam))
             lab = f"ERM {LABELS.get(s, s)}" + (f", λ = {lam:g}" if len(lams) > 1 else "") + label_suffix
             ax.errorbar(erm["alpha"].values, m.values, yerr=se.values, ls="none", marker=MARKERS.get(s, "o"),
                         ms=4, capsize=2, color=COLORS.get(s), fillstyle=LAM_FILL.get(i % 4), label=lab)

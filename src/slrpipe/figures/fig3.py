@@ -1,5 +1,12 @@
 """Fig. 3: test error vs α — replica theory (lines), ERM (markers), Bayes-optimal (model.md §6–§7;
-its uninformed state-evolution branch dotted where it differs, docs/theory.md §8)."""
+its uninformed state-evolution branch dotted where it differs, docs/theory.md §8).
+
+ERM markers are the population risk at the learned (k, v) (``test_error_pop``, mean ± s.e. over
+seeds) when the store has it — the quantity the theory predicts, free of test-set noise — else
+the finite-test-set error. Where the RS equations have a second fixed point (``n_branches = 2``,
+docs/theory.md §10) its test error is drawn as small open diamonds. Theory lines are the mean
+over the Monte Carlo draws of the channel where the sweep made several (``mc_seeds``).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ import json
 import numpy as np
 
 from .erm_vs_population import draw_erm
-from .style import COLORS, LABELS, legend_below, log_alpha_axis, ordered, panels, save, setting_title
+from .style import COLORS, LABELS, legend_below, log_alpha_axis, log_error_axis, ordered, panels, save, setting_title
 
 LAM_STYLES = ["-", "--", "-.", ":"]
 
@@ -25,21 +32,29 @@ def plot(tree, experiments, out_stem, optimal_lam=False):
                 continue
             for i, lam in enumerate(rep["lam"].values):
                 err = rep["test_error"].sel(sigma=s, lam=lam)
+                if "test_error_seed_mean" in rep:  # the mean over Monte Carlo draws, where measured
+                    err = rep["test_error_seed_mean"].sel(sigma=s, lam=lam).fillna(err)
                 conv = rep["converged"].sel(sigma=s, lam=lam).astype(bool) if "converged" in rep else True
                 ax.plot(alpha, err.where(conv), color=COLORS.get(s), ls=LAM_STYLES[i % 4],
                         label=f"theory {LABELS.get(s, s)}, λ = {lam:g}")
+                if "n_branches" in rep and bool((rep["n_branches"].sel(sigma=s, lam=lam) > 1).any()):
+                    ax.plot(alpha, rep["test_error_alt"].sel(sigma=s, lam=lam), ls="none", marker="d", ms=3,
+                            fillstyle="none", color=COLORS.get(s), label=f"second RS fixed point, {LABELS.get(s, s)}")
         if "bayes_optimal_test_error" in rep:
             ax.plot(alpha, rep["bayes_optimal_test_error"], color="black", lw=1.2, label="Bayes-optimal")
             if bool(rep["bayes_optimal_coexistence"].any()):
                 # first-order transition: the branch reached from an uninformed start differs
                 unf = rep["bayes_optimal_test_error_uninformed"]
                 ax.plot(alpha, unf.where(rep["bayes_optimal_test_error"] != unf), color="black", lw=1,
-                        ls=":", label="Bayes-optimal SE, uninformed branch")
+                        ls=":", marker=".", ms=3, label="Bayes-optimal SE, uninformed branch")
         erm_name = json.loads(rep.attrs.get("erm", "null"))
         if erm_name and erm_name in tree.get("erm", {}):
-            draw_erm(ax, tree[f"erm/{erm_name}"].to_dataset())
+            erm = tree[f"erm/{erm_name}"].to_dataset()
+            pop = "test_error_pop" in erm and bool(erm["test_error_pop"].notnull().any())
+            draw_erm(ax, erm, var="test_error_pop" if pop else "test_error",
+                     label_suffix=" (R at learned k, v)" if pop else "")
         log_alpha_axis(ax)
-        ax.set_ylabel("test error")
+        log_error_axis(ax)
         ax.set_title(setting_title(rep.attrs))
     legend_below(fig, axes)
     return save(fig, out_stem)

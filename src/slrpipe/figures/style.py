@@ -57,6 +57,18 @@ def log_alpha_axis(ax):
     ax.set_xlabel("sample complexity α = n/D")
 
 
+def log_error_axis(ax, label="test error"):
+    """Log-scaled error axis with plain-number tick labels (errors span decades: max-SLR at ν = ∞
+    reaches 0.1 while the linear interpolation peak exceeds 1)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylabel(label)
+
+
 def panels(n: int, width=3.3, height=2.7):
     fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
     return fig, list(axes[0])

@@ -20,8 +20,15 @@ def test_fingerprint_changes_with_imported_source(tmp_path, monkeypatch):
     monkeypatch.setattr(fp, "ROOT", pkg)
     fp._direct_imports.cache_clear()
     before_fig, before_io = fp.fingerprint(["slrpipe.figures.fig3"]), fp.fingerprint(["slrpipe.io"])
-    with open(pkg / "figures" / "style.py", "a") as f:
-        f.write("\n# edited\n")
+    style = pkg / "figures" / "style.py"
+    # documentation only (a comment, a docstring): nothing reruns
+    src = style.read_text()
+    style.write_text(src.replace('"""', '"""Edited. ', 1) + "\n# edited\n")
+    fp._direct_imports.cache_clear()
+    assert fp.fingerprint(["slrpipe.figures.fig3"]) == before_fig
+    # code: what imports it reruns
+    with open(style, "a") as f:
+        f.write("\nEDITED = 1\n")
     fp._direct_imports.cache_clear()
     assert fp.fingerprint(["slrpipe.figures.fig3"]) != before_fig  # fig3 imports style
     assert fp.fingerprint(["slrpipe.io"]) == before_io  # io does not

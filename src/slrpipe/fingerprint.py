@@ -4,7 +4,9 @@ Snakemake notices edits to a rule's own shell/run code but not to the Python mod
 command imports. Each rule therefore carries, in ``params``, a hash of the source files of the
 ``slrpipe`` modules its command imports (static, transitive closure over ``import`` statements,
 including imports inside functions), so editing ``slrpipe.theory.population`` changes the
-fingerprint of the population rule and of nothing that does not import it.
+fingerprint of the population rule and of nothing that does not import it. The hash is over the
+code only (the syntax tree without docstrings; comments never reach it), so editing documentation
+reruns nothing.
 """
 
 from __future__ import annotations
@@ -80,10 +82,23 @@ def closure(modules, exclude=()) -> list[Path]:
     return sorted(seen)
 
 
+def _code(path: Path) -> bytes:
+    """The module's syntax tree without docstrings, as text: what runs, not how it is documented."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, include_attributes=False).encode()
+
+
 def fingerprint(modules, exclude=()) -> str:
-    """Short sha256 over the contents of ``closure(modules, exclude)`` (paths relative to the package)."""
+    """Short sha256 over the code (:func:`_code`) of ``closure(modules, exclude)`` (paths relative
+    to the package)."""
     h = hashlib.sha256()
     for f in closure(modules, exclude):
         h.update(str(f.relative_to(ROOT)).encode())
-        h.update(f.read_bytes())
+        h.update(_code(f))
     return h.hexdigest()[:16]

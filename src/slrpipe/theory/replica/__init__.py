@@ -2,7 +2,7 @@
 
 Modules: ``fields`` (common random numbers), ``prox`` (per-sample global proximal point and its
 implicit Jacobian, JAX), ``channel`` (output-channel expectations → conjugates), ``prior`` (ridge
-channel, closed form), ``solver`` (damped fixed point), ``sweep`` ((λ, α) grids),
+channel, closed form), ``solver`` (Anderson-accelerated fixed point, damped fallback), ``sweep`` ((λ, α) grids),
 ``bayes_optimal`` (Nishimori state evolution: the Bayes-optimal error at finite α).
 """
 

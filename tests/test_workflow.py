@@ -92,8 +92,10 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
 def test_touching_population_solver_reruns_population_only(done):
     mod = done / "src" / "slrpipe" / "theory" / "population.py"
     original = mod.read_text()
-    mod.write_text(original + "\n# an edit\n")
     try:
+        mod.write_text(original + "\n# a comment: documentation only, nothing reruns\n")
+        assert planned_jobs(done) == {}
+        mod.write_text(original + "\n_AN_EDIT = 1\n")
         jobs = planned_jobs(done)
     finally:
         mod.write_text(original)

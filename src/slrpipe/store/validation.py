@@ -2,27 +2,31 @@
 
 For each replica experiment that names an ERM experiment, every ERM point is compared with the
 replica prediction at the same (σ, λ, α) — linearly interpolated in log α off the replica grid.
-The ERM value is the mean over seeds of ``test_error_pop``, the population risk at the learned
-(k, v) (model.md §4, evaluated from the learned Gram at aggregation), which is the quantity the
-theory predicts without the noise of a finite test set (s.d. ≈ 0.007 per seed at 20000 test
-sequences, and shared by every α and σ of a seed, so it does not average out along a curve);
-the finite-test-set mean is reported next to it (``erm_test``), and used when ``test_error_pop``
-is missing. The theory value is the mean over the Monte Carlo draws of the channel (``test_error_seed_mean``
-of the replica sweep, when ``mc_seeds`` > 1; else the single draw) and its Monte Carlo error
-``theory_mc_se`` = ``test_error_mc_sd`` / √(mc_seeds) (NaN when not measured). The ERM standard
-error is the seed-to-seed spread / √(seeds); z = (ERM − theory) / √(se² + theory_mc_se²). A point *disagrees* when |z| > ``max_abs_z`` **and**
+
+ERM value: the mean over seeds of ``test_error_pop``, the population risk at the learned (k, v)
+(model.md §4 at the learned Gram, evaluated at aggregation) — the quantity the theory predicts,
+without the noise of a finite test set (s.d. ≈ 0.007 per seed at 20000 test sequences, shared by
+every α and σ of a seed, so it does not average out along a curve). The finite-test-set mean is
+reported next to it (``erm_test``) and used when ``test_error_pop`` is missing. Its standard error
+is the seed-to-seed spread / √(seeds).
+
+Theory value: the mean over the Monte Carlo draws of the channel (``test_error_seed_mean`` of the
+replica sweep when ``mc_seeds`` > 1, else the single draw), with Monte Carlo error
+``theory_mc_se`` = ``test_error_mc_sd`` / √(mc_seeds) (NaN when not measured).
+
+z = (ERM − theory) / √(se² + theory_mc_se²). A point *disagrees* when |z| > ``max_abs_z`` **and**
 |ERM − theory| > ``rel_tol`` · theory (the second clause allows the O(1/√D) finite-size bias the
 seed spread does not measure).
 
 Reported but not enforced: α < ``min_alpha`` or λ < ``min_lam`` (where the paper reports that
-theory and simulation may part: low SNR with low regularisation), replica points that did not
-converge, points where the fixed point is ill-conditioned — the Monte Carlo s.d. of one draw,
-``test_error_mc_sd``, exceeds ``max_theory_rel_sd`` × theory: near a fold of the RS equations the
-fixed point's sensitivity to any perturbation diverges, to channel noise and to finite-D
-corrections alike (docs/theory.md §10) — and points where the RS equations have two fixed points (``n_branches = 2``, a fold
-near the interpolation peak: docs/theory.md §10 — which one ERM reaches is then not predicted;
-``theory_alt`` gives the other). ``erm_objective`` (α · J at the ERM minimum, J = 𝓛/n) against
-``theory_objective`` (min 𝓛/D of the fixed point) says whether ERM reached the RS ground state.
+theory and simulation may part: low SNR with low regularisation); replica points that did not
+converge; ill-conditioned points, where the Monte Carlo s.d. of one draw (``test_error_mc_sd``)
+exceeds ``max_theory_rel_sd`` × theory — near a fold of the RS equations the fixed point's
+sensitivity to any perturbation diverges, to channel noise and to finite-D corrections alike
+(docs/theory.md §10); and points where the RS equations have two fixed points (``n_branches = 2``;
+which one ERM reaches is then not predicted; ``theory_alt`` gives the other). ``erm_objective``
+(α · J at the ERM minimum, J = 𝓛/n) against ``theory_objective`` (min 𝓛/D of the fixed point)
+says whether ERM reached the RS ground state.
 """
 
 from __future__ import annotations
@@ -61,9 +65,10 @@ def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
             out[col] = float((1 - w) * v[0] + w * v[1])
     out["theory_converged"] = bool(pt["converged"].values.all()) if "converged" in pt else True
     out["n_branches"] = int(pt["n_branches"].values.max()) if "n_branches" in pt else 1
-    k = int(rep.attrs.get("mc_seeds", 1)) if np.isfinite(out.pop("theory_seed_mean")) else 1
+    seed_mean = out.pop("theory_seed_mean")
+    k = int(rep.attrs.get("mc_seeds", 1)) if np.isfinite(seed_mean) else 1
     if k > 1:
-        out["theory"] = float((1 - w) * pt["test_error_seed_mean"].values[0] + w * pt["test_error_seed_mean"].values[1])
+        out["theory"] = seed_mean
     out["theory_mc_se"] = out["theory_mc_sd"] / np.sqrt(k) if k > 1 else np.nan
     return out
 

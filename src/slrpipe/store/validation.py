@@ -121,11 +121,19 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
 def _verdict(r: dict) -> str:
     if not np.isfinite(r["theory"]):
         return "no theory"
-    why = [] if r["enforced"] else [
-        w for w, bad in (("not converged", not r["theory_converged"]), ("2 RS branches", r["n_branches"] > 1),
-                         ("ill-conditioned theory", r["ill_conditioned"]),
-                         ("outside enforced range", True)) if bad][:1]
-    return ("ok" if r["agrees"] else "DISAGREES") + (f" (not enforced: {why[0]})" if why else "")
+    verdict = "ok" if r["agrees"] else "DISAGREES"
+    if r["enforced"]:
+        return verdict
+    # the first reason that applies, in the order of the module docstring's list
+    if not r["theory_converged"]:
+        why = "not converged"
+    elif r["n_branches"] > 1:
+        why = "2 RS branches"
+    elif r["ill_conditioned"]:
+        why = "ill-conditioned theory"
+    else:
+        why = "outside enforced range"
+    return f"{verdict} (not enforced: {why})"
 
 
 def format_table(rows: list[dict]) -> str:

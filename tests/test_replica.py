@@ -307,3 +307,23 @@ def test_sweep_measures_the_monte_carlo_error():
     assert 0 < sd < 0.04 * e
     assert float(ds.test_error.sel(lam=0.3, alpha=3.0)) == pytest.approx(e, rel=0.04)
     assert int(ds.attrs["qmc"]) == 1 and int(ds.attrs["mc_seeds"]) == 3
+
+
+def test_cold_start_retries_larger_key_scales(monkeypatch):
+    # Toy equations whose only fixed point at the largest α lies at large key norm (softmax at
+    # small λ, docs/theory.md §10 (iv)): reachable from q_k ≥ 50 only; once there, continuation
+    # down in α works. The sweep must find it from its key-scale ladder and say which start.
+    from slrpipe.theory.replica import sweep as S
+
+    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
+        ok = init is not None and init["q_k"] >= 50
+        r = {k: 0.0 for k in S.OUTPUTS}
+        r.update(m_k=5.0, q_k=70.0 if ok else 1.0, V_k=1.0, m_v=0.5, q_v=1.0, V_v=1.0, converged=ok,
+                 iterations=3, wall_time=0.0, objective=alpha, test_error=0.8 if ok else 9.0)
+        return r
+
+    monkeypatch.setattr(S, "solve_replica", fake)
+    ds = S.replica_sweep("softmax", "spiked", 1.0, 3, 0.0, [0.01], [5, 10, 20], n_samples=64, two_way=False)
+    assert ds.converged.values.tolist() == [[True, True, True]]
+    assert ds.key_scale.values.tolist() == [next(c for c in S.KEY_SCALES if c * c >= 50)]
+    assert ds.q_k.values.tolist() == [[70.0, 70.0, 70.0]]

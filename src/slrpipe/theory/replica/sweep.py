@@ -2,7 +2,8 @@
 
 Per λ, the α grid is solved from the largest α down (each point warm-started from its converged
 neighbour; the large-α fixed point is close to the population optimum) and, with ``two_way``,
-also from the smallest α up (cold start, then continuation). The RS equations can have two
+also from the smallest α up (cold start, then continuation). A cold start that fails is retried
+from larger key norms (:func:`_cold_start`). The RS equations can have two
 branches over a window of α (a fold: docs/theory.md §10 — linear σ near its interpolation peak);
 a one-way continuation then silently follows one of them past the point where the other one
 takes over, or jumps onto the other at a large step. Where both passes converge to different
@@ -30,18 +31,43 @@ OUTPUTS = ("test_error", "train_loss", "objective") + STATE + CONJ + (
 ALT = ("test_error", "objective", "converged") + STATE
 #: two fixed points are the same when every order parameter agrees to this relative tolerance
 SAME_TOL = 5e-3
+#: key scales c of the cold starts tried in turn at the first point of a pass (:func:`_cold_start`)
+KEY_SCALES = (1.0, 3.0, 8.0, 12.0)
 
 
 def _same(a: dict, b: dict) -> bool:
     return all(abs(a[k] - b[k]) <= SAME_TOL * (1 + abs(a[k])) for k in STATE)
 
 
+def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, kw) -> dict:
+    """Solve from the default init and, if that fails, from larger key scales c (m_k = c/2,
+    q_k = c², ``KEY_SCALES``): at small λ the softmax fixed point sits at a large key norm (q_k ≈ 70
+    at λ = 0.01, α = 20; docs/theory.md §10 (iv)) outside the default init's basin. The first
+    converged start is returned (else the default one's result), with ``key_scale`` = its c.
+    The ladder is empirical: spiked ν = 1 converges from c = 8, ν = 2 from c = 10–12 (not 8), and
+    m_k = 0.7 c fails for both."""
+    first = None
+    for c in KEY_SCALES:
+        init = None if c == 1.0 else dict(m_k=0.5 * c, q_k=c * c)
+        r = dict(solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, init=init, **kw), key_scale=c)
+        if r["converged"]:
+            if c != 1.0:
+                log.info("replica %s λ=%g α=%g: converged from key scale %g (not from the default init)",
+                         sigma, lam, alpha, c)
+            return r
+        first = first or r
+    return first
+
+
 def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, kw, stop_when=None):
-    """Solve alphas[order] by continuation; returns {index: result}. ``stop_when(j, r)`` → True
-    ends the pass after point j."""
+    """Solve alphas[order] by continuation (the first point by :func:`_cold_start`); returns
+    {index: result}. ``stop_when(j, r)`` → True ends the pass after point j."""
     out, init = {}, None
     for j in order:
-        r = solve_replica(sigma, model, nu, L, delta, lam, alphas[j], fields=fields, init=init, **kw)
+        if init is None and not out:
+            r = _cold_start(sigma, model, nu, L, delta, lam, alphas[j], fields, kw)
+        else:
+            r = solve_replica(sigma, model, nu, L, delta, lam, alphas[j], fields=fields, init=init, **kw)
         out[j] = r
         init = {k: r[k] for k in STATE} if r["converged"] else init
         log.info("replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f objective=%.5f converged=%s it=%d (%.1fs)",
@@ -71,7 +97,8 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
         reported fixed point; ``branch`` (0/1: from the down/up pass); ``n_branches``
         (number of distinct converged fixed points found: 0, 1 or 2) and, for the other one,
         ``test_error_alt``, ``objective_alt``, ``converged_alt`` and the order parameters
-        ``*_alt`` (NaN where there is none); ``test_error_mc_sd`` and ``test_error_seed_mean``
+        ``*_alt`` (NaN where there is none); ``key_scale`` (lam) of the down pass's cold start
+        (:func:`_cold_start`); ``test_error_mc_sd`` and ``test_error_seed_mean``
         (over the mc_seeds draws); plus test_error_opt_lam (alpha)
         = min over the λ grid of the converged points and lam_opt (alpha). Scalar coords sigma,
         model, nu, L, delta; attrs n_samples, seed, qmc, mc_seeds, two_way.
@@ -96,9 +123,11 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
     branch = np.zeros(shape, np.int64)  # 0: down pass, 1: up pass
     n_branches = np.zeros(shape, np.int64)
     mc_sd, mc_mean = np.full(shape, np.nan), np.full(shape, np.nan)
+    key_scale = np.ones(lams.size)
     for i, lam in enumerate(lams):
         args = (sigma, model, nu, L, delta, lam, alphas)
         down = _continue(*args, reversed(range(alphas.size)), fields, kw)
+        key_scale[i] = down[alphas.size - 1]["key_scale"]
         up = {}
         if two_way and alphas.size > 1:
             agree = []
@@ -139,6 +168,8 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
     ds["branch"] = (dims, branch)
     ds["branch"].attrs["description"] = "pass the reported fixed point came from: 0 down (from large α), 1 up"
     ds["n_branches"] = (dims, n_branches)
+    ds["key_scale"] = ("lam", key_scale)
+    ds["key_scale"].attrs["description"] = "key scale c of the cold start at the largest α (1: the default init)"
     ds["test_error_mc_sd"] = (dims, mc_sd)
     ds["test_error_mc_sd"].attrs["description"] = (
         f"seed-to-seed s.d. of test_error over {int(mc_seeds)} draws of the common random numbers"

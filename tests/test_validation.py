@@ -49,6 +49,9 @@ def test_disagreement_fails_with_the_points(tmp_path):
     with pytest.raises(ValidationFailed, match=r"2 of 2 enforced ERM points disagree.*α=1 "):
         validate_store(store(tmp_path, 0.1), CONFIG, tmp_path / "v.txt")
     assert not (tmp_path / "v.txt").exists() and (tmp_path / "v.failed.txt").exists()
+    # a later passing run leaves no stale failure table behind
+    validate_store(store(tmp_path / "b", 0.0), CONFIG, tmp_path / "v.txt")
+    assert (tmp_path / "v.txt").exists() and not (tmp_path / "v.failed.txt").exists()
 
 
 def test_small_bias_within_relative_tolerance_passes(tmp_path):

@@ -190,6 +190,7 @@ def validate_store(store, config: dict, out) -> list[dict]:
             f"{out.with_suffix('.failed.txt')}: "
             + "; ".join(f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g} "
                         f"(ERM {r['erm_mean']:.4f} ± {r['erm_se']:.4f} vs theory {r['theory']:.4f})" for r in bad))
+    out.with_suffix(".failed.txt").unlink(missing_ok=True)  # a failure of an earlier run
     tmp = out.with_name(f".tmp-{out.name}")
     tmp.write_text(table + "\n")
     tmp.replace(out)

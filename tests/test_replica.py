@@ -160,10 +160,29 @@ def test_large_alpha_reaches_population_optimum(sigma, model, nu, init):
 
 
 def test_non_convergence_is_flagged():
-    r = solve_replica("softmax", "spiked", 1.0, 1, 0.5, 0.3, 3.0, n_samples=4000, seed=1, max_iter=2)
+    r = solve_replica("softmax", "spiked", 1.0, 1, 0.5, 0.3, 3.0, n_samples=4000, seed=1, max_iter=2,
+                      polish=False)
     assert r["converged"] is False
     assert r["residual"] > 1e-5 and r["iterations"] == 2
     assert np.isfinite(r["test_error"])  # a number is returned, but flagged
+
+
+def test_polish_finishes_a_near_miss_at_the_same_fixed_point():
+    # Stopped after 4 evaluations (residual 8e-4 > tol), the solve is finished by the hybr polish:
+    # converged, at the fixed point the full iteration reaches (same map, same common random
+    # numbers: |Δx| ≲ |(I − J)⁻¹| tol ≈ 1e-6, bound 1e-5 relative), which is the ridge closed form
+    # within its Monte Carlo error (4 %, test above). Without the polish the same solve is flagged.
+    kw = dict(n_samples=4000, seed=1, tol=1e-7)
+    args = ("softmax", "spiked", 1.0, 1, 0.5, 0.3, 3.0)
+    full = solve_replica(*args, **kw)
+    cut = solve_replica(*args, max_iter=4, polish=False, **kw)
+    pol = solve_replica(*args, max_iter=4, **kw)
+    assert full["converged"] and not full["polished"]
+    assert not cut["converged"] and 1e-7 < cut["residual"] < 1e-2
+    assert pol["converged"] and pol["polished"] and pol["residual"] < 1e-7
+    for k in ("m_v", "q_v", "V_v", "V_k"):
+        assert pol[k] == pytest.approx(full[k], rel=1e-5)
+    assert pol["test_error"] == pytest.approx(_ridge_closed_form(3.0, 0.3, 0.5)[3], rel=0.04)
 
 
 @pytest.mark.parametrize("kw,match", [
@@ -290,10 +309,15 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
     alt = ds.test_error_alt.sel(lam=0.1).values
     assert np.isnan(alt[[0, 1, 5, 6]]).all() and alt[2:5].tolist() == [5.0, 1.0, 1.0]
     assert bool(ds.converged.all())
-    # one-way continuation sees one branch everywhere and misses B at α = 5, 6
+    # two-way: the down pass stops at the fold (reaching α = 4 on its way to 3), the up pass is
+    # stopped by agreement at α = 10, 20
+    assert ds.alpha_reached_down.sel(lam=0.1).values.tolist() == [4, 4, 4, 5, 6, 10, 20]
+    # one-way continuation sees one branch everywhere and misses B at α = 5, 6; past the fold
+    # (α = 3: not converged, the branch reached α = 4) the next point gets a cold start (B at α = 2)
     ds1 = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [2, 3, 4, 5, 6, 10, 20], n_samples=64,
                           two_way=False)
-    assert ds1.n_branches.sel(lam=0.1).values.tolist() == [0, 0, 1, 1, 1, 1, 1]
+    assert ds1.n_branches.sel(lam=0.1).values.tolist() == [1, 0, 1, 1, 1, 1, 1]
+    assert ds1.alpha_reached_down.sel(lam=0.1).values.tolist()[:2] == [2, 4]
 
 
 def test_sweep_measures_the_monte_carlo_error():
@@ -327,3 +351,49 @@ def test_cold_start_retries_larger_key_scales(monkeypatch):
     assert ds.converged.values.tolist() == [[True, True, True]]
     assert ds.key_scale.values.tolist() == [next(c for c in S.KEY_SCALES if c * c >= 50)]
     assert ds.q_k.values.tolist() == [[70.0, 70.0, 70.0]]
+
+
+def test_cold_start_tries_the_small_alpha_start(monkeypatch):
+    # Toy equations whose only fixed point at the smallest α has V_k ≈ 1/λ (linear σ, λ = 0.01,
+    # spiked ν = 1, α = 0.5: V_k = 99): reachable only from the α → 0 start, the last of the ladder.
+    from slrpipe.theory.replica import sweep as S
+
+    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
+        ok = init is not None and init.get("V_k", 1.0) >= 0.5 / lam
+        r = {k: 0.0 for k in S.OUTPUTS}
+        r.update(m_k=0.05, q_k=0.04, V_k=99.0 if ok else 1.0, m_v=0.1, q_v=0.1, V_v=60.0, converged=ok,
+                 iterations=3, wall_time=0.0, objective=alpha, test_error=1.1 if ok else 9.0)
+        return r
+
+    monkeypatch.setattr(S, "solve_replica", fake)
+    ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.01], [0.5, 1.0], n_samples=64, two_way=False)
+    assert ds.converged.values.tolist() == [[True, True]]
+    assert ds.key_scale.values.tolist() == [0.0] and S.KEY_SCALES[-1] == 0.0
+    assert ds.V_k.values.tolist() == [[99.0, 99.0]]
+
+
+def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
+    # Toy branch m_k = α that exists for α ≥ 3 only (a fold at α = 3) and that the solver can
+    # follow in steps of |Δα| ≤ 2 only. Down the grid [1, 5, 10]: 10 → 5 needs intermediate
+    # points (5 is reached); 5 → 1 fails, but the pass records that the branch reaches α = 3.
+    from slrpipe.theory.replica import sweep as S
+
+    calls = []
+
+    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
+        calls.append(alpha)
+        ok = alpha >= 3 and (alpha == 10 if init is None else abs(init["m_k"] - alpha) <= 2)
+        r = {k: 0.0 for k in S.OUTPUTS}
+        r.update(m_k=alpha if ok else 0.0, q_k=alpha**2 + 1, V_k=1.0, m_v=0.5, q_v=1.0, V_v=1.0,
+                 converged=ok, iterations=1, wall_time=0.0, objective=alpha, test_error=1.0 / alpha)
+        return r
+
+    monkeypatch.setattr(S, "solve_replica", fake)
+    ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [1, 5, 10], n_samples=64, two_way=False)
+    assert ds.converged.values.tolist() == [[False, True, True]]
+    assert ds.m_k.sel(lam=0.1, alpha=5).item() == 5.0
+    assert ds.alpha_reached_down.values.tolist() == [[3.0, 5.0, 10.0]]
+    assert np.isnan(ds.alpha_reached_up.values).all()
+    # past the fold (from α = 3 towards 1) the steps halve down to 4/2^MAX_HALVINGS = 0.25, no further
+    assert S.MAX_HALVINGS == 4
+    assert sorted({a for a in calls if 1 < a < 3}) == [2.0, 2.5, 2.75]

@@ -63,8 +63,13 @@ def test_small_bias_within_relative_tolerance_passes(tmp_path):
 def test_non_converged_theory_is_not_enforced(tmp_path):
     from slrpipe.store.aggregate import open_store
 
-    rows = compare(open_store(store(tmp_path, 0.1, converged=False)), CONFIG)
+    rows = compare(open_store(store(tmp_path, 0.1, converged=False, extra_rep={"alpha_reached_down": 4.0})), CONFIG)
     assert not any(r["enforced"] for r in rows) and not any(r["agrees"] for r in rows)
+    # the table says where the branch followed from above stopped (α = 4 on the way to α = 1)
+    from slrpipe.store.validation import _verdict
+
+    assert _verdict(rows[0]).endswith("(not enforced: not converged; branch ends from above at α=4)")
+    assert _verdict(rows[1]).endswith("(not enforced: not converged)")
 
 
 def test_risk_at_learned_weights_is_compared_when_present(tmp_path):

@@ -5,7 +5,9 @@ ERM markers are the population risk at the learned (k, v) (``test_error_pop``, m
 seeds) when the store has it — the quantity the theory predicts, free of test-set noise — else
 the finite-test-set error. Where the RS equations have a second fixed point (``n_branches = 2``,
 docs/theory.md §10) its test error is drawn as small open diamonds. Theory lines are the mean
-over the Monte Carlo draws of the channel where the sweep made several (``mc_seeds``).
+over the Monte Carlo draws of the channel where the sweep made several (``mc_seeds``); points
+whose Monte Carlo s.d. exceeds ``MAX_THEORY_REL_SD`` of the value (near a fold, where the RS
+prediction is ill-conditioned and not enforced by the validation) get a cross.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
+
+from slrpipe.store.validation import MAX_THEORY_REL_SD
 
 from .erm_vs_population import draw_erm
 from .style import COLORS, LABELS, legend_below, log_alpha_axis, log_error_axis, ordered, panels, save, setting_title
@@ -37,6 +41,11 @@ def plot(tree, experiments, out_stem, optimal_lam=False):
                 conv = rep["converged"].sel(sigma=s, lam=lam).astype(bool) if "converged" in rep else True
                 ax.plot(alpha, err.where(conv), color=COLORS.get(s), ls=LAM_STYLES[i % 4],
                         label=f"theory {LABELS.get(s, s)}, λ = {lam:g}")
+                if "test_error_mc_sd" in rep:
+                    ill = rep["test_error_mc_sd"].sel(sigma=s, lam=lam) > MAX_THEORY_REL_SD * abs(err)
+                    if bool((ill & conv).any()):
+                        ax.plot(alpha, err.where(ill & conv), ls="none", marker="x", ms=5, color=COLORS.get(s),
+                                label=f"theory {LABELS.get(s, s)}: MC s.d. > {MAX_THEORY_REL_SD:.0%} (near a fold)")
                 if "n_branches" in rep and bool((rep["n_branches"].sel(sigma=s, lam=lam) > 1).any()):
                     ax.plot(alpha, rep["test_error_alt"].sel(sigma=s, lam=lam), ls="none", marker="d", ms=3,
                             fillstyle="none", color=COLORS.get(s), label=f"second RS fixed point, {LABELS.get(s, s)}")

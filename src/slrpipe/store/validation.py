@@ -24,7 +24,9 @@ converge; ill-conditioned points, where the Monte Carlo s.d. of one draw (``test
 exceeds ``max_theory_rel_sd`` × theory — near a fold of the RS equations the fixed point's
 sensitivity to any perturbation diverges, to channel noise and to finite-D corrections alike
 (docs/theory.md §10); and points where the RS equations have two fixed points (``n_branches = 2``;
-which one ERM reaches is then not predicted; ``theory_alt`` gives the other). ``erm_objective``
+which one ERM reaches is then not predicted; ``theory_alt`` gives the other). For a point that did
+not converge, ``reached_down``/``reached_up`` say how far the continuation from above/below
+followed its branch (the folds around a window without a fixed point). ``erm_objective``
 (α · J at the ERM minimum, J = 𝓛/n) against ``theory_objective`` (min 𝓛/D of the fixed point)
 says whether ERM reached the RS ground state.
 """
@@ -38,9 +40,16 @@ import xarray as xr
 
 COLUMNS = ["experiment", "sigma", "lam", "alpha", "D", "n_seeds", "erm_quantity", "erm_mean", "erm_se",
            "erm_test", "erm_objective", "theory", "theory_mc_se", "theory_objective", "n_branches",
-           "theory_alt", "theory_mc_sd", "z", "rel_diff", "theory_converged", "ill_conditioned", "enforced", "agrees"]
+           "theory_alt", "theory_mc_sd", "z", "rel_diff", "theory_converged", "ill_conditioned", "enforced", "agrees",
+           "reached_down", "reached_up"]
 _THEORY = {"theory": "test_error", "theory_seed_mean": "test_error_seed_mean", "theory_mc_sd": "test_error_mc_sd",
-           "theory_objective": "objective", "theory_alt": "test_error_alt"}
+           "theory_objective": "objective", "theory_alt": "test_error_alt",
+           "reached_down": "alpha_reached_down", "reached_up": "alpha_reached_up"}
+#: default ``validation.max_theory_rel_sd``: MC s.d. of one draw above this fraction of the value
+#: marks an ill-conditioned theory point (near a fold; docs/theory.md §10 (ii))
+MAX_THEORY_REL_SD = 0.03
+#: not interpolated: how far each continuation pass got towards a grid point (docs/theory.md §9)
+_AT_GRID_ONLY = ("reached_down", "reached_up")
 
 
 def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
@@ -63,6 +72,8 @@ def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
         if var in pt:
             v = pt[var].values.astype(float)
             out[col] = float((1 - w) * v[0] + w * v[1])
+    for col in _AT_GRID_ONLY:
+        out[col] = out[col] if w == 0.0 else np.nan
     out["theory_converged"] = bool(pt["converged"].values.all()) if "converged" in pt else True
     out["n_branches"] = int(pt["n_branches"].values.max()) if "n_branches" in pt else 1
     seed_mean = out.pop("theory_seed_mean")
@@ -85,7 +96,7 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
     v = config.get("validation", {})
     max_z, rel_tol = v.get("max_abs_z", 4.0), v.get("rel_tol", 0.05)
     min_alpha, min_lam = v.get("min_alpha", 0.0), v.get("min_lam", 0.0)
-    max_rel_sd = v.get("max_theory_rel_sd", 0.03)
+    max_rel_sd = v.get("max_theory_rel_sd", MAX_THEORY_REL_SD)
     rows = []
     for name, exp in (config.get("replica") or {}).items():
         if not exp.get("erm") or exp["erm"] not in tree.get("erm", {}):
@@ -118,15 +129,21 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
     return rows
 
 
+def _branch_ends(r: dict) -> str:
+    ends = [f"{side} at α={r[f'reached_{p}']:.3g}" for p, side in (("down", "from above"), ("up", "from below"))
+            if np.isfinite(r.get(f"reached_{p}", np.nan)) and not np.isclose(r[f"reached_{p}"], r["alpha"])]
+    return "; branch ends " + ", ".join(ends) if ends else ""
+
+
 def _verdict(r: dict) -> str:
     if not np.isfinite(r["theory"]):
-        return "no theory"
+        return "no theory" + _branch_ends(r)
     verdict = "ok" if r["agrees"] else "DISAGREES"
     if r["enforced"]:
         return verdict
     # the first reason that applies, in the order of the module docstring's list
     if not r["theory_converged"]:
-        why = "not converged"
+        why = "not converged" + _branch_ends(r)
     elif r["n_branches"] > 1:
         why = "2 RS branches"
     elif r["ill_conditioned"]:

@@ -3,7 +3,9 @@
 Per λ, the α grid is solved from the largest α down (each point warm-started from its converged
 neighbour; the large-α fixed point is close to the population optimum) and, with ``two_way``,
 also from the smallest α up (cold start, then continuation). A cold start that fails is retried
-from larger key norms (:func:`_cold_start`). The RS equations can have two
+from larger key norms and from the α → 0 point (:func:`_cold_start`); a continuation step that
+fails is retried in halved α steps from the last converged point (:func:`_step`), so that a
+branch is followed as far as it goes between grid points. The RS equations can have two
 branches over a window of α (a fold: docs/theory.md §10 — linear σ near its interpolation peak);
 a one-way continuation then silently follows one of them past the point where the other one
 takes over, or jumps onto the other at a large step. Where both passes converge to different
@@ -31,25 +33,43 @@ OUTPUTS = ("test_error", "train_loss", "objective") + STATE + CONJ + (
 ALT = ("test_error", "objective", "converged") + STATE
 #: two fixed points are the same when every order parameter agrees to this relative tolerance
 SAME_TOL = 5e-3
-#: key scales c of the cold starts tried in turn at the first point of a pass (:func:`_cold_start`)
-KEY_SCALES = (1.0, 3.0, 8.0, 12.0)
+#: key scales c of the cold starts tried in turn at the first point of a pass (:func:`_cold_start`);
+#: c = 0 stands for the α → 0 start (the ridge prior alone: V_a = 1/λ, m_a, q_a ≈ 0)
+KEY_SCALES = (1.0, 3.0, 8.0, 12.0, 0.0)
+#: a failed continuation step is retried from the last converged α in steps halved up to this
+#: many times (the smallest step is 2^-MAX_HALVINGS of the grid spacing)
+MAX_HALVINGS = 4
 
 
 def _same(a: dict, b: dict) -> bool:
     return all(abs(a[k] - b[k]) <= SAME_TOL * (1 + abs(a[k])) for k in STATE)
 
 
+def _start(c: float, lam: float) -> dict | None:
+    """Initial order parameters of cold start c (``KEY_SCALES``): None (the solver's default) for
+    c = 1, m_k = c/2 and q_k = c² for c > 1, and for c = 0 the α → 0 limit, where the conjugates
+    vanish and the ridge prior alone gives m_a = q_a = 0, V_a = 1/λ (m_a, q_a slightly positive
+    to keep the fields non-degenerate)."""
+    if c == 1.0:
+        return None
+    if c == 0.0:
+        return dict(m_k=0.05, q_k=0.01, V_k=1.0 / lam, m_v=0.05, q_v=0.01, V_v=1.0 / lam)
+    return dict(m_k=0.5 * c, q_k=c * c)
+
+
 def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, kw) -> dict:
-    """Solve from the default init and, if that fails, from larger key scales c (m_k = c/2,
-    q_k = c², ``KEY_SCALES``): at small λ the softmax fixed point sits at a large key norm (q_k ≈ 70
-    at λ = 0.01, α = 20; docs/theory.md §10 (iv)) outside the default init's basin. The first
-    converged start is returned (else the default one's result), with ``key_scale`` = its c.
+    """Solve from the default init and, if that fails, from the other starts of ``KEY_SCALES``
+    in turn (:func:`_start`). Larger key scales: at small λ the softmax fixed point sits at a large
+    key norm (q_k ≈ 70 at λ = 0.01, α = 20; docs/theory.md §10 (iv)) outside the default init's
+    basin. The α → 0 start: at small α and λ the fixed point has V_a ≈ 1/λ (= 100 at λ = 0.01),
+    outside the basin of V_a = 1 (linear, spiked ν = 1, α = 0.5). The first converged start is
+    returned (else the default one's result), with ``key_scale`` = its c.
     The ladder is empirical: spiked ν = 1 converges from c = 8, ν = 2 from c = 10–12 (not 8), and
     m_k = 0.7 c fails for both."""
     first = None
     for c in KEY_SCALES:
-        init = None if c == 1.0 else dict(m_k=0.5 * c, q_k=c * c)
-        r = dict(solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, init=init, **kw), key_scale=c)
+        r = dict(solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, init=_start(c, lam), **kw),
+                 key_scale=c)
         if r["converged"]:
             if c != 1.0:
                 log.info("replica %s λ=%g α=%g: converged from key scale %g (not from the default init)",
@@ -59,20 +79,58 @@ def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, kw) -> dict:
     return first
 
 
-def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, kw, stop_when=None):
-    """Solve alphas[order] by continuation (the first point by :func:`_cold_start`); returns
-    {index: result}. ``stop_when(j, r)`` → True ends the pass after point j."""
-    out, init = {}, None
+def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, kw) -> tuple[dict, float, dict]:
+    """Continuation from the converged state ``init`` at α = a_from to α = a_to. A failed step is
+    retried from the last converged α at half the remaining distance, halving down to
+    2^-``MAX_HALVINGS`` of |a_to − a_from|, and after each success the rest of the way is tried
+    again: this follows a branch up to a fold between grid points. Returns (result at a_to, with
+    ``iterations`` summed over all the solves; the α nearest a_to reached on the branch; the
+    state there)."""
+    r = solve_replica(sigma, model, nu, L, delta, lam, a_to, fields=fields, init=init, **kw)
+    iters, wall = r["iterations"], r["wall_time"]
+    a, h, h_min = a_from, a_to - a_from, abs(a_to - a_from) * 2.0**-MAX_HALVINGS * (1 - 1e-9)
+    while not r["converged"]:
+        h *= 0.5
+        if abs(h) < h_min:
+            break
+        mid = solve_replica(sigma, model, nu, L, delta, lam, a + h, fields=fields, init=init, **kw)
+        iters, wall = iters + mid["iterations"], wall + mid["wall_time"]
+        if mid["converged"]:
+            a, init = a + h, {k: mid[k] for k in STATE}
+            log.info("replica %s λ=%g: branch followed to α=%g on the way to α=%g", sigma, lam, a, a_to)
+            r = solve_replica(sigma, model, nu, L, delta, lam, a_to, fields=fields, init=init, **kw)
+            iters, wall = iters + r["iterations"], wall + r["wall_time"]
+            h = a_to - a
+    return dict(r, iterations=iters, wall_time=wall), (a_to if r["converged"] else a), init
+
+
+def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, kw, stop_when=None, past_fold="cold"):
+    """Solve alphas[order] by continuation (the first point by :func:`_cold_start`, the others by
+    :func:`_step`); returns {index: result}, each with ``alpha_reached``: the α of the result if it
+    converged, else the α closest to it that the branch was followed to (NaN if none).
+    Once a step fails (the branch ended at a fold before the point), ``past_fold`` = 'stop' ends
+    the pass (the other pass of a two-way sweep covers the rest) and 'cold' solves the next point
+    by a cold start. ``stop_when(j, r)`` → True ends the pass after point j."""
+    out, init, a_init = {}, None, math.nan
     for j in order:
-        if init is None and not out:
+        if init is None:
             r = _cold_start(sigma, model, nu, L, delta, lam, alphas[j], fields, kw)
+            reached = alphas[j] if r["converged"] else math.nan
         else:
-            r = solve_replica(sigma, model, nu, L, delta, lam, alphas[j], fields=fields, init=init, **kw)
+            r, reached, _ = _step(sigma, model, nu, L, delta, lam, a_init, alphas[j], init, fields, kw)
+        r["alpha_reached"] = reached
         out[j] = r
-        init = {k: r[k] for k in STATE} if r["converged"] else init
         log.info("replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f objective=%.5f converged=%s it=%d (%.1fs)",
                  sigma, model, nu, L, lam, alphas[j], r["test_error"], r["objective"], r["converged"],
                  r["iterations"], r["wall_time"])
+        if r["converged"]:
+            init, a_init = {k: r[k] for k in STATE}, alphas[j]
+        elif init is not None:  # the branch ended between the last converged point and this one
+            if past_fold == "stop":
+                log.info("replica %s λ=%g: branch ends before α=%g (reached α=%g); pass stopped",
+                         sigma, lam, alphas[j], reached)
+                break
+            init = None
         if stop_when is not None and stop_when(j, r):
             break
     return out
@@ -98,8 +156,9 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
         (number of distinct converged fixed points found: 0, 1 or 2) and, for the other one,
         ``test_error_alt``, ``objective_alt``, ``converged_alt`` and the order parameters
         ``*_alt`` (NaN where there is none); ``key_scale`` (lam) of the down pass's cold start
-        (:func:`_cold_start`); ``test_error_mc_sd`` and ``test_error_seed_mean``
-        (over the mc_seeds draws); plus test_error_opt_lam (alpha)
+        (:func:`_cold_start`); ``alpha_reached_down``/``alpha_reached_up``: how far each pass
+        followed its branch towards the point (:func:`_step`; locates the folds);
+        ``test_error_mc_sd`` and ``test_error_seed_mean`` (over the mc_seeds draws); plus test_error_opt_lam (alpha)
         = min over the λ grid of the converged points and lam_opt (alpha). Scalar coords sigma,
         model, nu, L, delta; attrs n_samples, seed, qmc, mc_seeds, two_way.
     Raises:
@@ -124,22 +183,33 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
     n_branches = np.zeros(shape, np.int64)
     mc_sd, mc_mean = np.full(shape, np.nan), np.full(shape, np.nan)
     key_scale = np.ones(lams.size)
+    reached = {p: np.full(shape, np.nan) for p in ("down", "up")}
     for i, lam in enumerate(lams):
         args = (sigma, model, nu, L, delta, lam, alphas)
-        down = _continue(*args, reversed(range(alphas.size)), fields, kw)
+        # two-way: a pass stops where its branch ends, the other pass covers the rest
+        past_fold = "stop" if two_way and alphas.size > 1 else "cold"
+        down = _continue(*args, reversed(range(alphas.size)), fields, kw, past_fold=past_fold)
         key_scale[i] = down[alphas.size - 1]["key_scale"]
         up = {}
         if two_way and alphas.size > 1:
             agree = []
 
             def stop(j, r, agree=agree):
-                d = down[j]
-                agree.append(r["converged"] and d["converged"] and _same(r, d))
+                d = down.get(j)
+                agree.append(d is not None and r["converged"] and d["converged"] and _same(r, d))
                 return len(agree) >= 2 and agree[-1] and agree[-2]
 
-            up = _continue(*args, range(alphas.size), fields, kw, stop_when=stop)
+            up = _continue(*args, range(alphas.size), fields, kw, stop_when=stop, past_fold=past_fold)
         for j in range(alphas.size):
-            cands = [(b, r) for b, r in (("down", down[j]), ("up", up.get(j))) if r is not None]
+            for p, res in (("down", down), ("up", up)):
+                last = res[next(reversed(res))] if res else None
+                if j in res:
+                    reached[p][i, j] = res[j]["alpha_reached"]
+                elif last is not None and not last["converged"]:  # the pass stopped at a fold before j
+                    reached[p][i, j] = last["alpha_reached"]
+            cands = [(b, r) for b, r in (("down", down.get(j)), ("up", up.get(j))) if r is not None]
+            if not cands:  # both passes stopped before this point: nothing solved here (NaN)
+                continue
             conv = [(b, r) for b, r in cands if r["converged"]]
             distinct = conv[:1] + [c for c in conv[1:] if not _same(c[1], conv[0][1])]
             n_branches[i, j] = len(distinct)
@@ -169,7 +239,14 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
     ds["branch"].attrs["description"] = "pass the reported fixed point came from: 0 down (from large α), 1 up"
     ds["n_branches"] = (dims, n_branches)
     ds["key_scale"] = ("lam", key_scale)
-    ds["key_scale"].attrs["description"] = "key scale c of the cold start at the largest α (1: the default init)"
+    ds["key_scale"].attrs["description"] = ("key scale c of the cold start at the largest α (1: the default init, "
+                                            "0: the α → 0 start V_a = 1/λ)")
+    for p, word in (("down", "from large α"), ("up", "from small α")):
+        ds[f"alpha_reached_{p}"] = (dims, reached[p])
+        ds[f"alpha_reached_{p}"].attrs["description"] = (
+            f"α nearest this point to which the {p} pass ({word}) followed its branch: alpha itself where "
+            "it converged here, the branch's last converged α where it did not or where the pass stopped "
+            "at a fold before this point, NaN where the pass converged nowhere before")
     ds["test_error_mc_sd"] = (dims, mc_sd)
     ds["test_error_mc_sd"].attrs["description"] = (
         f"seed-to-seed s.d. of test_error over {int(mc_seeds)} draws of the common random numbers"

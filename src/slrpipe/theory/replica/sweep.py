@@ -79,13 +79,13 @@ def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, kw) -> dict:
     return first
 
 
-def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, kw) -> tuple[dict, float, dict]:
+def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, kw) -> tuple[dict, float]:
     """Continuation from the converged state ``init`` at α = a_from to α = a_to. A failed step is
     retried from the last converged α at half the remaining distance, halving down to
     2^-``MAX_HALVINGS`` of |a_to − a_from|, and after each success the rest of the way is tried
     again: this follows a branch up to a fold between grid points. Returns (result at a_to, with
-    ``iterations`` summed over all the solves; the α nearest a_to reached on the branch; the
-    state there)."""
+    ``iterations`` and ``wall_time`` summed over all the solves; the α nearest a_to reached on the
+    branch)."""
     r = solve_replica(sigma, model, nu, L, delta, lam, a_to, fields=fields, init=init, **kw)
     iters, wall = r["iterations"], r["wall_time"]
     a, h, h_min = a_from, a_to - a_from, abs(a_to - a_from) * 2.0**-MAX_HALVINGS * (1 - 1e-9)
@@ -101,7 +101,7 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, kw) -> tu
             r = solve_replica(sigma, model, nu, L, delta, lam, a_to, fields=fields, init=init, **kw)
             iters, wall = iters + r["iterations"], wall + r["wall_time"]
             h = a_to - a
-    return dict(r, iterations=iters, wall_time=wall), (a_to if r["converged"] else a), init
+    return dict(r, iterations=iters, wall_time=wall), (a_to if r["converged"] else a)
 
 
 def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, kw, stop_when=None, past_fold="cold"):
@@ -117,7 +117,7 @@ def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, kw, stop_w
             r = _cold_start(sigma, model, nu, L, delta, lam, alphas[j], fields, kw)
             reached = alphas[j] if r["converged"] else math.nan
         else:
-            r, reached, _ = _step(sigma, model, nu, L, delta, lam, a_init, alphas[j], init, fields, kw)
+            r, reached = _step(sigma, model, nu, L, delta, lam, a_init, alphas[j], init, fields, kw)
         r["alpha_reached"] = reached
         out[j] = r
         log.info("replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f objective=%.5f converged=%s it=%d (%.1fs)",

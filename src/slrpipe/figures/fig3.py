@@ -6,8 +6,9 @@ seeds) when the store has it — the quantity the theory predicts, free of test-
 the finite-test-set error. Where the RS equations have a second fixed point (``n_branches = 2``,
 docs/theory.md §10) its test error is drawn as small open diamonds. Theory lines are the mean
 over the Monte Carlo draws of the channel where the sweep made several (``mc_seeds``); points
-whose Monte Carlo s.d. exceeds ``MAX_THEORY_REL_SD`` of the value (near a fold, where the RS
-prediction is ill-conditioned and not enforced by the validation) get a cross.
+whose Monte Carlo s.d. exceeds the validation's ``max_theory_rel_sd`` of the value (from the
+config the store carries; near a fold, where the RS prediction is ill-conditioned and not
+enforced by the validation) get a cross.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 
 import numpy as np
 
-from slrpipe.store.validation import MAX_THEORY_REL_SD
+from slrpipe.store.validation import max_theory_rel_sd
 
 from .erm_vs_population import draw_erm
 from .style import COLORS, LABELS, legend_below, log_alpha_axis, log_error_axis, ordered, panels, save, setting_title
@@ -26,6 +27,7 @@ LAM_STYLES = ["-", "--", "-.", ":"]
 
 def plot(tree, experiments, out_stem, optimal_lam=False):
     fig, axes = panels(len(experiments), width=3.6, height=2.9)
+    rel_sd = max_theory_rel_sd(json.loads(tree.attrs.get("config", "{}")))
     for ax, name in zip(axes, experiments):
         rep = tree[f"replica/{name}"].to_dataset()
         alpha = rep["alpha"].values
@@ -42,10 +44,10 @@ def plot(tree, experiments, out_stem, optimal_lam=False):
                 ax.plot(alpha, err.where(conv), color=COLORS.get(s), ls=LAM_STYLES[i % 4],
                         label=f"theory {LABELS.get(s, s)}, λ = {lam:g}")
                 if "test_error_mc_sd" in rep:
-                    ill = rep["test_error_mc_sd"].sel(sigma=s, lam=lam) > MAX_THEORY_REL_SD * abs(err)
+                    ill = rep["test_error_mc_sd"].sel(sigma=s, lam=lam) > rel_sd * abs(err)
                     if bool((ill & conv).any()):
                         ax.plot(alpha, err.where(ill & conv), ls="none", marker="x", ms=5, color=COLORS.get(s),
-                                label=f"theory {LABELS.get(s, s)}: MC s.d. > {MAX_THEORY_REL_SD:.0%} (near a fold)")
+                                label=f"theory {LABELS.get(s, s)}: MC s.d. > {rel_sd:.0%} (near a fold)")
                 if "n_branches" in rep and bool((rep["n_branches"].sel(sigma=s, lam=lam) > 1).any()):
                     ax.plot(alpha, rep["test_error_alt"].sel(sigma=s, lam=lam), ls="none", marker="d", ms=3,
                             fillstyle="none", color=COLORS.get(s), label=f"second RS fixed point, {LABELS.get(s, s)}")

@@ -48,6 +48,12 @@ _THEORY = {"theory": "test_error", "theory_seed_mean": "test_error_seed_mean", "
 #: default ``validation.max_theory_rel_sd``: MC s.d. of one draw above this fraction of the value
 #: marks an ill-conditioned theory point (near a fold; docs/theory.md §10 (ii))
 MAX_THEORY_REL_SD = 0.03
+def max_theory_rel_sd(config: dict) -> float:
+    """The ill-conditioning threshold in force: ``validation.max_theory_rel_sd`` of the config, else
+    ``MAX_THEORY_REL_SD`` (shared with Fig. 3, which marks the same points)."""
+    return (config.get("validation") or {}).get("max_theory_rel_sd", MAX_THEORY_REL_SD)
+
+
 #: not interpolated: how far each continuation pass got towards a grid point (docs/theory.md §9)
 _AT_GRID_ONLY = ("reached_down", "reached_up")
 
@@ -96,7 +102,7 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
     v = config.get("validation", {})
     max_z, rel_tol = v.get("max_abs_z", 4.0), v.get("rel_tol", 0.05)
     min_alpha, min_lam = v.get("min_alpha", 0.0), v.get("min_lam", 0.0)
-    max_rel_sd = v.get("max_theory_rel_sd", MAX_THEORY_REL_SD)
+    max_rel_sd = max_theory_rel_sd(config)
     rows = []
     for name, exp in (config.get("replica") or {}).items():
         if not exp.get("erm") or exp["erm"] not in tree.get("erm", {}):

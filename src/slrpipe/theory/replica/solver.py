@@ -86,6 +86,16 @@ def _prior_step(lam, c):
     return np.array([mk, qk, Vk, mv, qv, Vv])
 
 
+def _residual(lam, ch, x):
+    """(F(x) − x, max_i |F(x)_i − x_i| / (1 + |x_i|)) from a channel pass ``ch`` at x; (None, inf)
+    where the prior step fails (λ + V̂ ≤ 0 or a non-finite conjugate)."""
+    try:
+        f = _prior_step(lam, ch) - x
+    except ValueError:
+        return None, math.inf
+    return f, float(np.max(np.abs(f) / (1 + np.abs(x))))
+
+
 def _valid(x) -> bool:
     """x inside the domain of the channel: finite, V_a > 0 and q_a ≥ m_a²."""
     return bool(np.all(np.isfinite(x)) and x[2] > 0 and x[5] > 0
@@ -117,10 +127,8 @@ def _polish(sigma, fields, alpha, lam, x0, warm, chkw):
         x = to_x(u)
         if not _valid(x):
             return bad
-        try:
-            return (_prior_step(lam, channel(sigma, fields, alpha, *x, warm=warm, **chkw)) - x) / scale
-        except ValueError:
-            return bad
+        f = _residual(lam, channel(sigma, fields, alpha, *x, warm=warm, **chkw), x)[0]
+        return bad if f is None else f / scale
 
     sol = root(g, to_u(x0), method="hybr", options=dict(xtol=1e-9, maxfev=_POLISH_MAXFEV, diag=1.0 / scale))
     return to_x(sol.x), int(sol.nfev)
@@ -186,6 +194,7 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
     x = np.array([float(x0[k]) for k in STATE])
     if not _valid(x):
         raise ValueError(f"init: needs V_a > 0 and q_a ≥ m_a², got {dict(zip(STATE, x.tolist()))}")
+    chkw = dict(vhat=vhat, n_steps=n_steps, softmin=softmin, mhat=mhat)  # every channel pass
     d, warm = float(damping), None
     hist, xs, fs = [], [], []  # residuals of accepted steps; Anderson memory: iterates, F(x) − x
     best, near, n_rej, it_best = None, False, 0, 0
@@ -197,14 +206,9 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
         # accelerated iteration sees one consistent map (cheap and full passes differ by ~1e-3
         # where a new branch appears)
         full = warm is None or near or it % full_every == 0
-        ch = channel(sigma, fields, alpha, *x, vhat=vhat, warm=warm, n_steps=n_steps, multistart=full,
-                     softmin=softmin, mhat=mhat)
+        ch = channel(sigma, fields, alpha, *x, warm=warm, multistart=full, **chkw)
         warm = ch["warm"]
-        try:
-            f = _prior_step(lam, ch) - x
-            resid = float(np.max(np.abs(f) / (1 + np.abs(x))))
-        except ValueError:  # λ + V̂ ≤ 0 or a non-finite conjugate
-            f, resid = None, math.inf
+        f, resid = _residual(lam, ch, x)
         log.debug("iteration %d full=%s residual %.3e x=%s", it, full, resid, np.round(x, 5).tolist())
         if resid < tol and full:
             converged = True  # x is reported, with this (full) pass's conjugates and train loss
@@ -260,7 +264,6 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
             xs, fs = [best[0]], [best[1]]
             cand = best[0] + d * best[1]
         x = cand
-    chkw = dict(vhat=vhat, n_steps=n_steps, softmin=softmin, mhat=mhat)
     polished = False
     if not converged:
         if best is not None and best[2] < resid:
@@ -275,10 +278,7 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
             it += nfev + 1
             if _valid(xp):
                 chp = channel(sigma, fields, alpha, *xp, warm=warm, **chkw)
-                try:
-                    rp = float(np.max(np.abs(_prior_step(lam, chp) - xp) / (1 + np.abs(xp))))
-                except ValueError:
-                    rp = math.inf
+                rp = _residual(lam, chp, xp)[1]
                 if rp < resid:
                     x, resid, ch, converged = xp, rp, chp, rp < tol
             log.info("replica %s λ=%g α=%g: polish (%d evaluations) → residual %.2e", sigma, lam, alpha,

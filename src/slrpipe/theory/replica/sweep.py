@@ -200,13 +200,13 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
                 return len(agree) >= 2 and agree[-1] and agree[-2]
 
             up = _continue(*args, range(alphas.size), fields, kw, stop_when=stop, past_fold=past_fold)
+        passes = {"down": down, "up": up}
+        # where a pass stopped at a fold, the points beyond it get the α its branch reached
+        ends = {p: res[next(reversed(res))] for p, res in passes.items() if res}
+        ends = {p: math.nan if r["converged"] else r["alpha_reached"] for p, r in ends.items()}
         for j in range(alphas.size):
-            for p, res in (("down", down), ("up", up)):
-                last = res[next(reversed(res))] if res else None
-                if j in res:
-                    reached[p][i, j] = res[j]["alpha_reached"]
-                elif last is not None and not last["converged"]:  # the pass stopped at a fold before j
-                    reached[p][i, j] = last["alpha_reached"]
+            for p, res in passes.items():
+                reached[p][i, j] = res[j]["alpha_reached"] if j in res else ends.get(p, math.nan)
             cands = [(b, r) for b, r in (("down", down.get(j)), ("up", up.get(j))) if r is not None]
             if not cands:  # both passes stopped before this point: nothing solved here (NaN)
                 continue

@@ -14,7 +14,7 @@ from flax import nnx
 
 from slrpipe.data import SLRDataset, SLRTask
 from slrpipe.models import Attention, attention_apply, bayes_predict
-from slrpipe.scores import SIGMAS
+from slrpipe.vocabulary import SIGMAS
 from slrpipe.train.metrics import streamed_error
 
 

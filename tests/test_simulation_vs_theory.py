@@ -16,7 +16,7 @@ import pytest
 
 from slrpipe.data import SLRDataset, SLRTask
 from slrpipe.models import attention_apply
-from slrpipe.scores import SIGMAS
+from slrpipe.vocabulary import SIGMAS
 
 population = pytest.importorskip("slrpipe.theory.population")
 

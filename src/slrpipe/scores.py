@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-SIGMAS = ("softmax", "linear", "erf", "softplus_norm")
+from slrpipe.vocabulary import check_sigma
 
 
 def _erf(xp):
@@ -85,4 +85,5 @@ def score(name, chi, mask=None, xp=np, c=0.0):
         return erf(chi, mask, xp, c)
     if name == "softplus_norm":
         return softplus_norm(chi, mask, xp)
-    raise ValueError(f"sigma: unknown score function {name!r}; allowed: {', '.join(SIGMAS)}")
+    check_sigma(name)
+    raise AssertionError(f"score {name!r} is in SIGMAS but has no implementation")

@@ -16,8 +16,9 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from slrpipe.vocabulary import seeds
+
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-TEACHER_SEED_OFFSET, DATA_SEED_OFFSET, TEST_SEED_OFFSET = 0, 10_000, 20_000
 
 
 class ConfigError(ValueError):
@@ -166,15 +167,15 @@ def plan(config: dict, results: str = "results") -> Plan:
             for seed in exp["seeds"]:
                 dpath = f"{results}/data/{setting_dir(exp)}/D{D}_n{n}_seed{seed}.zarr"
                 data = {"model": exp["model"], "nu": fmt(exp["nu"]), "L": L_arg(exp["L"]), "delta": exp["delta"],
-                        "D": D, "n": n, "teacher_seed": TEACHER_SEED_OFFSET + seed,
-                        "data_seed": DATA_SEED_OFFSET + seed, "store": exp["store_data"]}
+                        "D": D, "n": n, "teacher_seed": seeds(seed)["teacher_seed"],
+                        "data_seed": seeds(seed)["data_seed"], "store": exp["store_data"]}
                 if exp["store_data"]:
                     _add(p.data, dpath, data)
                 for sigma in exp["sigmas"]:
                     for lam in exp["lams"]:
                         path = (f"{results}/erm/{setting_dir(exp)}/{sigma}/lam{fmt(lam)}/alpha{fmt(alpha)}/"
                                 f"D{D}_n{n}_seed{seed}_{exp['init']}_{exp['optimizer']}.nc")
-                        job = dict(data, sigma=sigma, lam=lam, alpha=alpha, test_seed=TEST_SEED_OFFSET + seed,
+                        job = dict(data, sigma=sigma, lam=lam, alpha=alpha, test_seed=seeds(seed)["test_seed"],
                                    init_seed=seed, init=exp["init"], optimizer=exp["optimizer"],
                                    max_iter=exp["max_iter"], tol=exp["tol"], n_test=exp["n_test"],
                                    dtype=exp["dtype"], data_path=dpath if exp["store_data"] else None)

@@ -1,31 +1,20 @@
-"""Helpers shared by the subcommands: parsing of ν and L (see :mod:`slrpipe.lengths`), provenance."""
+"""Argument parsing shared by the subcommands (ν and L text forms; see :mod:`slrpipe.lengths`)."""
 
 from __future__ import annotations
 
-import json
-import math
-import platform
-import time
-
-from slrpipe import __version__
 from slrpipe.lengths import parse_L  # noqa: F401  (re-exported for the commands)
 
 
 def parse_nu(text: str) -> float:
-    """'inf' or a float ≥ 0 (ν, the signal strength)."""
-    v = float(text)
-    if not (v >= 0 or math.isinf(v)):
+    """'inf' or a float ≥ 0 (ν, the signal strength); NaN and negative values are refused.
+
+    Raises:
+        ValueError: one line naming nu.
+    """
+    try:
+        v = float(text)
+    except ValueError:
+        raise ValueError(f"nu: must be a number ≥ 0 or inf, got {text!r}") from None
+    if not (v >= 0):
         raise ValueError(f"nu: must be ≥ 0 or inf, got {text}")
     return v
-
-
-def provenance(**extra) -> dict:
-    """Attributes every result file carries (package version, host, time, plus ``extra``)."""
-    attrs = {
-        "slrpipe_version": __version__,
-        "python": platform.python_version(),
-        "host": platform.node(),
-        "created_unix": time.time(),
-    }
-    attrs.update({k: (json.dumps(v) if isinstance(v, (dict, list, tuple)) else v) for k, v in extra.items()})
-    return attrs

@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 
 from slrpipe.commands._common import parse_L, parse_nu
+from slrpipe.vocabulary import MODELS
 
 log = logging.getLogger(__name__)
 
 
 def add_data_arguments(p, required: bool = True) -> None:
     """The data-model options shared by ``generate`` and ``train``."""
-    p.add_argument("--model", choices=("spiked", "max"), required=required)
+    p.add_argument("--model", choices=MODELS, required=required)
     p.add_argument("--nu", type=parse_nu, required=required, help="signal strength ν ≥ 0 or inf (max only)")
     p.add_argument("--L", type=parse_L, required=required,
                    help="length law: '3', 'uniform:1,2,3' or JSON {\"1\": 0.5, \"2\": 0.5}")

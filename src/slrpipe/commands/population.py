@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from slrpipe.commands._common import parse_L, parse_nu, provenance
+from slrpipe.commands._common import parse_L, parse_nu
 from slrpipe.io import write_netcdf
-from slrpipe.scores import SIGMAS
+from slrpipe.provenance import provenance
+from slrpipe.vocabulary import BAYES, MODELS, SIGMAS
 
 
 def _nu_grid(text: str) -> list[float]:
@@ -22,8 +23,8 @@ def _nu_grid(text: str) -> list[float]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sigma", required=True, choices=(*SIGMAS, "bayes"), help="score function or the Bayes oracle")
-    p.add_argument("--model", required=True, choices=("spiked", "max"))
+    p.add_argument("--sigma", required=True, choices=(*SIGMAS, BAYES), help="score function or the Bayes oracle")
+    p.add_argument("--model", required=True, choices=MODELS)
     p.add_argument("--L", required=True, help="sequence length: '3', 'uniform:1,2,3' or JSON {\"L\": p}")
     p.add_argument("--nu-grid", required=True, help="comma list of ν ≥ 0; 'inf' allowed for max")
     p.add_argument("--delta", type=float, default=0.0, help="label-noise std Δ (default 0)")

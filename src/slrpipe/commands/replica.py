@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 
-from slrpipe.commands._common import parse_L, parse_nu, provenance
+from slrpipe.commands._common import parse_L, parse_nu
 from slrpipe.io import write_netcdf
+from slrpipe.provenance import provenance
+from slrpipe.vocabulary import MODELS, REPLICA_SIGMAS
 
 
 def _grid(text: str) -> list[float]:
@@ -24,8 +26,8 @@ def _grid(text: str) -> list[float]:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--sigma", default="softmax", help="softmax | linear | softplus_norm")
-    p.add_argument("--model", required=True, help="spiked | max")
+    p.add_argument("--sigma", default="softmax", choices=REPLICA_SIGMAS)
+    p.add_argument("--model", required=True, choices=MODELS)
     p.add_argument("--nu", required=True, type=parse_nu, help="signal strength (max-SLR: inf allowed)")
     p.add_argument("--L", required=True, help="fixed sequence length (variable L not supported)")
     p.add_argument("--delta", type=float, default=0.0, help="label-noise standard deviation Δ")

@@ -8,6 +8,7 @@ error is measured on --n-test fresh sequences drawn with --test-seed, streamed c
 from __future__ import annotations
 
 from slrpipe.commands.generate import add_data_arguments
+from slrpipe.vocabulary import DTYPES, INITS, OPTIMIZERS, SIGMAS
 
 
 def add_arguments(p) -> None:
@@ -17,17 +18,17 @@ def add_arguments(p) -> None:
     size = g.add_mutually_exclusive_group()
     size.add_argument("--n", type=int, default=None, help="number of training sequences")
     size.add_argument("--alpha", type=float, default=None, help="sample complexity α = n/D (n = round(αD))")
-    p.add_argument("--sigma", required=True, choices=("softmax", "linear", "erf", "softplus_norm"))
+    p.add_argument("--sigma", required=True, choices=SIGMAS)
     p.add_argument("--lam", type=float, required=True, help="ridge λ on ½Σ(y−f)² + (λ/2)(|k|²+|v|²)")
-    p.add_argument("--optimizer", choices=("lbfgs", "gd", "adam", "sgd"), default="lbfgs")
-    p.add_argument("--init", choices=("informed", "random", "small"), default="informed")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="lbfgs")
+    p.add_argument("--init", choices=INITS, default="informed")
     p.add_argument("--init-seed", type=int, default=0)
-    p.add_argument("--test-seed", type=int, default=None, help="default: data seed + 1000003")
+    p.add_argument("--test-seed", type=int, default=None, help="default: data seed + 10000 (slrpipe.vocabulary.default_test_seed)")
     p.add_argument("--n-test", type=int, default=100_000)
     p.add_argument("--max-iter", type=int, default=1000)
     p.add_argument("--tol", type=float, default=None,
                    help="stop when |∇𝓛|₂/n < tol (default 1e-5 float32, 1e-8 float64)")
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
+    p.add_argument("--dtype", choices=DTYPES, default="float32")
     p.add_argument("--lr", type=float, default=None, help="gd/sgd/adam step size (see slrpipe.train.erm)")
     p.add_argument("--batch-size", type=int, default=None, help="sgd minibatch size (default 256)")
     p.add_argument("--sgd-seed", type=int, default=0)

@@ -17,8 +17,8 @@ import numpy as np
 
 from slrpipe.lengths import length_law
 from slrpipe.scores import softmax
+from slrpipe.vocabulary import c_nu, check_delta, check_model_nu
 
-MODELS = ("spiked", "max")
 #: default number of floats per chunk (64 MiB of float32 X).
 CHUNK_FLOATS = 2**24
 
@@ -39,15 +39,8 @@ class SLRTask:
     D: int
 
     def __post_init__(self):
-        if self.model not in MODELS:
-            raise ValueError(f"model: must be one of {', '.join(MODELS)}, got {self.model!r}")
-        nu = float(self.nu)
-        if not (nu >= 0):
-            raise ValueError(f"nu: must be ≥ 0 (or inf for max-SLR), got {self.nu}")
-        if self.model == "spiked" and math.isinf(nu):
-            raise ValueError("nu: spiked-SLR needs a finite nu ≥ 0, got inf")
-        if not (float(self.delta) >= 0):
-            raise ValueError(f"delta: must be ≥ 0, got {self.delta}")
+        nu = check_model_nu(self.model, self.nu)
+        check_delta(self.delta)
         if int(self.D) != self.D or self.D < 2:
             raise ValueError(f"D: must be an integer ≥ 2, got {self.D}")
         object.__setattr__(self, "nu", nu)
@@ -62,7 +55,7 @@ class SLRTask:
     @property
     def c_nu(self) -> float:
         """Bayes key scale: √ν (spiked), ν (max; inf at ν = inf). model.md §3."""
-        return math.sqrt(self.nu) if self.model == "spiked" else self.nu
+        return c_nu(self.model, self.nu)
 
     def default_chunk_size(self) -> int:
         return max(1, CHUNK_FLOATS // (self.L_max * self.D))

@@ -1,6 +1,6 @@
 """Estimators: the attention module (softmax/linear/erf/softplus_norm) and the Bayes oracle."""
 
 from slrpipe.models.attention import Attention, attention_apply, fields
-from slrpipe.models.bayes import bayes_key_scale, bayes_predict
+from slrpipe.models.bayes import bayes_predict
 
-__all__ = ["Attention", "attention_apply", "bayes_key_scale", "bayes_predict", "fields"]
+__all__ = ["Attention", "attention_apply", "bayes_predict", "fields"]

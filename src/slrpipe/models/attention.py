@@ -11,15 +11,10 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from slrpipe.scores import SIGMAS, score
+from slrpipe.scores import score
+from slrpipe.vocabulary import check_sigma, project
 
 INITS = ("random", "small", "zeros")
-
-
-def check_sigma(sigma: str) -> str:
-    if sigma not in SIGMAS:
-        raise ValueError(f"sigma: must be one of {', '.join(SIGMAS)}, got {sigma!r}")
-    return sigma
 
 
 def fields(k, v, X, mask=None):
@@ -29,14 +24,7 @@ def fields(k, v, X, mask=None):
     multiplied together); padded tokens are zeroed *after* the product so that arbitrary values
     there (even huge ones) never reach the score or the output.
     """
-    D = X.shape[-1]
-    W = jnp.stack([k, v], axis=1).astype(X.dtype) / jnp.sqrt(jnp.asarray(D, X.dtype))
-    P = X @ W
-    chi, z = P[..., 0], P[..., 1]
-    if mask is not None:
-        chi = jnp.where(mask, chi, 0.0)
-        z = jnp.where(mask, z, 0.0)
-    return chi, z
+    return project(X, k, v, mask, jnp)
 
 
 def attention_apply(params: dict, X, mask, sigma: str):

@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from slrpipe.commands._common import provenance
 from slrpipe.io import write_zarr
+from slrpipe.provenance import provenance
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,9 @@ def add_population_prediction(node: xr.Dataset, exp: dict) -> xr.Dataset:
     """``test_error_pop``: R(σ; learned Gram) from model.md §4 at each ERM run's learned overlaps."""
     from slrpipe.commands._common import parse_L
     from slrpipe.data import SLRTask
-    from slrpipe.train.metrics import population_risk  # the same quasi-Monte Carlo rule as training
+    from slrpipe.train.metrics import (
+        population_risk,  # the same quasi-Monte Carlo rule as training
+    )
     from slrpipe.workflow import L_arg
 
     need = ["m_k", "q_k", "m_v", "q_v", "k_vstar", "v_kstar", "k_v"]

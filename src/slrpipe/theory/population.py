@@ -19,43 +19,24 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
-
-from slrpipe.lengths import format_L, length_law  # noqa: F401  (re-exported)
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import erf
 
-from slrpipe.scores import SIGMAS, score, softmax, softplus
-from slrpipe.theory.quadrature import MODELS, FieldRule, QuadSpec, field_rule
+from slrpipe.lengths import format_L, length_law  # noqa: F401  (re-exported)
+from slrpipe.scores import score, softmax, softplus
+from slrpipe.theory.quadrature import FieldRule, QuadSpec, field_rule
+from slrpipe.vocabulary import BAYES, c_nu
+from slrpipe.vocabulary import check_delta as _check_delta
+from slrpipe.vocabulary import check_model_nu as _check_model_nu
+from slrpipe.vocabulary import check_sigma as _check_sigma
 
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 16  # nodes per vectorised block: bounds memory at ~L·64k doubles per array
 _U_GRID = np.linspace(0.0, 1.0, 25)  # m_k = u/(1−u): 0, 1/23, …, 1, …, 23, ∞
-
-
-# ----------------------------------------------------------------------------------------- checks
-def _check_sigma(sigma: str) -> None:
-    if sigma not in SIGMAS:
-        raise ValueError(f"sigma: must be one of {', '.join(SIGMAS)}, got {sigma!r}")
-
-
-def _check_model_nu(model: str, nu: float) -> float:
-    if model not in MODELS:
-        raise ValueError(f"model: must be one of {', '.join(MODELS)}, got {model!r}")
-    nu = float(nu)
-    if not (nu >= 0) or (math.isinf(nu) and model != "max"):
-        raise ValueError(f"nu: must be ≥ 0 (inf allowed for model 'max' only), got {nu}")
-    return nu
-
-
-def _check_delta(delta: float) -> float:
-    delta = float(delta)
-    if not (delta >= 0 and math.isfinite(delta)):
-        raise ValueError(f"delta: must be a finite number ≥ 0, got {delta}")
-    return delta
 
 
 # ------------------------------------------------------------------------------------- integrals
@@ -385,12 +366,6 @@ def optimal_risk(sigma, model, nu, L, delta=0.0, *, quad: QuadSpec | None = None
     return {k: float(v) for k, v in out.items()}
 
 
-def c_nu(model, nu) -> float:
-    """Bayes key scale: √ν (spiked), ν (max); model.md §3."""
-    nu = _check_model_nu(model, nu)
-    return math.sqrt(nu) if model == "spiked" else nu
-
-
 def bayes_risk(model, nu, L, delta=0.0, *, quad: QuadSpec | None = None) -> float:
     """Bayes risk Δ² + 1 − E[Σ_ℓ p_ℓ²], p = softmax(c_ν χ*) (argmax at ν = ∞), tilted law
     (model.md §4); L an int or a law (the length is observed, so the posterior is per length).
@@ -432,7 +407,7 @@ def population_sweep(sigma, model, L, nus: Sequence[float], delta=0.0, *,
     """
     import xarray as xr
 
-    if sigma != "bayes":
+    if sigma != BAYES:
         _check_sigma(sigma)
     nus = np.asarray([_check_model_nu(model, v) for v in nus], dtype=float)
     if nus.size == 0:
@@ -443,7 +418,7 @@ def population_sweep(sigma, model, L, nus: Sequence[float], delta=0.0, *,
     keys = ("risk", "m_k", "q_k", "m_v", "q_v", "c", "risk_err")
     out = {k: np.empty(nus.size) for k in keys}
     for i, nu in enumerate(nus):
-        if sigma == "bayes":
+        if sigma == BAYES:
             cn = c_nu(model, nu)
             r = bayes_risk(model, nu, law, delta, quad=spec)
             err = _gain_error("softmax", model, nu, law, spec, cn / (1 + cn) if math.isfinite(cn) else 1.0, 0.0)

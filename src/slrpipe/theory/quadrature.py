@@ -39,9 +39,9 @@ from scipy.special import factorial, ndtri, roots_hermitenorm, roots_legendre
 from scipy.stats import qmc
 
 from slrpipe.scores import softmax
+from slrpipe.vocabulary import check_length, check_model_nu
 
 METHODS = ("auto", "ordered", "gh", "qmc")
-MODELS = ("spiked", "max")
 
 # Geometric grading of the gap panels next to kinks (resolves layers of width ≥ ~1e-4, i.e.
 # m_k, ν ≲ 1e4); the tail ends at Y = max(t − μ, t, 0) + _TAIL: Gaussian mass < φ(9) ≈ 1e-18 beyond.
@@ -317,12 +317,8 @@ def field_rule(model: str, nu: float, L: int, spec: QuadSpec = QuadSpec(), with_
     Raises:
         ValueError: unknown model, ν < 0, ν = ∞ for spiked, L < 1.
     """
-    if model not in MODELS:
-        raise ValueError(f"model: must be one of {', '.join(MODELS)}, got {model!r}")
-    if not (nu >= 0) or (math.isinf(nu) and model != "max"):
-        raise ValueError(f"nu: must be ≥ 0 (inf allowed for model 'max' only), got {nu}")
-    if L < 1:
-        raise ValueError(f"L: must be ≥ 1, got {L}")
+    check_model_nu(model, nu)
+    check_length(L)
     method = spec.resolve(L)
     if method == "qmc":
         rule = _qmc_rule(model, nu, L, spec, with_eta)

@@ -1,8 +1,8 @@
 """ERM training of the attention estimators and its metrics (model.md §5)."""
 
-from slrpipe.train.erm import OPTIMIZERS, ERMResult, minimize, objective
+from slrpipe.train.erm import ERMResult, minimize, objective
 from slrpipe.train.experiment import init_model, run_erm
 from slrpipe.train.metrics import gram, overlaps, population_risk, streamed_error
 
-__all__ = ["OPTIMIZERS", "ERMResult", "gram", "init_model", "minimize", "objective", "overlaps",
+__all__ = ["ERMResult", "gram", "init_model", "minimize", "objective", "overlaps",
            "population_risk", "run_erm", "streamed_error"]

@@ -30,12 +30,12 @@ import numpy as np
 import optax
 import optax.tree_utils as otu
 
-from slrpipe.models.attention import attention_apply, attention_from_fields, check_sigma
+from slrpipe.models.attention import attention_apply, attention_from_fields
 from slrpipe.train.metrics import overlaps
+from slrpipe.vocabulary import OPTIMIZERS, check_choice, check_sigma
 
 log = logging.getLogger(__name__)
 
-OPTIMIZERS = ("lbfgs", "gd", "adam", "sgd")
 DEFAULT_LR = {"gd": 0.5, "sgd": 0.2, "adam": 1e-2}
 
 
@@ -178,8 +178,7 @@ def minimize(params0: dict, X, mask, y, sigma: str, lam: float, optimizer: str =
             batch_size outside [1, n].
     """
     check_sigma(sigma)
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer: must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
+    check_choice("optimizer", optimizer, OPTIMIZERS)
     if not lam >= 0:
         raise ValueError(f"lam: must be ≥ 0, got {lam}")
     if max_iter < 1 or record_every < 1:

@@ -15,24 +15,19 @@ import numpy as np
 import xarray as xr
 from flax import nnx
 
-from slrpipe.commands._common import provenance
 from slrpipe.data import SLRDataset
 from slrpipe.lengths import format_L
-from slrpipe.models import Attention, attention_apply, bayes_key_scale, bayes_predict
+from slrpipe.models import Attention, attention_apply, bayes_predict
+from slrpipe.provenance import provenance
 from slrpipe.train.erm import minimize
 from slrpipe.train.metrics import gram, overlaps, population_risk, streamed_error
+from slrpipe.vocabulary import DTYPES, INITS, c_nu, check_choice, default_test_seed
 
 log = logging.getLogger(__name__)
 
-INITS = ("informed", "random", "small")
-DTYPES = ("float32", "float64")
 #: key scale used by the informed initialisation at ν = inf (max-SLR): softmax(10 χ*) puts weight
 #: ≈ e^{−10·gap} on a runner-up token whose χ* trails the argmax by ``gap``.
 C_INF = 10.0
-
-
-def default_test_seed(data_seed: int) -> int:
-    return int(data_seed) + 1_000_003
 
 
 def init_model(train: SLRDataset, sigma: str, init: str, init_seed: int, dtype=jnp.float32,
@@ -45,13 +40,14 @@ def init_model(train: SLRDataset, sigma: str, init: str, init_seed: int, dtype=j
     """
     D = train.task.D
     if init == "informed":
-        c = bayes_key_scale(train.task.model, train.task.nu)
+        c = c_nu(train.task.model, train.task.nu)
         c = c_inf if math.isinf(c) else c
         k_star, v_star = train.teacher
         return Attention(D, sigma, init=(c * k_star, v_star), dtype=dtype)
     if init in ("random", "small"):
         return Attention(D, sigma, nnx.Rngs(int(init_seed)), init=init, scale=init_scale, dtype=dtype)
-    raise ValueError(f"init: must be one of {', '.join(INITS)}, got {init!r}")
+    check_choice("init", init, INITS)
+    raise AssertionError(f"init {init!r} is in INITS but not handled here")
 
 
 def run_erm(train: SLRDataset, sigma: str, lam: float, optimizer: str = "lbfgs", init: str = "informed",
@@ -63,7 +59,7 @@ def run_erm(train: SLRDataset, sigma: str, lam: float, optimizer: str = "lbfgs",
     """Train on ``train`` (loaded into one device array) and measure the result.
 
     The test set is ``n_test`` fresh sequences from the same teacher drawn with ``test_seed``
-    (default ``data_seed + 1000003``), regenerated and evaluated chunk by chunk. ``tol`` defaults
+    (default ``slrpipe.vocabulary.default_test_seed``: data seed + 10000), regenerated and evaluated chunk by chunk. ``tol`` defaults
     to 1e-5 (float32) / 1e-8 (float64) on |∇J|₂ = |∇𝓛|₂/n (see ``slrpipe.train.erm``).
 
     Returns:
@@ -77,8 +73,7 @@ def run_erm(train: SLRDataset, sigma: str, lam: float, optimizer: str = "lbfgs",
         ValueError: bad dtype, init, n_test < 1, test_seed == data_seed, or any argument
             ``minimize`` rejects.
     """
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype: must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    check_choice("dtype", dtype, DTYPES)
     if n_test < 1:
         raise ValueError(f"n_test: must be ≥ 1, got {n_test}")
     test_seed = default_test_seed(train.data_seed) if test_seed is None else int(test_seed)

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import qmc as _qmc
 
-MODELS = ("spiked", "max")
+from slrpipe.vocabulary import check_delta, check_length, check_model_nu
 
 
 @dataclass(frozen=True)
@@ -63,16 +63,9 @@ class Fields:
 
 def check_task(model: str, nu: float, L: int, delta: float) -> None:
     """Raise ValueError (one line naming the argument) for parameters outside their range."""
-    if model not in MODELS:
-        raise ValueError(f"model: must be one of {', '.join(MODELS)}, got {model!r}")
-    if not (nu >= 0):
-        raise ValueError(f"nu: must be ≥ 0, got {nu}")
-    if model == "spiked" and math.isinf(nu):
-        raise ValueError("nu: spiked-SLR needs a finite nu ≥ 0, got inf")
-    if int(L) != L or L < 1:
-        raise ValueError(f"L: must be an integer ≥ 1, got {L}")
-    if not (delta >= 0):
-        raise ValueError(f"delta: must be ≥ 0, got {delta}")
+    check_model_nu(model, nu)
+    check_length(L)
+    check_delta(delta)
 
 
 def _base_draws(half: int, L: int, n_uniform: int, seed: int, qmc: bool):

@@ -28,8 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from slrpipe.scores import score
+from slrpipe.vocabulary import REPLICA_SIGMAS
 
-PROX_SIGMAS = ("softmax", "linear", "softplus_norm")
+PROX_SIGMAS = REPLICA_SIGMAS
 _NORMALISED = ("softmax", "softplus_norm")
 _STEPS = jnp.array([1.0, 0.5, 0.25, 0.125, 1 / 16, 1 / 64, 1 / 256, 0.0])
 

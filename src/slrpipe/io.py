@@ -33,21 +33,40 @@ def _replace(tmp: Path, path: Path) -> None:
         os.replace(tmp, path)
 
 
-def write_netcdf(ds, path) -> Path:
-    """Write an ``xarray.Dataset`` to netCDF4 (h5netcdf engine) atomically; returns the path."""
+@contextmanager
+def atomic_file(path):
+    """Context manager yielding a temporary sibling file that replaces ``path`` on success."""
     path = Path(path)
     tmp = _tmp_sibling(path, is_dir=False)
     try:
-        ds.to_netcdf(tmp, engine="h5netcdf")
+        yield tmp
         _replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    return path
+
+
+def write_netcdf(ds, path) -> Path:
+    """Write an ``xarray.Dataset`` to netCDF4 (h5netcdf engine) atomically; returns the path."""
+    with atomic_file(path) as tmp:
+        ds.to_netcdf(tmp, engine="h5netcdf")
+    return Path(path)
+
+
+def _vlen_strings(ds):
+    """Fixed-width unicode variables as variable-length strings: zarr v3 has a specified "string"
+    data type for the latter only (numpy's '<U' becomes zarr-python's unspecified FixedLengthUTF32)."""
+    fixed = [k for k, v in ds.variables.items() if v.dtype.kind == "U"]
+    return ds.assign_coords({k: ds[k].astype(object) for k in fixed if k in ds.coords}).assign(
+        {k: ds[k].astype(object) for k in fixed if k in ds.data_vars})
 
 
 def write_zarr(obj, path, **kwargs) -> Path:
-    """Write an ``xarray.Dataset`` or ``xarray.DataTree`` to a zarr v3 store atomically."""
+    """Write an ``xarray.Dataset`` or ``xarray.DataTree`` to a zarr v3 store atomically; string
+    variables are stored as zarr's variable-length "string" type (read back as Python str)."""
+    import xarray as xr
+
     path = Path(path)
+    obj = obj.map_over_datasets(_vlen_strings) if isinstance(obj, xr.DataTree) else _vlen_strings(obj)
     tmp = _tmp_sibling(path, is_dir=True)
     try:
         shutil.rmtree(tmp)
@@ -56,6 +75,13 @@ def write_zarr(obj, path, **kwargs) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return path
+
+
+def write_text(text: str, path) -> Path:
+    """Write ``text`` to ``path`` atomically (UTF-8); returns the path."""
+    with atomic_file(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
 
 
 @contextmanager

@@ -16,4 +16,4 @@ rule aggregate:
     run:
         from slrpipe.store.aggregate import build_store
 
-        build_store(PLAN, config, output[0], log=log[0])
+        build_store(PLAN.members, config, output[0], log=log[0])

@@ -25,17 +25,13 @@ from .style import COLORS, LABELS, legend_below, log_alpha_axis, log_error_axis,
 LAM_STYLES = ["-", "--", "-.", ":"]
 
 
-def plot(tree, experiments, out_stem, optimal_lam=False):
+def plot(tree, experiments, out_stem):
     fig, axes = panels(len(experiments), width=3.6, height=2.9)
     rel_sd = max_theory_rel_sd(json.loads(tree.attrs.get("config", "{}")))
     for ax, name in zip(axes, experiments):
         rep = tree[f"replica/{name}"].to_dataset()
         alpha = rep["alpha"].values
         for s in ordered(rep["sigma"].values) if "sigma" in rep.dims else []:
-            if optimal_lam:
-                ax.plot(alpha, rep["test_error_opt_lam"].sel(sigma=s), color=COLORS.get(s),
-                        label=f"theory {LABELS.get(s, s)}, optimal λ")
-                continue
             for i, lam in enumerate(rep["lam"].values):
                 err = rep["test_error"].sel(sigma=s, lam=lam)
                 if "test_error_seed_mean" in rep:  # the mean over Monte Carlo draws, where measured

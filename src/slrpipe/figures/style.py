@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from slrpipe.io import atomic_file  # noqa: E402
 
 COLORS = {"softmax": "#1f77b4", "linear": "#d62728", "erf": "#2ca02c", "softplus_norm": "#ff7f0e",
           "bayes": "black", "bayes_optimal": "black"}
@@ -81,9 +82,8 @@ def save(fig, out_stem) -> list[Path]:
     paths = []
     for ext in ("pdf", "png"):
         final = out_stem.with_suffix(f".{ext}")
-        tmp = final.with_name(f".tmp-{final.name}")
-        fig.savefig(tmp, format=ext, dpi=200)
-        os.replace(tmp, final)
+        with atomic_file(final) as tmp:
+            fig.savefig(tmp, format=ext, dpi=200)
         paths.append(final)
     plt.close(fig)
     return paths

@@ -24,8 +24,11 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from slrpipe.data import SLRTask
 from slrpipe.io import write_zarr
-from slrpipe.provenance import provenance
+from slrpipe.provenance import constraints_sha256, provenance
+from slrpipe.train.metrics import population_risk  # the quasi-Monte Carlo rule of the training record
+from slrpipe.vocabulary import TEACHER_SEED_OFFSET
 
 log = logging.getLogger(__name__)
 
@@ -42,44 +45,42 @@ def _scalars(ds: xr.Dataset) -> xr.Dataset:
 
 
 def population_node(files) -> xr.Dataset:
+    """Population sweeps (one file per σ, dim nu) stacked along ``sigma``, from each file's own coordinate."""
     parts = []
     for f in files:
         ds = _open(f)
-        sigma = str(ds["sigma"].values) if "sigma" in ds.coords else Path(f).stem
-        ds = ds.reset_coords(drop=True).expand_dims(sigma=[sigma])
-        parts.append(ds)
-    out = xr.concat(parts, dim="sigma", combine_attrs="drop_conflicts")
-    return out
+        parts.append(ds.reset_coords(drop=True).expand_dims(sigma=[str(ds["sigma"].values)]))
+    return xr.concat(parts, dim="sigma", combine_attrs="drop_conflicts")
 
 
-def erm_node(files, jobs: dict) -> xr.Dataset:
+def _erm_index(ds: xr.Dataset) -> dict:
+    """Index of one ERM run read from its own coordinates: σ, λ, the realised α = n/D, and the
+    experiment seed (the teacher seed less its offset, docs/model.md §5)."""
+    return {"sigma": [str(ds["sigma"].values)], "lam": [float(ds["lam"])],
+            "alpha": [int(ds["n"]) / int(ds["D"])], "seed": [int(ds["teacher_seed"]) - TEACHER_SEED_OFFSET]}
+
+
+def erm_node(files) -> xr.Dataset:
+    """ERM runs (one file each) on dims (sigma, lam, alpha, seed); scalar variables only, plus D and n."""
     parts = []
     for f in files:
-        j = jobs[f]
-        ds = _scalars(_open(f))
-        ds = ds.assign(D=j["D"], n=j["n"])
-        for k in ("D", "n"):
-            ds[k] = ds[k].astype("int64")
-        parts.append(ds.expand_dims(sigma=[j["sigma"]], lam=[float(j["lam"])],
-                                    alpha=[float(j["alpha"])], seed=[int(j["init_seed"])]))
+        ds = _open(f)
+        index = _erm_index(ds)
+        sizes = {k: ds[k].astype("int64").reset_coords(drop=True) for k in ("D", "n")}
+        parts.append(_scalars(ds).assign(sizes).expand_dims(index))
     out = xr.combine_by_coords(parts, combine_attrs="drop")
     return out.sortby(["lam", "alpha", "seed"])
 
 
-def add_population_prediction(node: xr.Dataset, exp: dict) -> xr.Dataset:
-    """``test_error_pop``: R(σ; learned Gram) from model.md §4 at each ERM run's learned overlaps."""
-    from slrpipe.commands._common import parse_L
-    from slrpipe.data import SLRTask
-    from slrpipe.train.metrics import (
-        population_risk,  # the same quasi-Monte Carlo rule as training
-    )
-    from slrpipe.workflow import L_arg
+def add_population_prediction(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
+    """``test_error_pop``: R(σ; learned Gram) (docs/model.md §4) at each ERM run's learned overlaps.
 
+    ``task``: the experiment's data law (D unused). Computed here rather than in the training job, so
+    that an edit of the theory never reruns training."""
     need = ["m_k", "q_k", "m_v", "q_v", "k_vstar", "v_kstar", "k_v"]
     if any(v not in node for v in need):
         log.warning("ERM results lack %s: no population prediction at the learned overlaps", need)
         return node
-    task = SLRTask(exp["model"], float(exp["nu"]), parse_L(L_arg(exp["L"])), float(exp["delta"]), 2)
     pred = np.full(node["m_k"].shape, np.nan)
     for idx in np.ndindex(pred.shape):
         sel = {v: float(node[v].values[idx]) for v in need}
@@ -96,20 +97,31 @@ def add_population_prediction(node: xr.Dataset, exp: dict) -> xr.Dataset:
         c = float(node["c"].values[idx]) if "c" in node and sigma == "erf" else 0.0
         pred[idx] = population_risk(sigma, task, gram, c)
     node["test_error_pop"] = (node["m_k"].dims, pred)
-    node["test_error_pop"].attrs["description"] = "population risk R(σ; Gram) at the learned overlaps (model.md §4)"
+    node["test_error_pop"].attrs["description"] = "population risk R(σ; Gram) at the learned overlaps (docs/model.md §4)"
     return node
 
 
-def replica_node(files, jobs: dict) -> xr.Dataset:
+def _erm_task(files) -> SLRTask:
+    """The data law shared by an experiment's ERM files, from the first file's coordinates."""
+    ds = _open(files[0])
+    law = json.loads(ds.attrs["L_law"])
+    return SLRTask(str(ds["model"].values), float(ds["nu"]), law, float(ds["delta"]), 2)
+
+
+def replica_node(files) -> xr.Dataset:
+    """Replica sweeps (one file per σ, dims lam × alpha) stacked along ``sigma``; the Bayes-optimal
+    state evolution (no σ coordinate) as ``bayes_optimal_*`` variables on alpha."""
     parts, bo = [], None
     for f in files:
-        j = jobs[f]
-        ds = _open(f).reset_coords(drop=True)
-        if j["sigma"] == "bayes_optimal":
+        ds = _open(f)
+        if "sigma" not in ds.coords:  # the Bayes-optimal sweep
+            ds = ds.reset_coords(drop=True)
             bo = ds.rename({v: f"bayes_optimal_{v}" for v in ds.data_vars})
             continue
+        sigma = str(ds["sigma"].values)
+        ds = ds.reset_coords(drop=True)
         ds = ds[[v for v in ds.data_vars if "alpha" in ds[v].dims and "lam" in ds[v].dims]]
-        parts.append(ds.expand_dims(sigma=[j["sigma"]]))
+        parts.append(ds.expand_dims(sigma=[sigma]))
     out = xr.combine_by_coords(parts, combine_attrs="drop") if parts else xr.Dataset()
     if "test_error" in out:
         # the error at the best λ of the grid; NaN (non-converged) points are not candidates
@@ -129,36 +141,40 @@ def git_commit() -> str:
         return "unknown"
 
 
-def build_store(plan, config: dict, out, log=None) -> Path:
-    """Aggregate every job of ``plan`` (a :class:`slrpipe.workflow.Plan`) into the zarr store ``out``."""
+def build_store(members: dict, config: dict, out, log=None) -> Path:
+    """Aggregate result files into the zarr store ``out`` (written atomically).
+
+    members: {(kind, experiment): [result files]} with kind in population, erm, replica (the
+    workflow's ``plan.members``); every coordinate is read from the files themselves. ``config``:
+    the validated workflow config, kept in the root attributes (each node also carries its
+    experiment's settings). ``log``: a log file path (default: stderr).
+    """
     handler = logging.FileHandler(log) if log else logging.StreamHandler()
     logger = logging.getLogger("slrpipe")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        return _build_store(plan, config, out)
+        return _build_store(members, config, out)
     finally:
         logger.removeHandler(handler)
 
 
-def _build_store(plan, config: dict, out) -> Path:
+def _build_store(members: dict, config: dict, out) -> Path:
     nodes = {}
-    experiments = {**{f"population/{k}": v for k, v in config["population"].items()},
-                   **{f"erm/{k}": v for k, v in config["erm"].items()},
-                   **{f"replica/{k}": v for k, v in (config.get("replica") or {}).items()}}
-    for (kind, name), files in plan.members.items():
+    for (kind, name), files in members.items():
         log.info("aggregating %s/%s from %d files", kind, name, len(files))
         if kind == "population":
             node = population_node(files)
         elif kind == "erm":
-            node = add_population_prediction(erm_node(files, plan.erm), config["erm"][name])
+            node = add_population_prediction(erm_node(files), _erm_task(files))
         else:
-            node = replica_node(files, plan.replica)
-        exp = experiments.get(f"{kind}/{name}", {})
+            node = replica_node(files)
+        exp = (config.get(kind) or {}).get(name, {})
         node.attrs.update({k: json.dumps(v) for k, v in exp.items()})
         node.attrs["experiment"] = name
         nodes[f"/{kind}/{name}"] = node
-    root = xr.Dataset(attrs=provenance(config=config, git_commit=git_commit()))
+    root = xr.Dataset(attrs=provenance(config=config, git_commit=git_commit(),
+                                       constraints_sha256=constraints_sha256()))
     tree = xr.DataTree.from_dict({"/": root, **nodes})
     return write_zarr(tree, out)
 

@@ -1,0 +1,89 @@
+"""Import direction: layers import only downward (vocabulary → data/models/theory → train → store →
+figures → commands/cli/workflow), checked on the syntax tree of every module, imports inside
+functions included."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "src" / "slrpipe"
+
+#: rank of each top-level part of the package; a module may import parts of rank ≤ its own, and
+#: parts of equal rank only within the same part (data, models and theory are independent).
+RANK = {
+    "vocabulary": 0,
+    "lengths": 1, "io": 1, "provenance": 1, "fingerprint": 1, "scores": 1,
+    "data": 2, "models": 2, "theory": 2,
+    "train": 3,
+    "store": 4,
+    "figures": 5,
+    "commands": 6, "cli": 6, "workflow": 6, "__main__": 6,
+}
+#: (importer, imported) pairs allowed at equal rank: the commands validate configs through the
+#: workflow's job tables, and the CLI dispatches to the commands
+ALLOWED_SIDEWAYS = {("commands", "workflow"), ("cli", "commands"), ("__main__", "cli")}
+
+
+def _part(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "slrpipe":
+        return None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports(path: Path):
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    me = ".".join(rel.parts).removesuffix(".__init__")
+    pkg = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                yield ".".join(base + ([node.module] if node.module else []))
+            else:
+                yield node.module or ""
+
+
+def violations() -> list[str]:
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        own = _part(".".join(path.relative_to(PKG.parent).with_suffix("").parts))
+        if own == "__init__":
+            continue
+        assert own in RANK, f"{path}: top-level part {own!r} has no rank in tests/test_layers.py"
+        for mod in _imports(path):
+            other = _part(mod)
+            if other in (None, "__init__", own):
+                continue
+            if other not in RANK:
+                bad.append(f"{path.relative_to(PKG)} imports unknown part {mod}")
+            elif RANK[other] > RANK[own] or (RANK[other] == RANK[own] and (own, other) not in ALLOWED_SIDEWAYS):
+                bad.append(f"{path.relative_to(PKG)} ({own}) imports {mod} ({other})")
+    return bad
+
+
+def test_layers_import_only_downward():
+    assert violations() == []
+
+
+@pytest.mark.parametrize("layer", ["vocabulary", "data", "models", "theory", "train", "store", "figures"])
+def test_science_and_storage_never_import_commands_or_workflow(layer):
+    files = [PKG / f"{layer}.py"] if (PKG / f"{layer}.py").exists() else sorted((PKG / layer).rglob("*.py"))
+    assert files
+    for path in files:
+        for mod in _imports(path):
+            assert _part(mod) not in ("commands", "cli", "workflow"), f"{path.relative_to(PKG)} imports {mod}"
+
+
+def test_the_check_can_fail(tmp_path, monkeypatch):
+    """The checker itself flags an upward import (a store module importing the workflow)."""
+    fake = tmp_path / "slrpipe"
+    (fake / "store").mkdir(parents=True)
+    (fake / "store" / "bad.py").write_text("def f():\n    from slrpipe.workflow import plan\n")
+    monkeypatch.setattr(__import__(__name__), "PKG", fake)
+    assert violations() == ["store/bad.py (store) imports slrpipe.workflow (workflow)"]

@@ -1,13 +1,15 @@
 """Combine the per-job result files into one store, ``results/slr.zarr`` (zarr v3, one DataTree).
 
-Layout (each node an ``xarray.Dataset``; parameters as dimensions/coordinates, experiment settings
-and provenance as attributes):
+Layout (each node an ``xarray.Dataset``; parameters as dimensions/coordinates — read from the
+result files themselves, the data law (model, nu, L, delta) as scalar coordinates — and the
+experiment's config entry and provenance as attributes):
 
 - ``/population/<exp>``: dims (sigma, nu) — optimal population risk and the optimal overlaps
   (model.md §4); sigma includes "bayes".
-- ``/erm/<exp>``: dims (sigma, lam, alpha, seed) — ERM metrics of each run (model.md §5), plus
+- ``/erm/<exp>``: dims (sigma, lam, alpha, seed) — ERM metrics of each run (model.md §5); alpha is
+  the realised n/D of the run (within 1/(2D) of the config's value), seed the experiment seed; plus
   ``test_error_pop``, the population formula evaluated at the learned overlaps (computed here, so a
-  theory edit does not rerun training).
+  theory edit does not rerun training; the training job's own ``test_error_theory`` is not kept).
 - ``/replica/<exp>``: dims (sigma, lam, alpha) — replica prediction (model.md §6), plus
   ``test_error_opt_lam`` / ``lam_opt`` (minimum over the λ grid) and ``bayes_optimal_*`` (dim alpha).
 
@@ -26,6 +28,7 @@ import xarray as xr
 
 from slrpipe.data import SLRTask
 from slrpipe.io import write_zarr
+from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
 from slrpipe.train.metrics import population_risk  # the quasi-Monte Carlo rule of the training record
 from slrpipe.vocabulary import TEACHER_SEED_OFFSET
@@ -44,13 +47,26 @@ def _scalars(ds: xr.Dataset) -> xr.Dataset:
     return ds[[v for v in ds.data_vars if ds[v].ndim == 0]]
 
 
+#: the data law of an experiment, kept as scalar coordinates of its node
+SETTING = ("model", "nu", "L", "delta")
+
+
+def _setting(ds: xr.Dataset) -> dict:
+    """The data law as recorded by a result file: model, ν, Δ, and L in its one text form
+    (:func:`slrpipe.lengths.format_L`; replica files record a fixed L as an int)."""
+    out = {k: ds[k].values.item() for k in SETTING if k in ds.coords and ds[k].ndim == 0}
+    if "L" in out:
+        out["L"] = format_L(parse_L(str(out["L"])))
+    return out
+
+
 def population_node(files) -> xr.Dataset:
     """Population sweeps (one file per σ, dim nu) stacked along ``sigma``, from each file's own coordinate."""
     parts = []
     for f in files:
         ds = _open(f)
         parts.append(ds.reset_coords(drop=True).expand_dims(sigma=[str(ds["sigma"].values)]))
-    return xr.concat(parts, dim="sigma", combine_attrs="drop_conflicts")
+    return xr.concat(parts, dim="sigma", combine_attrs="drop_conflicts").assign_coords(_setting(ds))
 
 
 def _erm_index(ds: xr.Dataset) -> dict:
@@ -67,9 +83,9 @@ def erm_node(files) -> xr.Dataset:
         ds = _open(f)
         index = _erm_index(ds)
         sizes = {k: ds[k].astype("int64").reset_coords(drop=True) for k in ("D", "n")}
-        parts.append(_scalars(ds).assign(sizes).expand_dims(index))
+        parts.append(_scalars(ds).drop_vars("test_error_theory", errors="ignore").assign(sizes).expand_dims(index))
     out = xr.combine_by_coords(parts, combine_attrs="drop")
-    return out.sortby(["lam", "alpha", "seed"])
+    return out.sortby(["lam", "alpha", "seed"]).assign_coords(_setting(ds))
 
 
 def add_population_prediction(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
@@ -111,9 +127,10 @@ def _erm_task(files) -> SLRTask:
 def replica_node(files) -> xr.Dataset:
     """Replica sweeps (one file per σ, dims lam × alpha) stacked along ``sigma``; the Bayes-optimal
     state evolution (no σ coordinate) as ``bayes_optimal_*`` variables on alpha."""
-    parts, bo = [], None
+    parts, bo, setting = [], None, {}
     for f in files:
         ds = _open(f)
+        setting = _setting(ds)
         if "sigma" not in ds.coords:  # the Bayes-optimal sweep
             ds = ds.reset_coords(drop=True)
             bo = ds.rename({v: f"bayes_optimal_{v}" for v in ds.data_vars})
@@ -130,7 +147,7 @@ def replica_node(files) -> xr.Dataset:
         out["lam_opt"] = err.fillna(np.inf).idxmin("lam").where(np.isfinite(out["test_error_opt_lam"]))
     if bo is not None:
         out = out.merge(bo, compat="override", join="outer")
-    return out
+    return out.assign_coords(setting)
 
 
 def git_commit() -> str:

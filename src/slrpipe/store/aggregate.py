@@ -196,10 +196,21 @@ def _build_store(members: dict, config: dict, out) -> Path:
     return write_zarr(tree, out)
 
 
+def _fixed_strings(ds: xr.Dataset) -> xr.Dataset:
+    """Variable-length strings (zarr's "string" type, read as numpy StringDType) back to numpy
+    unicode, the form the result files and the figures use."""
+    strs = [k for k, v in ds.variables.items() if v.dtype.kind == "T"]
+    conv = {k: (ds[k].dims, np.array(ds[k].values.tolist(), dtype=str)) for k in strs}
+    return ds.assign_coords({k: v for k, v in conv.items() if k in ds.coords}).assign(
+        {k: v for k, v in conv.items() if k in ds.data_vars})
+
+
 def open_store(path) -> xr.DataTree:
-    """Open ``results/slr.zarr`` as an ``xarray.DataTree`` (loaded into memory)."""
+    """Open ``results/slr.zarr`` as an ``xarray.DataTree`` (loaded into memory; string variables as
+    numpy unicode arrays, as written)."""
     import warnings
 
     with warnings.catch_warnings():  # Snakemake's .snakemake_timestamp marker inside directory outputs
         warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
-        return xr.open_datatree(path, engine="zarr", consolidated=False).load()
+        tree = xr.open_datatree(path, engine="zarr", consolidated=False).load()
+    return tree.map_over_datasets(_fixed_strings)

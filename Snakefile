@@ -1,7 +1,7 @@
 # slrpipe — single-location regression with attention, from config to figures.
 #   data (teacher, SLR samples) → train (ERM, Flax) → theory (population, replica)
 #   → aggregate (results/slr.zarr) → figures (results/figures/)
-# Run: `snakemake --cores all` (config/config.yaml) or `snakemake --profile profiles/slurm`.
+# Run: `snakemake --cores all` (config/config.yaml) or `snakemake --profile slurm` (docs/cluster.md).
 
 # A config given with --configfile replaces the default instead of being merged into it.
 if not workflow.overwrite_configfiles:

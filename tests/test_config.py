@@ -34,6 +34,17 @@ BAD = {
     "replica mc seeds": (lambda c: c["replica"]["spiked_L2"].update(mc_seeds=0),
                          "replica.spiked_L2.mc_seeds", "minimum of 1"),
     "unknown figure experiment": (lambda c: c["figures"].update(fig2=["nope"]), "figures.fig2", "not a population experiment"),
+    "unknown figure": (lambda c: c["figures"].update(fig9=[]), "figures.fig9", "allowed: ['cor43'"),
+    "nu nan": (lambda c: c["erm"]["spiked_L2"].update(nu=math.nan), "erm.spiked_L2.nu", "allowed: a finite number"),
+    "nu nan in a grid": (lambda c: c["population"]["spiked_L2"].update(nu=[0.5, math.nan]), "population.spiked_L2.nu[1]",
+                         "allowed: a finite number"),
+    "lam inf": (lambda c: c["erm"]["spiked_L2"].update(lams=[math.inf]), "erm.spiked_L2.lams[0]", "allowed: a finite number"),
+    "alpha inf": (lambda c: c["replica"]["spiked_L2"].update(alphas=[1.0, math.inf]), "replica.spiked_L2.alphas[1]",
+                  "allowed: a finite number"),
+    "replica variable L": (lambda c: c["replica"]["spiked_L2"].update(L={"uniform": [1, 2]}), "replica.spiked_L2.L",
+                           "does not handle variable L"),
+    "replica erf": (lambda c: c["replica"]["spiked_L2"].update(sigmas=["softmax", "erf"]), "replica.spiked_L2.sigmas[1]",
+                    "'softmax', 'linear', 'softplus_norm'"),
 }
 
 
@@ -44,6 +55,38 @@ def test_bad_config_one_line(case):
         validate(_bad(mutate))
     msg = str(info.value)
     assert "\n" not in msg and field in msg and allowed in msg, msg
+
+
+def test_schema_enums_are_the_vocabulary():
+    """The schema's name lists are the vocabulary's (one source: slrpipe.vocabulary)."""
+    from slrpipe import vocabulary as voc
+    from slrpipe.workflow import SCHEMA
+
+    defs = yaml.safe_load(SCHEMA.read_text())["$defs"]
+    assert tuple(defs["model"]["enum"]) == voc.MODELS
+    assert tuple(defs["sigma"]["enum"]) == voc.SIGMAS
+    assert tuple(defs["sigma_or_bayes"]["enum"]) == (*voc.SIGMAS, voc.BAYES)
+    assert tuple(defs["replica_sigma"]["enum"]) == voc.REPLICA_SIGMAS
+    erm = defs["erm"]["properties"]
+    assert tuple(erm["init"]["enum"]) == voc.INITS and tuple(erm["optimizer"]["enum"]) == voc.OPTIMIZERS
+    assert tuple(erm["dtype"]["enum"]) == voc.DTYPES
+
+
+def test_every_section_optional_and_defaults_from_the_schema():
+    cfg = validate({"population": {"p": {"model": "spiked", "L": 2, "nu": [1.0], "sigmas": ["softmax"]}}})
+    assert cfg["erm"] == {} and cfg["replica"] == {} and cfg["figures"] == {}
+    assert cfg["population"]["p"]["delta"] == 0.0 and cfg["validation"]["max_abs_z"] == 4.0
+    assert validate({})["population"] == {}
+    p = plan(cfg)
+    assert list(p.population) == ["results/population/p/softmax.nc"] and not p.erm and not p.replica
+
+
+def test_plan_holds_values_not_text():
+    """One representation per parameter: job dicts hold numbers and length laws; text only in paths."""
+    cfg = validate(copy.deepcopy(SMOKE))
+    job = next(iter(plan(cfg).erm.values()))
+    assert isinstance(job["nu"], float) and isinstance(job["lam"], float) and isinstance(job["L"], dict)
+    assert job["L"] == {2: 1.0}
 
 
 def test_defaults_filled_and_plan():

@@ -1,4 +1,5 @@
-"""``profiles/slurm`` against a real one-node Slurm (slurm-wlm 22.05 + munge) on localhost.
+"""``snakemake --profile slurm`` (profiles/slurm installed by ``slrpipe install-profile``) against a
+real one-node Slurm (slurm-wlm 22.05 + munge) on localhost, with a PATH that lacks the venv.
 
 What is shown, each by the scheduler's own records (``squeue --states=all`` keeps finished jobs
 for MinJobAge = 300 s; there is no slurmdbd, so no sacct):
@@ -99,8 +100,15 @@ def profile_node_size(profile: dict) -> tuple[int, int]:
     return max(cpus), max(int(e.get("mem_mb", 0)) for e in entries)
 
 
-def write_test_profile(dest: Path, *, gpus: bool, **extra) -> Path:
-    p = copy.deepcopy(load_profile())
+def write_test_profile(xdg: Path, *, gpus: bool, **extra) -> Path:
+    """Install the profile as the named profile ``slurm`` under ``xdg`` (used as XDG_CONFIG_HOME) by
+    the README's setup step, then apply the test overrides to the installed copy; returns ``xdg``."""
+    env = dict(os.environ, XDG_CONFIG_HOME=str(xdg))
+    subprocess.run([sys.executable, "-m", "slrpipe", "install-profile", "slurm"], env=env, check=True,
+                   capture_output=True, text=True)
+    installed = xdg / "snakemake" / "slurm" / "config.yaml"
+    p = yaml.safe_load(installed.read_text())
+    assert p == load_profile(), "install-profile did not install profiles/slurm unchanged"
     p.update({k.replace("_", "-"): v for k, v in extra.items()})
     p["slurm-status-command"] = "squeue"
     p["slurm-init-seconds-before-status-checks"] = INIT_SECONDS
@@ -109,19 +117,30 @@ def write_test_profile(dest: Path, *, gpus: bool, **extra) -> Path:
         for res in [p["default-resources"], *(p.get("set-resources") or {}).values()]:
             for k in GPU_KEYS:
                 res.pop(k, None)
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / "config.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
-    return dest
+    installed.write_text(yaml.safe_dump(p, sort_keys=False))
+    return xdg
 
 
 # --- running snakemake ---------------------------------------------------------------------------
-def snakemake(workdir: Path, profile: Path, *args: str, timeout: float = RUN_TIMEOUT, on_start=None):
-    """Run snakemake in ``workdir``; returns (returncode, combined output). ``on_start(proc,
-    deadline)`` is called while it runs (for scancel). On timeout: SIGINT (the plugin then
-    scancels its jobs), then SIGKILL, and the test fails with the log tail."""
-    cmd = [sys.executable, "-m", "snakemake", "--profile", str(profile), *args]
+VENV_BIN = Path(sys.executable).parent
+
+
+def path_without_venv() -> str:
+    """PATH with the virtual environment's bin/ left out: jobs must not need ``slrpipe`` on PATH."""
+    return os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                           if d and Path(d).resolve() != VENV_BIN.resolve())
+
+
+def snakemake(workdir: Path, xdg: Path, *args: str, timeout: float = RUN_TIMEOUT, on_start=None):
+    """Run ``snakemake --profile slurm`` (the documented command, literally; the venv's snakemake
+    by its path, with a PATH that lacks the venv) in ``workdir``, the named profile found in
+    ``xdg``/snakemake/slurm; returns (returncode, combined output). ``on_start(proc, deadline)`` is
+    called while it runs (for scancel). On timeout: SIGINT (the plugin then scancels its jobs),
+    then SIGKILL, and the test fails with the log tail."""
+    cmd = [str(VENV_BIN / "snakemake"), "--profile", "slurm", *args]
+    env = dict(os.environ, XDG_CONFIG_HOME=str(xdg), PATH=path_without_venv())
+    assert shutil.which("slrpipe", path=env["PATH"]) is None and shutil.which("snakemake", path=env["PATH"]) is None
     log = workdir / f"snakemake-{time.monotonic_ns()}.log"
-    env = dict(os.environ)
     if (workdir / "src").is_dir():  # the snapshot, also for the jobs (sbatch --export=ALL)
         env["PYTHONPATH"] = os.pathsep.join([str(workdir / "src"), *filter(None, [env.get("PYTHONPATH")])])
     with open(log, "wb") as fh:
@@ -227,7 +246,7 @@ def _copy_workflow(dest: Path) -> tuple[Path, list[str]]:
         return dest, ["--config", "n_train=3", "slow_seconds=15"]
     if not SMOKE_CONFIG.exists():
         pytest.fail(f"{SMOKE_CONFIG} does not exist (set SLRPIPE_SLURM_WORKFLOW=toy to test the profile alone)")
-    for name in ("Snakefile", "workflow", "config", "src"):
+    for name in ("Snakefile", "workflow", "config", "profiles", "src"):
         src = REPO / name
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
     return dest, ["--configfile", "config/smoke.yaml"]

@@ -110,3 +110,15 @@ def test_report_has_figures_with_captions(done):
     for fig in ("fig2.png", "cor43.png", "erm_vs_population.png"):
         assert fig in html
     assert "optimal population risk vs signal strength" in html  # the fig2 caption
+
+
+def test_population_only_config_end_to_end(workflow_dir):
+    """Every config section is optional: a population sweep alone runs to its store and figure."""
+    cfg = {"population": {"p": {"model": "spiked", "L": 2, "nu": [1.0], "sigmas": ["bayes", "linear"]}},
+           "figures": {"fig2": ["p"]}}
+    (workflow_dir / "config" / "pop.yaml").write_text(yaml.safe_dump(cfg))
+    snakemake(workflow_dir, "--cores", "2", "--configfile", "config/pop.yaml")
+    tree = xr.open_datatree(workflow_dir / "results" / "slr.zarr", engine="zarr", consolidated=False)
+    assert set(tree.children) == {"population"} and set(tree["population/p"]["sigma"].values) == {"bayes", "linear"}
+    assert (workflow_dir / "results" / "figures" / "fig2.png").stat().st_size > 5_000
+    assert not (workflow_dir / "results" / "validation.txt").exists()

@@ -16,8 +16,10 @@ COMMANDS = {
     "train": "slrpipe.commands.train",
     "population": "slrpipe.commands.population",
     "replica": "slrpipe.commands.replica",
+    "aggregate": "slrpipe.commands.aggregate",
     "figure": "slrpipe.commands.figure",
     "validate": "slrpipe.commands.validate",
+    "install-profile": "slrpipe.commands.install_profile",
 }
 
 
@@ -25,12 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="slrpipe", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, modname in COMMANDS.items():
-        try:
-            mod = importlib.import_module(modname)
-        except ModuleNotFoundError as exc:  # a step not built yet must not break the others
-            if exc.name != modname:
-                raise
-            continue
+        mod = importlib.import_module(modname)
         p = sub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0])
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
@@ -48,5 +45,3 @@ def main(argv=None) -> int:
         return 2
 
 
-if __name__ == "__main__":
-    sys.exit(main())

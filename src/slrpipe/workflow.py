@@ -1,10 +1,13 @@
 """Config → job tables for the Snakemake workflow (no science here).
 
-``load_config`` validates a config dict against ``workflow/schemas/config.schema.yaml`` (filling
-defaults) plus the cross-field rules JSON Schema cannot express, and raises ``ConfigError`` with one
-line naming the field and the allowed range. ``plan`` turns the validated config into the jobs each
-rule runs, keyed by output path; paths encode the parameters that define a job (stable float
-formatting), so adding one α creates only that α's jobs.
+``validate`` checks a config dict against ``workflow/schemas/config.schema.yaml`` — the one source
+of defaults, filled by ``snakemake.utils.validate(set_default=True)`` — plus the rules JSON Schema
+cannot express (NaN/inf, cross-references), and raises ``ConfigError`` with one line naming the
+field and the allowed range. ``plan`` turns the validated config into the jobs each rule runs,
+keyed by output path; paths encode the parameters that define a job (stable float formatting), so
+adding one α creates only that α's jobs. Job dicts hold the parameters' values (floats, ints,
+length laws); text appears only in paths (:func:`fmt`, :func:`L_key`) and in the rules' command
+lines.
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from slrpipe.figures import REGISTRY as FIGURES
+from slrpipe.lengths import length_law
 from slrpipe.vocabulary import seeds
 
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+KINDS = ("population", "erm", "replica")
 
 
 class ConfigError(ValueError):
@@ -26,7 +32,7 @@ class ConfigError(ValueError):
 
 
 def fmt(x) -> str:
-    """Stable, filename-safe number formatting: 6 significant digits, 'inf' for ∞."""
+    """Stable, filename-safe number formatting for paths: 6 significant digits, 'inf' for ∞."""
     if isinstance(x, bool):
         raise TypeError("bool is not a number here")
     if isinstance(x, int):
@@ -38,13 +44,17 @@ def fmt(x) -> str:
 
 
 def L_key(L) -> str:
-    """'3' for a fixed length, 'u1-2-3' for L ~ Uniform{1,2,3}."""
-    return str(L) if isinstance(L, int) else "u" + "-".join(str(v) for v in sorted(L["uniform"]))
+    """Path form of a length law: '3' for a fixed length, 'u1-2-3' for L ~ Uniform{1,2,3}."""
+    law = length_law(L)
+    return str(next(iter(law))) if len(law) == 1 else "u" + "-".join(str(v) for v in law)
 
 
-def L_arg(L) -> str:
-    """The CLI form understood by ``slrpipe.commands._common.parse_L``."""
-    return str(L) if isinstance(L, int) else "uniform:" + ",".join(str(v) for v in sorted(L["uniform"]))
+def _law(L) -> dict[int, float]:
+    """The config's length (an int or {uniform: [...]}) as a length law (slrpipe.lengths)."""
+    if isinstance(L, dict):
+        vals = sorted(L["uniform"])
+        return {v: 1.0 / len(vals) for v in vals}
+    return length_law(L)
 
 
 def _path_str(path) -> str:
@@ -57,59 +67,71 @@ def _describe(err: jsonschema.ValidationError) -> str:
     if err.validator == "oneOf" and desc:
         return f"config error: {where}: {err.instance!r} is not valid; allowed: {desc}"
     msg = err.message
-    if err.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum") and desc:
+    if err.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "type", "enum") and desc:
         msg += f" ({desc})"
     return f"config error: {where}: {msg}"
 
 
+def _non_finite(node, path=()):
+    """(path, value) of the first NaN anywhere, or ∞ anywhere but a ν."""
+    if isinstance(node, dict):
+        items = node.items()
+    elif isinstance(node, list):
+        items = enumerate(node)
+    else:
+        if isinstance(node, float) and (math.isnan(node) or (math.isinf(node) and "nu" not in path)):
+            return path, node
+        return None
+    for k, v in items:
+        hit = _non_finite(v, (*path, k))
+        if hit:
+            return hit
+    return None
+
+
 def validate(config: dict, schema_path: Path = SCHEMA) -> dict:
-    """Validate ``config`` in place (filling defaults) with a default-filling JSON-Schema validator.
+    """Validate ``config`` in place and fill the schema's defaults; returns it.
 
     Raises:
-        ConfigError: first violation, as one line ``config error: <field path>: <what is allowed>``.
+        ConfigError: the first violation, as one line ``config error: <field path>: <what is allowed>``.
     """
+    from snakemake.utils import validate as fill_defaults
+
+    hit = _non_finite(config)
+    if hit:  # JSON Schema's range keywords let NaN and ∞ through
+        where, v = hit
+        raise ConfigError(f"config error: {_path_str(where)}: {v} is not allowed; allowed: a finite number "
+                          "(∞ only for a ν of model max)")
     schema = yaml.safe_load(Path(schema_path).read_text())
-    base = jsonschema.Draft202012Validator
-
-    def set_defaults(validator, properties, instance, sch):
-        if isinstance(instance, dict):
-            for prop, sub in properties.items():
-                if isinstance(sub, dict) and "default" in sub:
-                    instance.setdefault(prop, sub["default"])
-        yield from base.VALIDATORS["properties"](validator, properties, instance, sch)
-
-    Validator = jsonschema.validators.extend(base, {"properties": set_defaults})
-    errors = sorted(Validator(schema).iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if errors:
-        best = jsonschema.exceptions.best_match(errors)
-        raise ConfigError(_describe(best))
+        raise ConfigError(_describe(jsonschema.exceptions.best_match(errors)))
+    fill_defaults(config, str(Path(schema_path).resolve()), set_default=True)
     _cross_checks(config)
     return config
 
 
 def _cross_checks(config: dict) -> None:
-    for kind in ("population", "erm", "replica"):
-        for name, exp in (config.get(kind) or {}).items():
+    for kind in KINDS:
+        for name, exp in config[kind].items():
             nus = exp["nu"] if isinstance(exp["nu"], list) else [exp["nu"]]
             if exp["model"] == "spiked" and any(math.isinf(v) for v in nus):
                 raise ConfigError(f"config error: {kind}.{name}.nu: ν = inf is allowed for model max only; spiked needs finite ν ≥ 0")
             if not name.replace("_", "").replace("-", "").isalnum():
                 raise ConfigError(f"config error: {kind}.{name}: experiment names may use letters, digits, '_' and '-' only")
-    for fig, kind in (("fig2", "population"), ("cor43", "population"), ("erm_vs_population", "erm"), ("fig3", "replica")):
-        for name in config["figures"].get(fig, []):
-            if name not in (config.get(kind) or {}):
-                raise ConfigError(f"config error: figures.{fig}: {name!r} is not a {kind} experiment; allowed: {sorted(config.get(kind) or {})}")
-    for name, exp in (config.get("replica") or {}).items():
-        if exp.get("erm") and exp["erm"] not in config["erm"]:
+    for fig, names in config["figures"].items():
+        if fig not in FIGURES:
+            raise ConfigError(f"config error: figures.{fig}: unknown figure; allowed: {sorted(FIGURES)}")
+        kind = FIGURES[fig]
+        for name in names:
+            if name not in config[kind]:
+                raise ConfigError(f"config error: figures.{fig}: {name!r} is not a {kind} experiment; allowed: {sorted(config[kind])}")
+    for name, exp in config["replica"].items():
+        if exp["erm"] and exp["erm"] not in config["erm"]:
             raise ConfigError(f"config error: replica.{name}.erm: {exp['erm']!r} is not an erm experiment; allowed: {sorted(config['erm'])}")
         if exp["bayes_optimal"] and exp["model"] == "max" and not (exp["nu"] == 0 or math.isinf(exp["nu"])):
             raise ConfigError(f"config error: replica.{name}.bayes_optimal: for model max needs nu = 0 or inf (got {exp['nu']}); "
                               "set bayes_optimal: false")
-
-
-def load_config(config: dict) -> dict:
-    """``validate`` then return the config (Snakemake's ``config`` dict, modified in place)."""
-    return validate(config)
 
 
 # --------------------------------------------------------------------------------------------
@@ -124,7 +146,7 @@ def size(exp: dict, alpha: float) -> tuple[int, int]:
 
 def setting_dir(exp: dict) -> str:
     """model/L/ν/Δ part of a path: the teacher setting shared by all σ, λ, α."""
-    return f"{exp['model']}/L{L_key(exp['L'])}/nu{fmt(exp['nu'])}/delta{fmt(exp['delta'])}"
+    return f"{exp['model']}/L{L_key(_law(exp['L']))}/nu{fmt(exp['nu'])}/delta{fmt(exp['delta'])}"
 
 
 @dataclass
@@ -158,15 +180,15 @@ def plan(config: dict, results: str = "results") -> Plan:
     for name, exp in pops.items():
         for sigma in exp["sigmas"]:
             path = f"{results}/population/{name}/{sigma}.nc"
-            _add(p.population, path, {"sigma": sigma, "model": exp["model"], "L": L_arg(exp["L"]),
-                                      "delta": exp["delta"], "nu": [fmt(v) for v in exp["nu"]]})
+            _add(p.population, path, {"sigma": sigma, "model": exp["model"], "L": _law(exp["L"]),
+                                      "delta": exp["delta"], "nu": list(exp["nu"])})
             p.members.setdefault(("population", name), []).append(path)
     for name, exp in config["erm"].items():
         for alpha in exp["alphas"]:
             D, n = size(exp, alpha)
             for seed in exp["seeds"]:
                 dpath = f"{results}/data/{setting_dir(exp)}/D{D}_n{n}_seed{seed}.zarr"
-                data = {"model": exp["model"], "nu": fmt(exp["nu"]), "L": L_arg(exp["L"]), "delta": exp["delta"],
+                data = {"model": exp["model"], "nu": exp["nu"], "L": _law(exp["L"]), "delta": exp["delta"],
                         "D": D, "n": n, "teacher_seed": seeds(seed)["teacher_seed"],
                         "data_seed": seeds(seed)["data_seed"], "store": exp["store_data"]}
                 if exp["store_data"]:
@@ -181,9 +203,9 @@ def plan(config: dict, results: str = "results") -> Plan:
                                    dtype=exp["dtype"], data_path=dpath if exp["store_data"] else None)
                         _add(p.erm, path, job)
                         p.members.setdefault(("erm", name), []).append(path)
-    for name, exp in (config.get("replica") or {}).items():
-        base = {"model": exp["model"], "nu": fmt(exp["nu"]), "L": L_arg(exp["L"]), "delta": exp["delta"],
-                "alphas": [fmt(a) for a in exp["alphas"]], "n_samples": exp["n_samples"], "seed": exp["seed"]}
+    for name, exp in config["replica"].items():
+        base = {"model": exp["model"], "nu": exp["nu"], "L": _law(exp["L"]), "delta": exp["delta"],
+                "alphas": list(exp["alphas"]), "n_samples": exp["n_samples"], "seed": exp["seed"]}
         stem = f"{results}/replica/{setting_dir(exp)}"
         for sigma in exp["sigmas"]:
             for lam in exp["lams"]:

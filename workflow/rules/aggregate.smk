@@ -1,19 +1,17 @@
 # One store for everything: results/slr.zarr, written once (atomically) by one local job.
 
-localrules:
-    aggregate,
-
 
 rule aggregate:
+    localrule: True
     input:
         population=list(PLAN.population),
         erm=list(PLAN.erm),
         replica=list(PLAN.replica),
     output:
         directory("results/slr.zarr"),
+    params:
+        config=json.dumps(config),
     log:
         "results/logs/aggregate.log",
-    run:
-        from slrpipe.store.aggregate import build_store
-
-        build_store(PLAN.members, config, output[0], log=log[0])
+    shell:
+        f"{SLRPIPE} aggregate --config-json {{params.config:q}} --out {{output}} > {{log}} 2>&1"

@@ -1,8 +1,11 @@
 # Helpers shared by all rules: config validation, the job tables, source fingerprints.
 import json
+import shlex
 import sys
 
+from slrpipe.figures import REGISTRY
 from slrpipe.fingerprint import fingerprint
+from slrpipe.lengths import format_L
 from slrpipe.workflow import ConfigError, plan, validate
 
 try:
@@ -11,6 +14,9 @@ try:
 except ConfigError as err:  # one line, before any job exists
     print(err, file=sys.stderr)
     sys.exit(1)
+
+# The CLI through this workflow's own interpreter: jobs need no venv on PATH (Slurm nodes included).
+SLRPIPE = f"{shlex.quote(sys.executable)} -m slrpipe"
 
 # Compute jobs are single-threaded: XLA and BLAS are pinned to the cores Snakemake gives them.
 THREAD_ENV = (
@@ -34,16 +40,19 @@ def job(table, prefix, key, suffix):
     return table[f"{prefix}/{key}{suffix}"]
 
 
+def cli_value(v):
+    """The command-line text of a job value: length laws by lengths.format_L, floats by repr (exact
+    round trip), lists comma-joined."""
+    if isinstance(v, dict):
+        return shlex.quote(format_L(v))
+    if isinstance(v, (list, tuple)):
+        return ",".join(cli_value(x) for x in v)
+    return repr(v) if isinstance(v, float) else str(v)
+
+
 def cli_args(d, keys):
-    """'--key value' for each key (underscores → dashes), lists comma-joined."""
-    out = []
-    for k in keys:
-        v = d[k]
-        if v is None:
-            continue
-        v = ",".join(str(x) for x in v) if isinstance(v, (list, tuple)) else v
-        out.append(f"--{k.replace('_', '-')} {v}")
-    return " ".join(out)
+    """'--key value' for each key (underscores → dashes); None values are left out."""
+    return " ".join(f"--{k.replace('_', '-')} {cli_value(d[k])}" for k in keys if d[k] is not None)
 
 
 def experiment_files(kind, names):
@@ -62,12 +71,8 @@ def figure_uses(fig):
     return files
 
 
-FIGURE_INPUTS = {
-    "fig2": ("population", config["figures"]["fig2"]),
-    "cor43": ("population", config["figures"]["cor43"]),
-    "erm_vs_population": ("erm", config["figures"]["erm_vs_population"]),
-    "fig3": ("replica", config["figures"]["fig3"]),
-}
+# figure -> (experiment kind, experiment names) of this config (slrpipe.figures.REGISTRY)
+FIGURE_INPUTS = {fig: (kind, config["figures"].get(fig, [])) for fig, kind in REGISTRY.items()}
 FIGURES = [
     f"results/figures/{fig}.{ext}"
     for fig, (_, names) in FIGURE_INPUTS.items()

@@ -18,4 +18,4 @@ rule generate_data:
         "results/benchmarks/data/{key}.tsv"
     threads: 1
     shell:
-        f"{THREAD_ENV} slrpipe generate {{params.args}} --out {{output}} > {{log}} 2>&1"
+        f"{THREAD_ENV} {SLRPIPE} generate {{params.args}} --out {{output}} > {{log}} 2>&1"

@@ -6,6 +6,7 @@ for _fig in FIGURE_INPUTS:
     rule:
         name:
             f"fig_{_fig}"
+        localrule: True
         input:
             store=ancient("results/slr.zarr"),
             uses=figure_uses(_fig),
@@ -18,12 +19,6 @@ for _fig in FIGURE_INPUTS:
         log:
             f"results/logs/figures/{_fig}.log",
         shell:
-            "slrpipe figure {params.fig} --store {input.store} --experiments {params.experiments}"
+            f"{SLRPIPE} figure {{params.fig}} --store {{input.store}} --experiments {{params.experiments}}"
             " --out results/figures/{params.fig} > {log} 2>&1"
 
-
-localrules:
-    fig_fig2,
-    fig_cor43,
-    fig_erm_vs_population,
-    fig_fig3,

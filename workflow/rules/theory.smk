@@ -10,7 +10,7 @@ rule population:
             PLAN.population[output[0]], ["sigma", "model", "L", "delta"]
         )
         + " --nu-grid "
-        + ",".join(PLAN.population[output[0]]["nu"]),
+        + cli_value(PLAN.population[output[0]]["nu"]),
         fingerprint=FINGERPRINT["population"],
     log:
         "results/logs/population/{exp}/{sigma}.log",
@@ -18,15 +18,16 @@ rule population:
         "results/benchmarks/population/{exp}/{sigma}.tsv"
     threads: 1
     shell:
-        f"{THREAD_ENV} slrpipe population {{params.args}} --out {{output}} > {{log}} 2>&1"
+        f"{THREAD_ENV} {SLRPIPE} population {{params.args}} --out {{output}} > {{log}} 2>&1"
 
 
 def _replica_args(wc, output):
     j = PLAN.replica[output[0]]
     keys = ["model", "nu", "L", "delta", "n_samples", "seed"]
+    grid = " --alpha-grid " + cli_value(j["alphas"])
     if j["sigma"] == "bayes_optimal":
-        return cli_args(j, keys) + " --bayes-optimal --alpha-grid " + ",".join(j["alphas"])
-    return cli_args(j, keys + ["sigma", "mc_seeds"]) + f" --lam-grid {j['lam']} --alpha-grid " + ",".join(j["alphas"])
+        return cli_args(j, keys) + " --bayes-optimal" + grid
+    return cli_args(j, keys + ["sigma", "mc_seeds"]) + f" --lam-grid {cli_value(j['lam'])}" + grid
 
 
 rule replica:
@@ -41,4 +42,4 @@ rule replica:
         "results/benchmarks/replica/{key}.tsv"
     threads: 1
     shell:
-        f"{THREAD_ENV} slrpipe replica {{params.args}} --out {{output}} > {{log}} 2>&1"
+        f"{THREAD_ENV} {SLRPIPE} replica {{params.args}} --out {{output}} > {{log}} 2>&1"

@@ -32,4 +32,4 @@ rule train_erm:
         "results/benchmarks/erm/{key}.tsv"
     threads: 1
     shell:
-        f"{THREAD_ENV} slrpipe train {{params.args}} --no-theory --out {{output}} > {{log}} 2>&1"
+        f"{THREAD_ENV} {SLRPIPE} train {{params.args}} --no-theory --out {{output}} > {{log}} 2>&1"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import importlib
 
-FIGURES = ("fig2", "cor43", "erm_vs_population", "fig3")
+from slrpipe.figures import REGISTRY
 
 
 def add_arguments(p):
-    p.add_argument("name", choices=FIGURES, help="which figure")
+    p.add_argument("name", choices=sorted(REGISTRY), help="which figure")
     p.add_argument("--store", required=True, help="the aggregated results/slr.zarr")
     p.add_argument("--experiments", required=True, help="comma-separated experiment names, one panel each")
     p.add_argument("--out", required=True, help="output path without extension (.pdf and .png are written)")

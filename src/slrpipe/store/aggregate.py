@@ -164,9 +164,11 @@ def build_store(members: dict, config: dict, out, log=None) -> Path:
     members: {(kind, experiment): [result files]} with kind in population, erm, replica (the
     workflow's ``plan.members``); every coordinate is read from the files themselves. ``config``:
     the validated workflow config, kept in the root attributes (each node also carries its
-    experiment's settings). ``log``: a log file path (default: stderr).
+    experiment's settings). ``log``: a log file path (default: the caller's logging set-up).
     """
-    handler = logging.FileHandler(log) if log else logging.StreamHandler()
+    if log is None:
+        return _build_store(members, config, out)
+    handler = logging.FileHandler(log)
     logger = logging.getLogger("slrpipe")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)

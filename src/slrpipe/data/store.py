@@ -7,7 +7,7 @@ bit-identical arrays from either source. The workflow stores the training set of
 configuration and regenerates the paper configuration on the fly (n·L·D = 4·10⁸ float32 = 1.6 GB
 of X per dataset, cheaper to redraw than to read back), streaming chunk by chunk either way.
 
-Source: model.md §2; task brief §1.
+Source: docs/model.md §2 (data law) and §8 (chunked sampling).
 """
 
 from __future__ import annotations

@@ -1,0 +1,73 @@
+"""The repository stands alone: every section reference resolves, docs cite nothing outside it.
+
+Cheap text checks over the tracked sources; they fail on a dangling "docs/model.md §n", a link to a
+file outside the repository, or a repository path named in the docs that does not exist.
+"""
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ("model.md", "theory.md")
+TEXT_SUFFIXES = {".py", ".md", ".smk", ".yaml", ".yml", ".rst", ".toml", ".txt", ""}
+
+
+def _tracked_text_files():
+    try:
+        out = subprocess.run(
+            ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    files = [ROOT / f for f in out if Path(f).suffix in TEXT_SUFFIXES]
+    return [f for f in files if f.is_file() and f.name != "test_docs.py"]
+
+
+def _sections(doc):
+    """Top-level section numbers of docs/<doc> ('## 4. Title' → '4')."""
+    text = (ROOT / "docs" / doc).read_text()
+    return set(re.findall(r"^## (\d+)\.", text, flags=re.M))
+
+
+def test_section_references_resolve():
+    sections = {doc: _sections(doc) for doc in DOCS}
+    assert all(sections.values()), "docs/model.md and docs/theory.md must have numbered sections"
+    pattern = re.compile(r"(model|theory)\.md\s+§+\s*(\d+)(?:\s*[–-]\s*(\d+))?")
+    dangling, count = [], 0
+    for path in _tracked_text_files():
+        for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            for doc, first, last in pattern.findall(line):
+                count += 1
+                for n in range(int(first), int(last or first) + 1):
+                    if str(n) not in sections[f"{doc}.md"]:
+                        dangling.append(f"{path.relative_to(ROOT)}:{lineno}: {doc}.md §{n}")
+    assert count > 50, f"only {count} section references found: has the pattern drifted?"
+    assert not dangling, "dangling section references:\n" + "\n".join(dangling)
+
+
+@pytest.mark.parametrize(
+    "forbidden",
+    [r"/work/", r"\.\./shared", r"task brief", r"seed document", r"file://", r"/home/\w+"],
+)
+def test_nothing_cited_outside_the_repository(forbidden):
+    hits = []
+    for path in _tracked_text_files():
+        if path.parts[-2:-1] == ("tests",) and path.name.startswith("test_slurm"):
+            continue  # the Slurm test names container paths of its own cluster
+        for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if re.search(forbidden, line, flags=re.I):
+                hits.append(f"{path.relative_to(ROOT)}:{lineno}: {line.strip()[:100]}")
+    assert not hits, f"{forbidden!r} found:\n" + "\n".join(hits)
+
+
+def test_paths_named_in_the_docs_exist():
+    pattern = re.compile(r"`((?:config|docs|benchmarks|profiles|src|workflow|tests)/[^`\s*<>{}]+)`")
+    missing = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for name in pattern.findall(doc.read_text()):
+            if not (ROOT / name.rstrip("/")).exists():
+                missing.append(f"{doc.relative_to(ROOT)}: {name}")
+    assert not missing, "named in the docs but absent:\n" + "\n".join(missing)

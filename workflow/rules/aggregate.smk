@@ -13,5 +13,7 @@ rule aggregate:
         config=json.dumps(config),
     log:
         "results/logs/aggregate.log",
+    benchmark:
+        "results/benchmarks/aggregate.tsv"
     shell:
         f"{SLRPIPE} aggregate --config-json {{params.config:q}} --out {{output}} > {{log}} 2>&1"

@@ -18,6 +18,8 @@ for _fig in FIGURE_INPUTS:
             experiments=",".join(FIGURE_INPUTS[_fig][1]),
         log:
             f"results/logs/figures/{_fig}.log",
+        benchmark:
+            f"results/benchmarks/figures/{_fig}.tsv"
         shell:
             f"{SLRPIPE} figure {{params.fig}} --store {{input.store}} --experiments {{params.experiments}}"
             " --out results/figures/{params.fig} > {log} 2>&1"

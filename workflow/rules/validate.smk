@@ -12,5 +12,7 @@ rule validate:
         config=json.dumps(config),
     log:
         "results/logs/validate.log",
+    benchmark:
+        "results/benchmarks/validate.tsv"
     shell:
         f"{SLRPIPE} validate --store {{input}} --config-json {{params.config:q}} --out {{output}} > {{log}} 2>&1"

@@ -103,6 +103,37 @@ def _pair_mean(x: np.ndarray) -> np.ndarray:
     return 0.5 * (x[:h] + x[h:])
 
 
+def _pair_stats(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, per-pair values) of per-sample operators M (N, 3, 3); pairs with a NaN left out."""
+    p = _pair_mean(M)
+    p = p[np.all(np.isfinite(p), axis=(1, 2))]
+    return p.mean(0), p
+
+
+def smooth_operator(A: np.ndarray, alpha: float) -> np.ndarray:
+    """Per-sample contributions (N, 3, 3) to T = α E Σ_{ℓℓ'} A_ℓℓ' δQ A_ℓℓ'ᵀ (coordinates of
+    :func:`sym_operator`) from A = ∂h/∂ω − I, shape (N, 2L, 2L) ordered (χ_1..χ_L, z_1..z_L)."""
+    return alpha * sym_operator(smooth_tensor(A))
+
+
+def jump_operator(dh: np.ndarray, gap: np.ndarray, V: np.ndarray, alpha: float,
+                  tie_tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Window estimates of the jump terms (docs/theory.md §11), per sample.
+
+    Args:
+        dh: (N, 2, L) jump h₂ − h₁ of the prox between its two best minima (columns k, v).
+        gap: (N,) ψ₂ − ψ₁ ≥ 0 (inf where there is no second minimum).  V: (2,) = (V_k, V_v).
+        alpha: n/D.  tie_tol: window t > 0; E[δ(X) g] ≈ mean(1{gap < t} g)/(2t).
+    Returns:
+        (K (N, 3, 3): contributions to K = (α/6) E[δ(X) (Σ_ℓ Δh_ℓΔh_ℓᵀ)(Σ_ℓ' Δf_ℓ'ᵀ δQ Δf_ℓ')],
+         vj (N, 2): contributions to the V̂ jump −α E[δ(X) Σ_ℓ Δf_ℓa²], a = k, v).
+    """
+    w = np.where(gap < tie_tol, 1.0 / (2 * tie_tol), 0.0)
+    K = _RAMP * alpha * w[:, None, None] * sym_operator(jump_tensor(dh, V))
+    vj = -alpha * w[:, None] * ((dh / V[None, :, None]) ** 2).sum(2)
+    return K, vj
+
+
 def rs_stability(sigma: str, fields: Fields, alpha: float, m_k: float, q_k: float, V_k: float, m_v: float,
                  q_v: float, V_v: float, *, tie_tol: float = TIE_TOL, n_steps: int = 25) -> dict:
     """Replicon of the RS fixed point (m, q, V) and the proxies of the prox jumps (module docstring).
@@ -134,27 +165,19 @@ def rs_stability(sigma: str, fields: Fields, alpha: float, m_k: float, q_k: floa
             float(V_k), float(V_v), sigma))
     # A = H⁻¹ V⁻¹ − I; a singular H (a degenerate global minimum, measure zero) is left out
     vinv = np.repeat(1.0 / Vd, L)
-    eigmin = np.linalg.eigvalsh(H)[:, 0]
-    ok = eigmin > 1e-10 * np.max(vinv)
-    A = np.where(ok[:, None, None], np.linalg.solve(np.where(ok[:, None, None], H, np.eye(2 * L)),
-                                                     np.broadcast_to(np.diag(vinv), H.shape)), 0.0) - np.eye(2 * L)
-    Ms = alpha * sym_operator(smooth_tensor(A))
-    Ms[~ok] = np.nan
-    pairs = _pair_mean(Ms)
-    pairs = pairs[np.all(np.isfinite(pairs), axis=(1, 2))]
-    rep, rep_se = spectral_radius(pairs.mean(0), pairs)
+    ok = np.linalg.eigvalsh(H)[:, 0] > 1e-10 * np.max(vinv)
+    Hs = np.where(ok[:, None, None], H, np.eye(2 * L))
+    A = np.linalg.solve(Hs, np.broadcast_to(np.diag(vinv), H.shape)) - np.eye(2 * L)
+    A[~ok] = np.nan
+    rep, rep_se = spectral_radius(*_pair_stats(smooth_operator(A, alpha)))
     # the jump between the two best minima, and the window estimate of E[δ(ψ₁ − ψ₂) g]
     scale = 1.0 + np.max(np.abs(chi), axis=1)
     distinct = np.max(np.abs(chi2 - chi), axis=1) > 1e-7 * scale
     gap = np.where(distinct, psi2 - psi, np.inf)
-    tie = distinct & (gap < tie_tol)
+    tie = gap < tie_tol
     dh = np.stack([chi2 - chi, z2 - z], axis=1)  # (N, 2, L)
-    w = np.where(tie, 1.0 / (2 * tie_tol), 0.0)
-    Mj = _RAMP * alpha * w[:, None, None] * sym_operator(jump_tensor(dh, Vd))
-    pj = _pair_mean(Mj)
-    slope, slope_se = spectral_radius(pj.mean(0), pj)
-    df2 = (dh / Vd[None, :, None]) ** 2  # Δf_ℓa²
-    vj = -alpha * w[:, None] * df2.sum(2)  # (N, 2)
+    Mj, vj = jump_operator(dh, gap, Vd, alpha, tie_tol)
+    slope, slope_se = spectral_radius(*_pair_stats(Mj))
     vjp = _pair_mean(vj)
     out = dict(replicon=rep, replicon_se=rep_se, replicon_jump_slope=slope, replicon_jump_slope_se=slope_se,
                rs_stable=bool(rep < 1 and not tie.any()),

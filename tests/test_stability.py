@@ -9,7 +9,7 @@ from scipy import integrate, special
 from slrpipe.theory.replica import solve_replica
 from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.theory.replica.stability import (STABILITY, jump_operator, rs_stability, smooth_operator,
-                                              spectral_radius, sym_operator)
+                                              spectral_radius, sym_operator, tail_index)
 
 STATE = ("m_k", "q_k", "V_k", "m_v", "q_v", "V_v")
 
@@ -46,6 +46,7 @@ def test_ridge_replicon_closed_form(lam, alpha):
     V = r["V_v"]
     assert st["replicon"] == pytest.approx(alpha * V**2 / (1 + V) ** 2, rel=1e-9)
     assert st["replicon"] < 1 and st["rs_stable"]
+    assert st["replicon_tail_index"] > 2 and math.isfinite(st["replicon_se"])  # light-tailed: s.e. given
     assert st["replicon_jump_slope"] == 0 and st["prox_multi_fraction"] == 0 and st["n_ties"] == 0
     V_exact = (-(lam + alpha - 1) + math.sqrt((lam + alpha - 1) ** 2 + 4 * lam)) / (2 * lam)
     se_V = V**2 * r["Vhat_v_se"]
@@ -116,6 +117,16 @@ def test_softmax_two_tokens_flagged_unstable():
     for c in ("k", "v"):
         assert st[f"vhat_jump_{c}"] < 0
         assert abs(st[f"vhat_jump_{c}"] - st[f"vhat_stein_minus_jac_{c}"]) < 3 * st[f"vhat_jump_{c}_se"]
+
+
+def test_tail_index_recovers_a_pareto_tail():
+    """Hill estimate on Pareto(γ) samples: within 4 of its asymptotic s.e. γ/√k (k = 1 % of n)."""
+    rng = np.random.default_rng(3)
+    n = 100_000
+    for gamma in (1.2, 3.0):
+        x = rng.pareto(gamma, n) + 1.0
+        assert abs(tail_index(x) - gamma) < 4 * gamma / math.sqrt(0.01 * n)
+    assert tail_index(np.ones(100)) == math.inf and math.isnan(tail_index(np.ones(5)))
 
 
 def test_rejects_bad_window():

@@ -9,7 +9,9 @@ Where the global prox jumps (a non-convex per-sample problem, docs/theory.md §4
 masses on the switching surfaces, their square is not integrable and the zero-temperature
 replicon is +∞: RS is then unstable. What is computed:
   * ``replicon``: ρ(T) with the pointwise Jacobian at the global prox (the exact replicon where the
-    prox does not jump; otherwise the part away from the switching surfaces);
+    prox does not jump; otherwise the part away from the switching surfaces); its per-sample terms
+    can be heavy-tailed (``replicon_tail_index``, Hill; ``replicon_top_share``, the largest
+    antithetic pair's share of tr T), and ``replicon_se`` is NaN where the index is ≤ 2;
   * ``replicon_jump_slope``: ρ of the jump part K, with T_β ≈ T + β K for the soft-min channel at
     inverse temperature β (docs/theory.md §11): the strength of the divergence;
   * ``prox_tie_fraction``: fraction of samples whose second-best local minimum is within
@@ -35,11 +37,17 @@ from slrpipe.theory.replica.fields import Fields
 from slrpipe.theory.replica.prox import _phi, _psi  # the per-sample objective, one definition
 
 #: outputs of :func:`rs_stability` that the sweep stores per (λ, α)
-STABILITY = ("replicon", "replicon_se", "replicon_jump_slope", "replicon_jump_slope_se", "rs_stable",
+STABILITY = ("replicon", "replicon_se", "replicon_tail_index", "replicon_top_share", "replicon_jump_slope", "replicon_jump_slope_se", "rs_stable",
              "prox_tie_fraction", "prox_multi_fraction", "vhat_jump_k", "vhat_jump_v",
              "vhat_stein_minus_jac_k", "vhat_stein_minus_jac_v")
 #: default window in ψ for a "tie" of the two best local minima: 1/β of the solver's soft-min
 TIE_TOL = 0.01
+#: a runner-up minimum counts as distinct (a jump of the prox) when it is farther than this (relative)
+#: from the global one: flat minima are located only to ~√(tol/λ_min(H)), and a smaller jump
+#: contributes nothing measurable to K
+MIN_JUMP = 1e-3
+#: fraction of the antithetic pairs (at least 10) in the Hill estimate of the replicon's tail index
+TAIL_FRACTION = 0.01
 #: ∫ (σ'(u))² du for the logistic σ: the soft-min ramp's squared slope, T_β ≈ T + β K
 _RAMP = 1.0 / 6.0
 _SYM = np.array([[[1.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]])
@@ -97,6 +105,19 @@ def spectral_radius(M: np.ndarray, per_pair: np.ndarray | None = None) -> tuple[
     return rho, float(g.std(ddof=1) / math.sqrt(g.size))
 
 
+def tail_index(x: np.ndarray, frac: float = TAIL_FRACTION) -> float:
+    """Hill estimate of the index γ of a power-law upper tail P(X > c) ~ c^−γ of positive samples x,
+    from the largest k = max(10, frac·n): γ̂ = 1 / mean(log(x_(i)/x_(k+1))), i ≤ k. inf for a tail
+    without spread (e.g. constant x); NaN with fewer than 20 positive samples. γ̂ ≤ 2: the variance
+    is infinite and a standard error means nothing; γ̂ ≤ 1: not even the mean exists."""
+    x = np.sort(x[np.isfinite(x) & (x > 0)])[::-1]
+    if x.size < 20:
+        return math.nan
+    k = min(max(10, int(frac * x.size)), x.size - 1)
+    h = float(np.mean(np.log(x[:k] / x[k])))
+    return math.inf if h <= 0 else 1.0 / h
+
+
 def _pair_mean(x: np.ndarray) -> np.ndarray:
     """Average antithetic halves (sample i and i + N/2): (N, ...) → (N/2, ...)."""
     h = x.shape[0] // 2
@@ -144,7 +165,7 @@ def rs_stability(sigma: str, fields: Fields, alpha: float, m_k: float, q_k: floa
         tie_tol: window in ψ (absolute) for a tie of the two best local minima (> 0).
         n_steps: Newton steps per prox start (hard global prox, full multi-start search).
     Returns:
-        dict with the keys of ``STABILITY`` (floats; rs_stable bool) plus n_singular (samples with
+        dict with the keys of ``STABILITY`` (floats; rs_stable bool) plus vhat_jump_*_se, n_singular (samples with
         a singular Hessian at the global prox, left out of the replicon), n_ties (samples in the
         window) and tie_tol. Standard errors: over antithetic pairs, iid formula (an overestimate
         for QMC fields); replicon_se by the delta method.
@@ -169,17 +190,24 @@ def rs_stability(sigma: str, fields: Fields, alpha: float, m_k: float, q_k: floa
     Hs = np.where(ok[:, None, None], H, np.eye(2 * L))
     A = np.linalg.solve(Hs, np.broadcast_to(np.diag(vinv), H.shape)) - np.eye(2 * L)
     A[~ok] = np.nan
-    rep, rep_se = spectral_radius(*_pair_stats(smooth_operator(A, alpha)))
+    M, per_pair = _pair_stats(smooth_operator(A, alpha))
+    rep, rep_se = spectral_radius(M, per_pair)
+    # heavy tails: near cusps of the per-sample problem H is nearly singular (docs/theory.md §11)
+    trace = per_pair[:, 0, 0] + per_pair[:, 1, 1]
+    gamma = tail_index(trace)
+    top_share = float(trace.max() / trace.sum()) if trace.sum() > 0 else 0.0
+    if not gamma > 2:
+        rep_se = math.nan  # infinite variance: no meaningful standard error
     # the jump between the two best minima, and the window estimate of E[δ(ψ₁ − ψ₂) g]
     scale = 1.0 + np.max(np.abs(chi), axis=1)
-    distinct = np.max(np.abs(chi2 - chi), axis=1) > 1e-7 * scale
+    distinct = np.max(np.abs(chi2 - chi), axis=1) > MIN_JUMP * scale
     gap = np.where(distinct, psi2 - psi, np.inf)
     tie = gap < tie_tol
     dh = np.stack([chi2 - chi, z2 - z], axis=1)  # (N, 2, L)
     Mj, vj = jump_operator(dh, gap, Vd, alpha, tie_tol)
     slope, slope_se = spectral_radius(*_pair_stats(Mj))
     vjp = _pair_mean(vj)
-    out = dict(replicon=rep, replicon_se=rep_se, replicon_jump_slope=slope, replicon_jump_slope_se=slope_se,
+    out = dict(replicon=rep, replicon_se=rep_se, replicon_tail_index=gamma, replicon_top_share=top_share, replicon_jump_slope=slope, replicon_jump_slope_se=slope_se,
                rs_stable=bool(rep < 1 and not tie.any()),
                prox_tie_fraction=float(tie.mean()), prox_multi_fraction=float(distinct.mean()),
                vhat_jump_k=float(vjp[:, 0].mean()), vhat_jump_v=float(vjp[:, 1].mean()),

@@ -67,7 +67,7 @@ def main(argv=None):
                   f"{st['replicon_jump_slope']:.4f} ± {st['replicon_jump_slope_se']:.4f}, ties {st['n_ties']} "
                   f"(multi {st['prox_multi_fraction']:.4f}), V̂ jump k/v {st['vhat_jump_k']:.4f}/{st['vhat_jump_v']:.4f} "
                   f"vs Stein−Jacobian {st['vhat_stein_minus_jac_k']:.4f}/{st['vhat_stein_minus_jac_v']:.4f}, "
-                  f"rs_stable {st['rs_stable']}; top 1/10/100 share of tr T {share[0]:.3f}/{share[1]:.3f}/"
+                  f"tail index {st['replicon_tail_index']:.2f}, rs_stable {st['rs_stable']}; top 1/10/100 share of tr T {share[0]:.3f}/{share[1]:.3f}/"
                   f"{share[2]:.3f}; {cpu:.1f} s CPU")
 
 

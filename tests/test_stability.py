@@ -8,8 +8,15 @@ from scipy import integrate, special
 
 from slrpipe.theory.replica import solve_replica
 from slrpipe.theory.replica.fields import draw_fields
-from slrpipe.theory.replica.stability import (STABILITY, jump_operator, rs_stability, smooth_operator,
-                                              spectral_radius, sym_operator, tail_index)
+from slrpipe.theory.replica.stability import (
+    STABILITY,
+    jump_operator,
+    rs_stability,
+    smooth_operator,
+    spectral_radius,
+    sym_operator,
+    tail_index,
+)
 
 STATE = ("m_k", "q_k", "V_k", "m_v", "q_v", "V_v")
 
@@ -77,7 +84,7 @@ def test_jump_slope_window_estimate_and_softmin_limit():
         def A(w):  # V ∂f̄/∂ω of the soft-min channel
             sg = special.expit(beta * c * w)
             return -V / (1 + V) + V * c**2 * beta * sg * (1 - sg)
-        dens = lambda w: math.exp(-0.5 * (w / s) ** 2) / (math.sqrt(2 * math.pi) * s)  # noqa: E731
+        dens = lambda w: math.exp(-0.5 * (w / s) ** 2) / (math.sqrt(2 * math.pi) * s)
         w0 = 40 / (beta * c)
         val = sum(integrate.quad(lambda w: A(w) ** 2 * dens(w), lo, hi, limit=400, epsabs=1e-13)[0]
                   for lo, hi in ((-np.inf, -w0), (-w0, w0), (w0, np.inf)))

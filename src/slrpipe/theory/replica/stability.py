@@ -34,7 +34,10 @@ import numpy as np
 from slrpipe.scores import score
 from slrpipe.theory.replica.channel import centres, channel
 from slrpipe.theory.replica.fields import Fields
-from slrpipe.theory.replica.prox import _phi, _psi  # the per-sample objective, one definition
+from slrpipe.theory.replica.prox import (  # the per-sample objective, one definition
+    _phi,
+    _psi,
+)
 
 #: outputs of :func:`rs_stability` that the sweep stores per (λ, α)
 STABILITY = ("replicon", "replicon_se", "replicon_tail_index", "replicon_top_share", "replicon_jump_slope", "replicon_jump_slope_se", "rs_stable",

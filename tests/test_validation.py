@@ -113,3 +113,21 @@ def test_ill_conditioned_theory_is_reported_not_enforced(tmp_path):
     ok = compare(open_store(store(tmp_path / "b", 0.3, extra_rep={"test_error_mc_sd": 0.01,
                                                                   "test_error_seed_mean": 0.5})), CONFIG)
     assert all(r["enforced"] and not r["agrees"] for r in ok)
+
+
+def test_rs_stability_and_verdict_columns(tmp_path):
+    """RS stability from the replica output enters the rows (grid points only) and decides the
+    issue-#14 verdict of a disagreeing point: RS unstable vs unexplained (slrpipe.store.verdict)."""
+    from slrpipe.store.aggregate import open_store
+    from slrpipe.store.validation import format_table
+
+    bad = compare(open_store(store(tmp_path, 0.1, extra_rep={"rs_stable": 0.0, "replicon": 1.3})), CONFIG)
+    assert all(r["rs_stable"] == 0.0 and r["replicon"] == pytest.approx(1.3) for r in bad)
+    assert all(r["verdict"] == "RS unstable" for r in bad)
+    assert "RS unstable (replicon 1.30) | RS unstable" in format_table(bad)
+    odd = compare(open_store(store(tmp_path / "b", 0.1, extra_rep={"rs_stable": 1.0, "replicon": 0.5})), CONFIG)
+    assert all(r["verdict"] == "unexplained" for r in odd)
+    good = compare(open_store(store(tmp_path / "c", 0.0, extra_rep={"rs_stable": 0.0, "replicon": 1.3})), CONFIG)
+    assert all(r["verdict"] == "agrees" for r in good)
+    plain = compare(open_store(store(tmp_path / "d", 0.1)), CONFIG)  # no stability in the store
+    assert all(np.isnan(r["rs_stable"]) and r["verdict"] == "unexplained" for r in plain)

@@ -39,14 +39,16 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.io import write_text
+from slrpipe.store.verdict import verdict as point_verdict
 
 COLUMNS = ["experiment", "sigma", "lam", "alpha", "D", "n_seeds", "erm_quantity", "erm_mean", "erm_se",
            "erm_test", "erm_objective", "theory", "theory_mc_se", "theory_objective", "n_branches",
            "theory_alt", "theory_mc_sd", "z", "rel_diff", "theory_converged", "ill_conditioned", "enforced", "agrees",
-           "reached_down", "reached_up"]
+           "reached_down", "reached_up", "replicon", "rs_stable", "verdict"]
 _THEORY = {"theory": "test_error", "theory_seed_mean": "test_error_seed_mean", "theory_mc_sd": "test_error_mc_sd",
            "theory_objective": "objective", "theory_alt": "test_error_alt",
-           "reached_down": "alpha_reached_down", "reached_up": "alpha_reached_up"}
+           "reached_down": "alpha_reached_down", "reached_up": "alpha_reached_up",
+           "replicon": "replicon", "rs_stable": "rs_stable"}
 #: default ``validation.max_theory_rel_sd``: MC s.d. of one draw above this fraction of the value
 #: marks an ill-conditioned theory point (near a fold; docs/theory.md §10 (ii))
 MAX_THEORY_REL_SD = 0.03
@@ -61,7 +63,7 @@ def max_theory_rel_sd(config: dict) -> float:
 ALPHA_RTOL = 5e-3
 
 #: not interpolated: how far each continuation pass got towards a grid point (docs/theory.md §9)
-_AT_GRID_ONLY = ("reached_down", "reached_up")
+_AT_GRID_ONLY = ("reached_down", "reached_up", "replicon", "rs_stable")  # + RS stability: per fixed point
 
 
 def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
@@ -137,6 +139,9 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
                                     and not th["ill_conditioned"] and alpha >= min_alpha and lam >= min_lam and k > 1)
                     ok = bool(abs(z) <= max_z or abs(rel) <= rel_tol) if np.isfinite(theory) else False
                     D = int(pt["D"].max()) if "D" in pt else -1
+                    # issue #14 verdict from what the store has (no D ladder or ground state yet)
+                    th["verdict"] = point_verdict(theory, sd, mean, se, rs_stable=th["rs_stable"],
+                                                  max_abs_z=max_z, rel_tol=rel_tol)
                     rows.append(dict(experiment=name, sigma=str(sigma), lam=float(lam), alpha=float(alpha), D=D,
                                      n_seeds=k, erm_quantity=quantity, erm_mean=mean, erm_se=se, erm_test=test,
                                      erm_objective=obj, **th, z=z, rel_diff=rel, enforced=enforced, agrees=ok))
@@ -167,6 +172,14 @@ def _verdict(r: dict) -> str:
     return f"{verdict} (not enforced: {why})"
 
 
+def _rs(r: dict) -> str:
+    """RS stability and the issue-#14 verdict (docs/theory.md §11), when the replica output has them."""
+    if not np.isfinite(r.get("rs_stable", np.nan)):
+        return ""
+    rs = "stable" if r["rs_stable"] else "unstable"
+    return f" | RS {rs} (replicon {r['replicon']:.2f}) | {r['verdict']}"
+
+
 def format_table(rows: list[dict]) -> str:
     """Fixed-width text table of ``compare`` rows (ERM: risk at the learned weights, test: finite test set)."""
     head = (f"{'experiment':<15}{'sigma':<8}{'lam':>5}{'alpha':>6}{'D':>5}{'seeds':>6}{'ERM ± s.e.':>17}{'test':>8}"
@@ -177,7 +190,7 @@ def format_table(rows: list[dict]) -> str:
                      f"{r['erm_mean']:>9.4f} ± {r['erm_se']:<6.4f}{r['erm_test']:>7.4f}"
                      f"{r['theory']:>9.4f} ± {r['theory_mc_se']:<6.4f}{r['theory_alt']:>7.4f}"
                      f"{r['erm_objective']:>9.4f}{r['theory_objective']:>8.4f}{r['z']:>8.2f}{r['rel_diff']:>7.3f}  "
-                     f"{_verdict(r)}")
+                     f"{_verdict(r)}{_rs(r)}")
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ import xarray as xr
 
 from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.theory.replica.solver import CONJ, STATE, solve_replica
+from slrpipe.theory.replica.stability import STABILITY, rs_stability
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,9 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
         (:func:`_cold_start`); ``alpha_reached_down``/``alpha_reached_up``: how far each pass
         followed its branch towards the point (:func:`_step`; locates the folds);
         ``test_error_mc_sd`` and ``test_error_seed_mean`` (over the mc_seeds draws); plus test_error_opt_lam (alpha)
-        = min over the λ grid of the converged points and lam_opt (alpha). Scalar coords sigma,
+        = min over the λ grid of the converged points and lam_opt (alpha); the RS stability
+        outputs ``stability.STABILITY`` (replicon, rs_stable as 1/0, …; NaN where the point did not
+        converge; docs/theory.md §11). Scalar coords sigma,
         model, nu, L, delta; attrs n_samples, seed, qmc, mc_seeds, two_way.
     Raises:
         ValueError: empty or non-positive grids, mc_seeds < 1, or any argument of
@@ -177,6 +180,7 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
     shape = (lams.size, alphas.size)
     data = {k: np.full(shape, np.nan) for k in OUTPUTS}
     data["converged"] = np.zeros(shape, bool)
+    data.update({k: np.full(shape, np.nan) for k in STABILITY})  # rs_stable: 1/0, NaN = not checked
     alt = {f"{k}_alt": np.full(shape, np.nan) for k in ALT}
     alt["converged_alt"] = np.zeros(shape, bool)
     branch = np.zeros(shape, np.int64)  # 0: down pass, 1: up pass
@@ -219,6 +223,11 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
             branch[i, j] = int(pick[0] == "up")
             for k in OUTPUTS:
                 data[k][i, j] = pick[1][k]
+            if pick[1]["converged"]:  # replicon at the reported fixed point (docs/theory.md §11)
+                st = rs_stability(sigma, fields, alphas[j], *(pick[1][k] for k in STATE),
+                                  n_steps=kw.get("n_steps", 25))
+                for k in STABILITY:
+                    data[k][i, j] = float(st[k])
             if other:
                 for k in ALT:
                     alt[f"{k}_alt"][i, j] = other[0][1][k]

@@ -1,111 +1,175 @@
-"""Benchmark: seconds per L-BFGS iteration and effective bandwidth of ERM on one device.
+"""Benchmark: seconds per L-BFGS iteration and the bandwidth ERM achieves on one device, with the
+projected time of the paper config (config/paper.yaml) on one GPU.
 
-Effective bandwidth = bytes of X (n·L·D·itemsize) per L-BFGS iteration time. Reference: a plain
-NumPy matmul streaming the same bytes once, X.reshape(-1, D) @ [k, v]; target: within 2× of it.
-One L-BFGS iteration needs about one value-and-gradient evaluation, i.e. two products with the data
-(forward X·W, backward Xᵀ·δ). XLA's CPU kernel for Xᵀ·δ is ~4× slower than for X·W, so on CPU the
-trainer keeps a transposed copy XT of X for the backward (``slrpipe.train.erm._project``); both
-variants are timed. Default size n·L·D = 10⁸ (D = 1000, L = 3, n = 33 333, float32, 400 MB).
+ERM is memory bound: one value-and-gradient evaluation of J streams X twice (the forward product
+X·[k, v] and the backward Xᵀ·δ; on CPU the backward reads the transposed copy XT, the same number
+of bytes, see ``slrpipe.train.erm._project``) and does 4 flops per float of X. The roofline of an
+evaluation is therefore 2·bytes(X) / (memory bandwidth), and an L-BFGS iteration costs one
+evaluation plus the extra ones of its zoom line search. Printed:
 
-Usage: python benchmarks/bench_erm.py [--D 1000 --L 3 --n 33333 --iters 10 --dtype float32] [--no-transpose]
+1. the reference bandwidth: a plain large numpy copy (read + write bytes per second);
+2. one evaluation (plain X and, on CPU, with the transposed copy): time, bytes of X streamed per
+   second, fraction of the copy bandwidth;
+3. L-BFGS in the steady state (after 5 warm-up iterations, blocks of ``--iters``, best of 5 on this
+   shared machine): seconds per iteration, evaluations per iteration, achieved bandwidth;
+4. ``minimize`` from the informed start at this size (iterations to tol 1e-5), and the sampling
+   rate of SLR data (floats per second of ``sample_chunk``);
+5. the projection for the paper config on one H100 (3.35 TB/s HBM3), with its assumptions.
+
+Default size: D = 1000, L = 3, n = 16 667 (n·L·D = 5·10⁷ float32 = 200 MB).
+
+Usage: python benchmarks/bench_erm.py [--D 1000 --L 3 --n 16667 --iters 10 --dtype float32]
+       [--gpu-bandwidth 3.35e12 --efficiency 0.7 --gpu-iterations 300]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
+
+
+def best_of(fn, repeat=5):
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+
+
+def paper_jobs(path="config/paper.yaml"):
+    """(n, L_max, D, n_test, max_iter) of every ERM job of the paper config (slrpipe.workflow.plan)."""
+    import yaml
+
+    from slrpipe.lengths import length_law
+    from slrpipe.workflow import plan, validate
+
+    p = plan(validate(yaml.safe_load(open(path))))
+    return [(j["n"], max(length_law(j["L"])), j["D"], j["n_test"], j["max_iter"]) for j in p.erm.values()]
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--D", type=int, default=1000)
     p.add_argument("--L", type=int, default=3)
-    p.add_argument("--n", type=int, default=33_333)
+    p.add_argument("--n", type=int, default=16_667)
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--sigma", default="softmax")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--no-transpose", dest="transpose", action="store_false",
-                   help="no transposed copy of X for the gradient (the default on GPU)")
+    p.add_argument("--gpu-bandwidth", type=float, default=3.35e12, help="bytes/s of the projected GPU (H100 SXM HBM3)")
+    p.add_argument("--efficiency", type=float, default=0.7,
+                   help="assumed fraction of the GPU bandwidth an evaluation achieves")
+    p.add_argument("--gpu-iterations", type=int, default=300,
+                   help="assumed L-BFGS iterations per paper job (tol 1e-5; the laptop config converges in 50–300)")
+    p.add_argument("--paper-config", default="config/paper.yaml")
     a = p.parse_args(argv)
 
     import jax
     import jax.numpy as jnp
+    import optax
 
     from slrpipe.data import SLRDataset, SLRTask
-    from slrpipe.train import minimize, objective
-    from slrpipe.train.erm import transposed
+    from slrpipe.train import SolverOptions, minimize, objective
+    from slrpipe.train.erm import _lbfgs_block, _lbfgs_init, transposed
 
     if a.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     dt = np.dtype(a.dtype)
+    device = jax.devices()[0]
+    on_cpu = device.platform == "cpu"
+
+    # 1. reference bandwidth: numpy copy of a 400 MB array (read + write)
+    src = np.ones(10**8, np.float32)
+    dst = np.empty_like(src)
+    t_copy = best_of(lambda: np.copyto(dst, src))
+    bw_copy = 2 * src.nbytes / t_copy
+    del src, dst
+    print(f"device: {device.platform} ({getattr(device, 'device_kind', '')})")
+    print(f"reference: numpy copy of 400 MB: {t_copy * 1e3:.1f} ms = {bw_copy / 1e9:.2f} GB/s (read + write)")
+
     task = SLRTask("spiked", 2.0, a.L, 0.0, a.D)
     ds = SLRDataset(task, a.n, teacher_seed=0, data_seed=1)
     t0 = time.perf_counter()
     data = ds.load()
     t_gen = time.perf_counter() - t0
+    gen_rate = data.X.size / t_gen
     X = data.X.astype(dt, copy=False)
     nbytes = X.nbytes
+    print(f"size: D = {a.D}, L = {a.L}, n = {a.n}: n·L·D = {X.size:.3g}, X = {nbytes / 1e6:.0f} MB {a.dtype}; "
+          f"sampling {t_gen:.2f} s = {gen_rate / 1e6:.0f} Mfloat/s")
+
+    # 2. one value-and-gradient evaluation: streams X twice
     k_star, v_star = ds.teacher
-    device = jax.devices()[0]
-    print(f"device: {device.platform} ({getattr(device, 'device_kind', '')}); n·L·D = {X.size:.3g}, "
-          f"X = {nbytes / 1e6:.0f} MB {a.dtype}; generation {t_gen:.2f} s ({X.size / t_gen / 1e6:.0f} Mfloat/s)")
-
-    # reference: NumPy single pass over X
-    W = np.stack([k_star, v_star], 1).astype(dt)
-    Xf = X.reshape(-1, a.D)
-    ts = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        Xf @ W
-        ts.append(time.perf_counter() - t0)
-    t_np = min(ts)
-    print(f"numpy X@[k,v]: {t_np * 1e3:.1f} ms, {nbytes / t_np / 1e9:.2f} GB/s")
-
     params = {"k": jnp.asarray(np.sqrt(2) * k_star, dt), "v": jnp.asarray(v_star, dt)}
     Xj, mj, yj = jnp.asarray(X), jnp.asarray(data.mask), jnp.asarray(data.y, dt)
-    XTj = transposed(Xj) if a.transpose else None
+    XTj = transposed(X) if on_cpu else None
     vg = jax.jit(jax.value_and_grad(objective), static_argnames="sigma")
-    for name, xt in (("plain", None), ("transposed copy", XTj)):
-        if name != "plain" and xt is None:
+    t_eval = {}
+    for name, xt in (("plain X", None), ("transposed copy", XTj)):
+        if name != "plain X" and xt is None:
             continue
         jax.block_until_ready(vg(params, Xj, mj, yj, a.sigma, 0.1, xt))
-        ts = []
-        for _ in range(5):
-            t0 = time.perf_counter()
-            jax.block_until_ready(vg(params, Xj, mj, yj, a.sigma, 0.1, xt))
-            ts.append(time.perf_counter() - t0)
-        t_vg = min(ts)
-        print(f"jax value_and_grad ({name}): {t_vg * 1e3:.1f} ms, {nbytes / t_vg / 1e9:.2f} GB/s of X "
-              f"({t_vg / t_np:.2f}× the numpy pass)")
+        t = best_of(lambda: jax.block_until_ready(vg(params, Xj, mj, yj, a.sigma, 0.1, xt)))
+        t_eval[name] = t
+        print(f"evaluation ({name}): {t * 1e3:.1f} ms, X streamed at {2 * nbytes / t / 1e9:.2f} GB/s "
+              f"= {2 * nbytes / t / bw_copy:.0%} of the copy bandwidth")
+    t_vg = min(t_eval.values())
 
-    # L-BFGS from a random init, after 5 warm-up iterations (the first line search probes several
-    # steps): time blocks of ``iters`` iterations from the same state, keep the fastest of 5 (the
-    # machine is shared). Also run ``minimize`` once to report its wall time and convergence.
-    import optax
-
-    from slrpipe.train.erm import _lbfgs_block
-
+    # 3. L-BFGS steady state: blocks of ``iters`` iterations from the same state after 5 warm-up ones
     rng = np.random.default_rng(0)
     p0 = {"k": jnp.asarray(rng.standard_normal(a.D), dt), "v": jnp.asarray(rng.standard_normal(a.D), dt)}
     lam, tol = jnp.asarray(0.1, dt), jnp.asarray(0.0, dt)
-    s0 = optax.lbfgs(memory_size=10).init(p0)
-    p5, s5, *_ = _lbfgs_block(p0, s0, Xj, mj, yj, lam, 5, tol, a.sigma, 10, XTj)
+    p5, s5, *_ = _lbfgs_block(p0, _lbfgs_init(p0, 10), Xj, mj, yj, lam, 5, tol, a.sigma, 10, XTj)
     ts = []
     for _ in range(5):
         t0 = time.perf_counter()
-        out = _lbfgs_block(p5, s5, Xj, mj, yj, lam, 5 + a.iters, tol, a.sigma, 10, XTj)
-        jax.block_until_ready(out)
+        out = jax.block_until_ready(_lbfgs_block(p5, s5, Xj, mj, yj, lam, 5 + a.iters, tol, a.sigma, 10, XTj))
         ts.append((time.perf_counter() - t0) / (int(out[4]) - 5))
     t_it = min(ts)
-    print(f"L-BFGS: {t_it * 1e3:.1f} ms/iteration (steady state, best of 5 × {a.iters}), effective bandwidth "
-          f"{nbytes / t_it / 1e9:.2f} GB/s ({t_it / t_np:.2f}× the numpy pass; target ≤ 2); "
-          f"{t_it / t_vg:.2f} value-and-gradient evaluations' worth per iteration")
-    r = minimize(p0, Xj, mj, yj, a.sigma, 0.1, "lbfgs", max_iter=200, tol=1e-5, record_every=50,
-                 transpose=a.transpose)
-    print(f"minimize (random init, tol 1e-5): {r.iterations} iterations, converged={r.converged}, "
-          f"{r.wall_time:.1f} s = {r.wall_time / r.iterations * 1e3:.1f} ms/iteration")
+    # evaluations per iteration: the zoom line search's steps (optax info), one iteration at a time
+    import optax.tree_utils as otu
+
+    p_, s_, steps = p5, s5, []
+    for i in range(a.iters):
+        p_, s_, *_ = _lbfgs_block(p_, s_, Xj, mj, yj, lam, 6 + i, tol, a.sigma, 10, XTj)
+        steps.append(int(otu.tree_get(s_, "info").num_linesearch_steps))
+    evals = max(float(np.mean(steps)), 1.0)
+    print(f"L-BFGS: {t_it * 1e3:.1f} ms/iteration (steady state, best of 5 × {a.iters}) = {t_it / t_vg:.2f} "
+          f"evaluations' time; {evals:.2f} line-search evaluations per iteration (optax); X streamed at "
+          f"{2 * evals * nbytes / t_it / 1e9:.2f} GB/s ({2 * evals * nbytes / t_it / bw_copy:.0%} of the copy "
+          f"bandwidth; roofline {2 * evals * nbytes / bw_copy * 1e3:.1f} ms per iteration)")
+
+    # 4. a whole solve at this size from the informed start
+    informed = {"k": jnp.asarray(np.sqrt(2) * k_star, dt), "v": jnp.asarray(v_star, dt)}
+    r = minimize(informed, Xj, mj, yj, a.sigma, 0.1, SolverOptions(max_iter=3000, tol=1e-5, record_every=50,
+                                                                    transpose=on_cpu))
+    print(f"minimize (informed start, tol 1e-5): {r.iterations} iterations, converged={r.converged}, "
+          f"{r.wall_time:.1f} s (with compilation)")
+    del Xj, XTj, X, data
+
+    # 5. projection: the paper's ERM jobs on one GPU
+    jobs = paper_jobs(a.paper_config)
+    bw = a.gpu_bandwidth * a.efficiency
+    solve = sum(a.gpu_iterations * evals * 2 * n * L * D * 4 / bw for n, L, D, _, _ in jobs)
+    worst = sum(mi * evals * 2 * n * L * D * 4 / bw for n, L, D, _, mi in jobs)
+    train_floats = sum(n * L * D for n, L, D, _, _ in jobs)
+    test_floats = sum(nt * L * D for _, L, D, nt, _ in jobs)
+    print(f"paper config ({a.paper_config}): {len(jobs)} ERM jobs, {train_floats * 4 / len(jobs) / 1e9:.2f} GB of "
+          f"float32 X per training set")
+    print(f"  assumptions: {a.gpu_bandwidth / 1e12:.2f} TB/s at {a.efficiency:.0%} efficiency, each evaluation "
+          f"streaming X twice, {evals:.2f} evaluations per iteration (measured here), {a.gpu_iterations} iterations per job, "
+          f"float32, X resident in GPU memory (no transposed copy on GPU)")
+    print(f"  L-BFGS on the GPU: {solve / 60:.1f} min in all ({solve / len(jobs):.2f} s per job); "
+          f"every job at its max_iter: {worst / 3600:.2f} h")
+    t_data = (train_floats + test_floats) / gen_rate
+    print(f"  sampling on the host at the rate measured here ({gen_rate / 1e6:.0f} Mfloat/s per core): training sets "
+          f"{train_floats / gen_rate / 3600:.1f} h + test sets {test_floats / gen_rate / 3600:.1f} h = "
+          f"{t_data / 3600:.1f} h of one core ({t_data / 16 / 3600:.1f} h over 16 cores): sampling, not "
+          f"L-BFGS, bounds the paper config on one GPU")
+
 
 if __name__ == "__main__":
     main()

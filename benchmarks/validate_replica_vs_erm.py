@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 from slrpipe.data.sampling import SLRTask  # noqa: E402
 from slrpipe.data.store import SLRDataset  # noqa: E402
 from slrpipe.theory.replica import solve_replica  # noqa: E402
-from slrpipe.train.experiment import run_erm  # noqa: E402
+from slrpipe.train import ERMOptions, run_erm  # noqa: E402
 
 KEYS = ("test_error", "m_k", "q_k", "m_v", "q_v", "objective")
 
@@ -31,8 +31,8 @@ def erm_point(model, nu, L, delta, sigma, lam, alpha, D, seeds):
     for s in range(seeds):
         task = SLRTask(model, nu, L, delta, D)
         train = SLRDataset(task, int(round(alpha * D)), teacher_seed=s, data_seed=100 + s)
-        _, ds = run_erm(train, sigma, lam, init="informed", dtype="float64", n_test=2000, max_iter=3000,
-                        bayes=False)
+        _, ds = run_erm(train, ERMOptions.of(sigma, lam, init="informed", dtype="float64", n_test=2000,
+                                             max_iter=3000, bayes=False))
         r = {k: float(ds[k]) for k in ("m_k", "q_k", "m_v", "q_v", "k_vstar", "v_kstar", "k_v")}
         r["test_error"] = float(ds["test_error_theory"])
         r["objective"] = alpha * float(ds["train_loss"])

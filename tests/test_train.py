@@ -18,7 +18,7 @@ import xarray as xr
 
 from slrpipe.data import SLRDataset, SLRTask
 from slrpipe.models import attention_apply
-from slrpipe.train import minimize, objective, run_erm
+from slrpipe.train import ERMOptions, SolverOptions, minimize, objective, run_erm
 from slrpipe.train.erm import transposed
 
 TASK = SLRTask("spiked", 2.0, 3, 0.0, 100)
@@ -28,7 +28,7 @@ LAM = 0.1
 @pytest.fixture(scope="module")
 def erm20():
     ds = SLRDataset(TASK, 20 * TASK.D, teacher_seed=0, data_seed=1)
-    return {s: run_erm(ds, s, LAM, "lbfgs", "informed", n_test=50_000, max_iter=500, bayes=s == "softmax")[1]
+    return {s: run_erm(ds, ERMOptions.of(s, LAM, n_test=50_000, max_iter=500, bayes=s == "softmax"))[1]
             for s in ("softmax", "linear")}
 
 
@@ -56,7 +56,7 @@ def test_test_error_equals_population_risk_at_learned_overlaps(erm20):
 
 def test_test_error_falls_with_alpha(erm20):
     ds = SLRDataset(TASK, 2 * TASK.D, teacher_seed=0, data_seed=1)
-    r2 = run_erm(ds, "softmax", LAM, "lbfgs", "informed", n_test=50_000, max_iter=500, bayes=False)[1]
+    r2 = run_erm(ds, ERMOptions.of("softmax", LAM, n_test=50_000, max_iter=500, bayes=False))[1]
     r20 = erm20["softmax"]
     assert bool(r2.converged)
     assert float(r20.test_error) + _gap(r2, r20) < float(r2.test_error)
@@ -102,21 +102,23 @@ def test_objective_normalisation():
 @pytest.mark.parametrize("opt", ["gd", "adam", "sgd"])
 def test_first_order_optimisers_record_trajectories(opt):
     ds = SLRDataset(SLRTask("max", math.inf, {2: 0.5, 3: 0.5}, 0.1, 50), 500, 0, 2)
-    r = run_erm(ds, "softmax", LAM, opt, "small", init_seed=1, n_test=2000, max_iter=60, record_every=20,
-                bayes=False)[1]
+    opts = ERMOptions.of("softmax", LAM, optimizer=opt, init="small", init_seed=1, n_test=2000, max_iter=60,
+                         record_every=20, bayes=False)
+    model, r = run_erm(ds, opts)
+    # the returned Flax module holds the learned parameters (its nnx.Param state was trained)
+    np.testing.assert_array_equal(np.asarray(model.k[...], np.float64), r.k.values)
     assert list(r.step.values) == [0, 20, 40, 60] and int(r.iterations) == 60
     assert r.traj_m_k.dims == ("step",) and np.all(np.isfinite(r.traj_m_k))
     assert r.traj_loss.values[-1] < r.traj_loss.values[0]  # it learns
     assert r.traj_m_v.values[-1] > r.traj_m_v.values[0] + 0.1
     if opt == "sgd":  # reproducible from its seed
-        again = run_erm(ds, "softmax", LAM, opt, "small", init_seed=1, n_test=2000, max_iter=60,
-                        record_every=20, bayes=False)[1]
+        again = run_erm(ds, opts)[1]
         np.testing.assert_array_equal(r.k.values, again.k.values)
 
 
 def test_float64_converges_to_tight_tolerance():
     ds = SLRDataset(SLRTask("spiked", 1.0, 2, 0.2, 40), 400, 0, 1)
-    r = run_erm(ds, "erf", LAM, "lbfgs", "informed", n_test=1000, max_iter=500, dtype="float64", bayes=False)[1]
+    r = run_erm(ds, ERMOptions.of("erf", LAM, n_test=1000, max_iter=500, dtype="float64", bayes=False))[1]
     assert r.dtype.item() == "float64" and r.k.dtype == np.float64
     assert bool(r.converged) and float(r.gnorm) < 1e-8
 
@@ -125,16 +127,21 @@ def test_minimize_rejects_bad_arguments():
     p = {"k": jnp.zeros(3), "v": jnp.zeros(3)}
     X, mask, y = np.zeros((2, 1, 3), np.float32), np.ones((2, 1), bool), np.zeros(2, np.float32)
     with pytest.raises(ValueError, match="optimizer"):
-        minimize(p, X, mask, y, "softmax", 0.1, "newton")
+        SolverOptions(optimizer="newton")
+    for field, bad in (("max_iter", 0), ("tol", 0.0), ("lr", -1.0), ("record_every", 0)):
+        with pytest.raises(ValueError, match=field):
+            SolverOptions(**{field: bad})
     with pytest.raises(ValueError, match="lam"):
         minimize(p, X, mask, y, "softmax", -1.0)
     with pytest.raises(ValueError, match="batch_size"):
-        minimize(p, X, mask, y, "softmax", 0.1, "sgd", batch_size=5)
+        minimize(p, X, mask, y, "softmax", 0.1, SolverOptions(optimizer="sgd", batch_size=5))
+    for field, kwargs in (("sigma", {"sigma": "relu"}), ("lam", {"lam": float("nan")}), ("init", {"init": "zero"}),
+                          ("dtype", {"dtype": "float16"}), ("n_test", {"n_test": 0})):
+        with pytest.raises(ValueError, match=field):
+            ERMOptions.of(**{"sigma": "softmax", "lam": 0.1, **kwargs})
     ds = SLRDataset(SLRTask("spiked", 1.0, 2, 0.0, 3), 2, 0, 1)
     with pytest.raises(ValueError, match="test_seed"):
-        run_erm(ds, "softmax", 0.1, test_seed=1)
-    with pytest.raises(ValueError, match="init"):
-        run_erm(ds, "softmax", 0.1, init="zero")
+        run_erm(ds, ERMOptions.of("softmax", 0.1, test_seed=1))
 
 
 def test_cli_generate_then_train(tmp_path):
@@ -155,3 +162,28 @@ def test_cli_generate_then_train(tmp_path):
                  "--n-test", "3000", "--max-iter", "200", "--out", str(out2)]) == 0
     np.testing.assert_array_equal(xr.open_dataset(out2).k.values, r.k.values)
     assert main(["train", "--sigma", "softmax", "--lam", "0.1", "--out", str(out2)]) == 2  # no data: one-line error
+
+
+def test_compilation_cache_cold_and_warm_give_identical_results(tmp_path):
+    """The workflow's persistent compilation cache (workflow/rules/train.smk): a run that compiles and
+    fills the cache and a run that loads every program from it write the same numbers, bit for bit."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "jax_cache"
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    args = [sys.executable, "-m", "slrpipe", "train", "--model", "spiked", "--nu", "1", "--L", "3", "--D", "40",
+            "--n", "200", "--teacher-seed", "3", "--data-seed", "4", "--sigma", "softmax", "--lam", "0.1",
+            "--n-test", "2000", "--max-iter", "300", "--no-theory"]
+    runs = []
+    for name in ("cold", "warm"):
+        out = tmp_path / f"{name}.nc"
+        subprocess.run(args + ["--out", str(out)], env=env, check=True, capture_output=True)
+        runs.append((xr.load_dataset(out), sorted(os.listdir(cache))))
+    (cold, entries_cold), (warm, entries_warm) = runs
+    assert entries_cold and entries_warm == entries_cold  # the warm run compiled nothing new
+    assert int(cold.iterations) > 1
+    for name in cold.variables:
+        if name != "wall_time":
+            np.testing.assert_array_equal(warm[name].values, cold[name].values, err_msg=name)

@@ -58,13 +58,23 @@ def _dataset(args):
     return SLRDataset(task, n, args.teacher_seed, args.data_seed, args.chunk_size)
 
 
+def options(args):
+    """The ``ERMOptions`` of the command line (checked once, here)."""
+    from slrpipe.train.options import ERMOptions, SolverOptions
+
+    solver = SolverOptions(optimizer=args.optimizer, max_iter=args.max_iter, tol=args.tol, lr=args.lr,
+                           batch_size=args.batch_size, sgd_seed=args.sgd_seed, record_every=args.record_every,
+                           log_every=args.log_every)
+    return ERMOptions(sigma=args.sigma, lam=args.lam, init=args.init, init_seed=args.init_seed,
+                      test_seed=args.test_seed, n_test=args.n_test, dtype=args.dtype,
+                      theory=not args.no_theory, solver=solver)
+
+
 def run(args) -> int:
     from slrpipe.io import write_netcdf
-    from slrpipe.train import run_erm
+    from slrpipe.train.experiment import run_erm
 
-    _, ds = run_erm(_dataset(args), args.sigma, args.lam, args.optimizer, args.init, args.init_seed,
-                    args.test_seed, args.n_test, args.max_iter, args.tol, args.dtype, args.lr,
-                    args.batch_size, args.sgd_seed, args.record_every, args.log_every,
-                    theory=not args.no_theory)
+    opts, data = options(args), _dataset(args)
+    _, ds = run_erm(data, opts)
     write_netcdf(ds, args.out)
     return 0

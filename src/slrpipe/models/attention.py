@@ -1,8 +1,9 @@
 """The attention estimator f(X) = σ(X k/√D)ᵀ (X v/√D) as a Flax NNX module (model.md §3).
 
 ``attention_apply`` is the pure function (params dict → predictions) that the trainer
-differentiates; ``Attention`` wraps the same computation as an NNX module holding k, v (and the
-erf offset c) as parameters.
+differentiates (``xp=jax.numpy``) and that measures test errors on the host (``xp=numpy``, no
+compilation); ``Attention`` is the NNX module holding k, v (and the erf offset c) as parameters: ERM
+trains its ``nnx.Param`` state (``slrpipe.train.experiment``).
 """
 
 from __future__ import annotations
@@ -17,23 +18,24 @@ from slrpipe.vocabulary import check_sigma, project
 INITS = ("random", "small", "zeros")
 
 
-def fields(k, v, X, mask=None):
+def fields(k, v, X, mask=None, xp=jnp):
     """Key and value fields χ = X k/√D, z = X v/√D, each (..., L), 0 on padded tokens.
 
     X: (..., L, D); k, v: (D,); mask: bool (..., L) or None. One pass over X (both directions
     multiplied together); padded tokens are zeroed *after* the product so that arbitrary values
-    there (even huge ones) never reach the score or the output.
+    there (even huge ones) never reach the score or the output. ``xp``: ``jax.numpy`` or ``numpy``.
     """
-    return project(X, k, v, mask, jnp)
+    return project(X, k, v, mask, xp)
 
 
-def attention_apply(params: dict, X, mask, sigma: str):
+def attention_apply(params: dict, X, mask, sigma: str, xp=jnp):
     """f(X) = Σ_ℓ σ(χ)_ℓ z_ℓ for a batch.
 
     Args:
         params: {"k": (D,), "v": (D,)} plus "c": () for σ = erf (missing c means 0).
         X: (n, L, D) tokens; mask: bool (n, L) (True = real token) or None.
         sigma: one of ``slrpipe.scores.SIGMAS``.
+        xp: ``jax.numpy`` (default; differentiable, jit-able) or ``numpy`` (host evaluation).
 
     Returns:
         (n,) predictions, dtype of X. Padded tokens are excluded from the score (softmax and
@@ -41,14 +43,14 @@ def attention_apply(params: dict, X, mask, sigma: str):
 
     Source: model.md §3.
     """
-    chi, z = fields(params["k"], params["v"], X, mask)
-    return attention_from_fields(params, chi, z, mask, sigma)
+    chi, z = fields(params["k"], params["v"], X, mask, xp)
+    return attention_from_fields(params, chi, z, mask, sigma, xp)
 
 
-def attention_from_fields(params: dict, chi, z, mask, sigma: str):
+def attention_from_fields(params: dict, chi, z, mask, sigma: str, xp=jnp):
     """Σ_ℓ σ(χ)_ℓ z_ℓ from the fields χ, z (..., L) (zero on padded tokens, as ``fields`` gives)."""
-    s = score(sigma, chi, mask, xp=jnp, c=params.get("c", 0.0))
-    return jnp.sum(s * z, axis=-1)
+    s = score(sigma, chi, mask, xp=xp, c=params.get("c", 0.0))
+    return xp.sum(s * z, axis=-1)
 
 
 class Attention(nnx.Module):

@@ -1,4 +1,4 @@
-"""Empirical risk minimisation of the attention estimator (model.md §5).
+"""Empirical risk minimisation of the attention estimator (docs/model.md §5).
 
 Objective, per sample: J(θ) = 𝓛(θ)/n = (1/n)[½ Σ_i (y_i − f(X_i))² + (λ/2)(|k|² + |v|²)], θ =
 (k, v[, c]); the erf offset c is not penalised. The reported gradient norm is |∇J|₂ = |∇𝓛|₂/n
@@ -14,6 +14,10 @@ CPU a transposed copy used by the gradient, which makes an evaluation ~3× faste
 - ``sgd``: the same with minibatches of ``batch_size`` sequences drawn with replacement, the batch of
   step t from ``jax.random.fold_in(PRNGKey(sgd_seed), t)``; the penalty enters as λ/(2n)|θ|².
 - ``adam``: ``optax.adam(lr)`` on J, full batch (scale invariant, no D factor).
+
+Every device computation is one of a few jit-compiled programs (initial value and gradient norm,
+optimiser state, one block of iterations), so that JAX's persistent compilation cache, when the
+environment enables it (workflow/rules/train.smk), serves them to every later job of the same shapes.
 """
 
 from __future__ import annotations
@@ -32,11 +36,10 @@ import optax.tree_utils as otu
 
 from slrpipe.models.attention import attention_apply, attention_from_fields
 from slrpipe.train.metrics import overlaps
-from slrpipe.vocabulary import OPTIMIZERS, check_choice, check_sigma
+from slrpipe.train.options import DEFAULT_LR, SolverOptions  # noqa: F401  (DEFAULT_LR re-exported)
+from slrpipe.vocabulary import check_sigma
 
 log = logging.getLogger(__name__)
-
-DEFAULT_LR = {"gd": 0.5, "sgd": 0.2, "adam": 1e-2}
 
 
 @jax.custom_vjp
@@ -59,13 +62,17 @@ _project.defvjp(_project_fwd, _project_bwd)
 
 
 def transposed(X):
-    """XT = X.reshape(-1, D).T as its own (D, n·L) array (for ``objective(..., XT=XT)``)."""
+    """XT = X.reshape(-1, D).T as its own (D, n·L) device array (for ``objective(..., XT=XT)``).
+
+    A numpy X is transposed on the host (no XLA program to compile), a jax array on its device."""
+    if isinstance(X, np.ndarray):
+        return jnp.asarray(np.ascontiguousarray(X.reshape(-1, X.shape[-1]).T))
     X = jnp.asarray(X)
     return jnp.transpose(X.reshape(-1, X.shape[-1]))
 
 
 def objective(params, X, mask, y, sigma: str, lam, XT=None):
-    """J(θ) = (1/n)[½ Σ (y − f)² + (λ/2)(|k|² + |v|²)] (model.md §5 divided by n); scalar.
+    """J(θ) = (1/n)[½ Σ (y − f)² + (λ/2)(|k|² + |v|²)] (docs/model.md §5 divided by n); scalar.
 
     X: (n, L, D), mask: bool (n, L), y: (n,). ``XT`` (optional, from ``transposed``): the same data
     transposed, used only by the gradient (same values, faster on CPU). Gradients flow to params only
@@ -82,6 +89,25 @@ def objective(params, X, mask, y, sigma: str, lam, XT=None):
     r = y - f
     pen = jnp.sum(params["k"] ** 2) + jnp.sum(params["v"] ** 2)
     return (0.5 * jnp.sum(r * r) + 0.5 * lam * pen) / y.shape[0]
+
+
+@partial(jax.jit, static_argnames=("sigma",))
+def _value_gnorm(params, X, mask, y, lam, sigma, XT=None):
+    """(J, |∇J|₂) at ``params``: the trajectory's step 0 and the first-order blocks' last step."""
+    value, grad = jax.value_and_grad(objective)(params, X, mask, y, sigma, lam, XT)
+    return value, otu.tree_norm(grad)
+
+
+def _strong(tree):
+    """``tree`` without weak types: an optimiser state as ``init`` makes it has weakly typed scalars
+    that its update returns strongly typed, and the block would otherwise be traced twice."""
+    return jax.tree.map(lambda a: jax.lax.convert_element_type(a, a.dtype), tree)
+
+
+# ------------------------------------------------------------------------------------------ L-BFGS
+@partial(jax.jit, static_argnames=("memory_size",))
+def _lbfgs_init(params, memory_size):
+    return _strong(optax.lbfgs(memory_size=memory_size).init(params))
 
 
 @partial(jax.jit, static_argnames=("sigma", "memory_size"))
@@ -105,10 +131,34 @@ def _lbfgs_block(params, state, X, mask, y, lam, end, tol, sigma, memory_size, X
     return p, s, otu.tree_get(s, "value"), otu.tree_norm(otu.tree_get(s, "grad")), otu.tree_get(s, "count")
 
 
+def _lbfgs_blocks(params, data, lam, sigma, o: SolverOptions):
+    """Yield (params, step, J, |∇J|₂, stalled) after each block of at most ``record_every``
+    iterations up to ``max_iter``; a block stops early once |∇J|₂ < tol. ``stalled``: a full block
+    left J unchanged (the line search can no longer decrease J at this precision)."""
+    X, mask, y, XT = data
+    dtype = X.dtype
+    state = _lbfgs_init(params, o.memory_size)
+    step, last = 0, math.nan
+    while step < o.max_iter:
+        nsteps = min(o.record_every, o.max_iter - step)
+        params, state, value, gn, count = _lbfgs_block(params, state, X, mask, y, lam, step + nsteps,
+                                                       jnp.asarray(o.tol, dtype), sigma, o.memory_size, XT)
+        value, new_step = float(value), int(count)
+        stalled = new_step == step + nsteps and value == last
+        step, last = new_step, value
+        yield params, step, value, float(gn), stalled
+
+
+# ------------------------------------------------------------------------------------ first order
 def _first_order(kind: str, lr: float):
     if kind == "adam":
         return optax.adam(lr)
     return optax.sgd(lr)
+
+
+@partial(jax.jit, static_argnames=("kind", "lr"))
+def _first_order_init(params, kind, lr):
+    return _strong(_first_order(kind, lr).init(params))
 
 
 @partial(jax.jit, static_argnames=("sigma", "kind", "lr", "nsteps", "batch_size"))
@@ -133,15 +183,56 @@ def _first_order_block(params, state, X, mask, y, lam, key, step0, sigma, kind, 
         return optax.apply_updates(p, u), s
 
     p, s = jax.lax.fori_loop(0, nsteps, body, (params, state))
-    value, grad = jax.value_and_grad(objective)(p, X, mask, y, sigma, lam, XT)
-    return p, s, value, otu.tree_norm(grad)
+    value, gnorm = _value_gnorm(p, X, mask, y, lam, sigma, XT)
+    return p, s, value, gnorm
+
+
+def _first_order_blocks(params, data, lam, sigma, o: SolverOptions):
+    """Yield (params, step, J, |∇J|₂, False) after each block of ``record_every`` steps."""
+    X, mask, y, XT = data
+    state = _first_order_init(params, o.optimizer, o.lr)
+    key = jax.random.PRNGKey(o.sgd_seed)
+    step = 0
+    while step < o.max_iter:
+        nsteps = min(o.record_every, o.max_iter - step)
+        params, state, value, gn = _first_order_block(params, state, X, mask, y, lam, key, step, sigma,
+                                                      o.optimizer, o.lr, nsteps, o.batch_size, XT)
+        step += nsteps
+        yield params, step, float(value), float(gn), False
+
+
+# -------------------------------------------------------------------------------------- recording
+class _Recorder:
+    """The trajectory (step, loss, gnorm, and the overlaps with the teacher when given) and the
+    progress log."""
+
+    def __init__(self, teacher, optimizer: str, log_every: int, record_every: int):
+        self.teacher, self.optimizer = teacher, optimizer
+        self.log_every, self.record_every = log_every, record_every
+        self.traj = {name: [] for name in ("step", "loss", "gnorm")}
+
+    def add(self, step: int, value: float, gnorm: float, params, converged: bool = False) -> None:
+        t = self.traj
+        t["step"].append(int(step))
+        t["loss"].append(float(value))
+        t["gnorm"].append(float(gnorm))
+        if self.teacher is not None:
+            for name, val in overlaps(*self.teacher, np.asarray(params["k"]), np.asarray(params["v"])).items():
+                t.setdefault(name, []).append(float(val))
+        if step and (step % self.log_every < self.record_every or converged):
+            extra = "".join(f" {k}={t[k][-1]:.4f}" for k in ("m_k", "q_k", "m_v", "q_v") if k in t)
+            log.info("%s step %d: J=%.6g |∇J|=%.3g%s", self.optimizer, step, value, gnorm, extra)
+
+    def arrays(self) -> dict:
+        return {k: np.asarray(v) for k, v in self.traj.items()}
 
 
 @dataclass
 class ERMResult:
     """Outcome of ``minimize``: learned params (numpy), final J, |∇J|₂, iterations, converged flag,
-    stop reason, wall time (s) and the trajectory recorded every ``record_every`` steps
-    (dict of 1-d arrays: step, loss, gnorm, and the overlaps when the teacher was given)."""
+    stop reason ("tol", "max_iter", "stalled", "nonfinite"), wall time of the iterations (s, with
+    their compilation) and the trajectory recorded every ``record_every`` steps (dict of 1-d
+    arrays: step, loss, gnorm, and the overlaps when the teacher was given)."""
 
     params: dict
     loss: float
@@ -153,11 +244,21 @@ class ERMResult:
     trajectory: dict = field(default_factory=dict)
 
 
-def minimize(params0: dict, X, mask, y, sigma: str, lam: float, optimizer: str = "lbfgs", *,
-             max_iter: int = 1000, tol: float = 1e-6, lr: float | None = None,
-             batch_size: int | None = None, sgd_seed: int = 0, memory_size: int = 10,
-             record_every: int = 10, log_every: int = 100, teacher=None,
-             transpose: bool | None = None) -> ERMResult:
+def _device_data(X, mask, y, dtype, transpose: bool | None):
+    """(X, mask, y, XT | None) on the default device in ``dtype``; numpy inputs are converted on
+    the host, so that no XLA program is compiled for a cast or a transpose."""
+    np_dtype = np.dtype(dtype)
+    if not isinstance(X, jax.Array):
+        X = np.asarray(X, np_dtype)
+    if transpose is None:
+        transpose = jax.devices()[0].platform == "cpu"
+    XT = transposed(X) if transpose else None
+    return (jnp.asarray(X, np_dtype), jnp.asarray(np.asarray(mask, bool)),
+            jnp.asarray(np.asarray(y, np_dtype)), XT)
+
+
+def minimize(params0: dict, X, mask, y, sigma: str, lam: float, options: SolverOptions | None = None, *,
+             teacher=None) -> ERMResult:
     """Minimise J (module docstring) from ``params0``.
 
     Args:
@@ -165,95 +266,41 @@ def minimize(params0: dict, X, mask, y, sigma: str, lam: float, optimizer: str =
         X: (n, L, D) tokens, mask: bool (n, L), y: (n,) labels — numpy or jax arrays; they are
             put on the default device once, in the dtype of ``params0["k"]``.
         sigma: score function; lam: ridge λ ≥ 0 (on 𝓛, i.e. λ/n on J).
-        optimizer: one of ``OPTIMIZERS``; lr: step size for gd/sgd/adam (default ``DEFAULT_LR``);
-            batch_size: sgd minibatch size (default min(n, 256)).
-        max_iter: maximum iterations (L-BFGS iterations or optimiser steps); tol: on |∇J|₂.
-        record_every: trajectory/check granularity in steps; log_every: progress log period.
+        options: ``SolverOptions`` (default: L-BFGS, max_iter 1000, the dtype's tol); defaults
+            are filled by ``SolverOptions.resolved``.
         teacher: optional (k*, v*) to record overlaps along the trajectory.
-        transpose: keep a transposed copy of X on the device for the gradient (see ``_project``;
-            doubles the memory of X, ~3× faster evaluations on CPU). Default: on CPU only.
 
     Raises:
-        ValueError: unknown optimizer or sigma, λ < 0, max_iter < 1, tol ≤ 0, lr ≤ 0,
-            batch_size outside [1, n].
+        ValueError: unknown sigma, λ < 0, or options ``SolverOptions`` rejects (batch_size
+            outside [1, n]).
     """
     check_sigma(sigma)
-    check_choice("optimizer", optimizer, OPTIMIZERS)
     if not lam >= 0:
         raise ValueError(f"lam: must be ≥ 0, got {lam}")
-    if max_iter < 1 or record_every < 1:
-        raise ValueError(f"max_iter, record_every: must be ≥ 1, got {max_iter}, {record_every}")
-    if not tol > 0:
-        raise ValueError(f"tol: must be > 0, got {tol}")
-    n = len(y)
-    lr = DEFAULT_LR.get(optimizer) if lr is None else float(lr)
-    if optimizer != "lbfgs" and not lr > 0:
-        raise ValueError(f"lr: must be > 0, got {lr}")
-    if optimizer == "sgd":
-        batch_size = min(n, 256) if batch_size is None else int(batch_size)
-        if not 1 <= batch_size <= n:
-            raise ValueError(f"batch_size: must be in [1, n={n}], got {batch_size}")
-    else:
-        batch_size = None
     dtype = jnp.asarray(params0["k"]).dtype
+    o = (options or SolverOptions()).resolved(len(y), str(np.dtype(dtype)))
     params = {name: jnp.asarray(a, dtype) for name, a in params0.items()}
-    X, mask, y = jnp.asarray(X, dtype), jnp.asarray(mask, bool), jnp.asarray(y, dtype)
+    data = _device_data(X, mask, y, dtype, o.transpose)
     lam_j = jnp.asarray(lam, dtype)
-    if transpose is None:
-        transpose = jax.devices()[0].platform == "cpu"
-    XT = transposed(X) if transpose else None
 
-    traj = {name: [] for name in ("step", "loss", "gnorm")}
-
-    def record(step, value, gnorm, p):
-        traj["step"].append(int(step))
-        traj["loss"].append(float(value))
-        traj["gnorm"].append(float(gnorm))
-        if teacher is not None:
-            for name, val in overlaps(*teacher, np.asarray(p["k"]), np.asarray(p["v"])).items():
-                traj.setdefault(name, []).append(float(val))
-
-    value0, grad0 = jax.value_and_grad(objective)(params, X, mask, y, sigma, lam_j, XT)
-    record(0, value0, otu.tree_norm(grad0), params)
+    rec = _Recorder(teacher, o.optimizer, o.log_every, o.record_every)
     t0 = time.perf_counter()
-    step, converged, reason = 0, False, "max_iter"
-    gnorm = float(otu.tree_norm(grad0))
-    if gnorm < tol:
-        converged, reason = True, "tol"
-    if optimizer == "lbfgs":
-        state = optax.lbfgs(memory_size=memory_size).init(params)
+    value, gnorm = (float(a) for a in _value_gnorm(params, *data[:3], lam_j, sigma, data[3]))
+    rec.add(0, value, gnorm, params)
+    step, reason = 0, "max_iter"
+    if gnorm < o.tol:
+        reason = "tol"
     else:
-        state = _first_order(optimizer, lr).init(params)
-        key = jax.random.PRNGKey(sgd_seed)
-    last_value = float(value0)
-    while not converged and step < max_iter:
-        nsteps = min(record_every, max_iter - step)
-        if optimizer == "lbfgs":
-            params, state, value, gn, count = _lbfgs_block(params, state, X, mask, y, lam_j, step + nsteps,
-                                                           jnp.asarray(tol, dtype), sigma, memory_size, XT)
-            new_step = int(count)
-        else:
-            params, state, value, gn = _first_order_block(params, state, X, mask, y, lam_j, key, step, sigma,
-                                                          optimizer, lr, nsteps, batch_size, XT)
-            new_step = step + nsteps
-        value, gnorm = float(value), float(gn)
-        if not (math.isfinite(value) and math.isfinite(gnorm)):
-            reason = "nonfinite"
-            step = new_step
-            record(step, value, gnorm, params)
-            log.warning("%s: non-finite loss or gradient at step %d; stopping", optimizer, step)
-            break
-        stalled = optimizer == "lbfgs" and new_step == step + nsteps and value == last_value
-        step, last_value = new_step, value
-        record(step, value, gnorm, params)
-        if gnorm < tol:
-            converged, reason = True, "tol"
-        elif stalled:  # line search can no longer decrease J at this precision
-            reason = "stalled"
-            break
-        if step % log_every < record_every or converged:
-            extra = "".join(f" {k}={traj[k][-1]:.4f}" for k in ("m_k", "q_k", "m_v", "q_v") if k in traj)
-            log.info("%s step %d: J=%.6g |∇J|=%.3g%s", optimizer, step, value, gnorm, extra)
+        blocks = _lbfgs_blocks if o.optimizer == "lbfgs" else _first_order_blocks
+        for params, step, value, gnorm, stalled in blocks(params, data, lam_j, sigma, o):
+            finite = math.isfinite(value) and math.isfinite(gnorm)
+            reason = ("nonfinite" if not finite else "tol" if gnorm < o.tol else "stalled" if stalled
+                      else "max_iter")
+            rec.add(step, value, gnorm, params, converged=reason == "tol")
+            if reason == "nonfinite":
+                log.warning("%s: non-finite loss or gradient at step %d; stopping", o.optimizer, step)
+            if reason != "max_iter":
+                break
     wall = time.perf_counter() - t0
-    return ERMResult({k: np.asarray(a) for k, a in params.items()}, last_value, gnorm, step, converged,
-                     reason, wall, {k: np.asarray(v) for k, v in traj.items()})
+    return ERMResult({k: np.asarray(a) for k, a in params.items()}, value, gnorm, step, reason == "tol",
+                     reason, wall, rec.arrays())

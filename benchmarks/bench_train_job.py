@@ -1,0 +1,130 @@
+"""Benchmark: where the time of one ``slrpipe train`` job goes (imports, data, compilation, L-BFGS,
+test set, output), with JAX's persistent compilation cache cold and warm (workflow/rules/train.smk).
+
+Each measurement is a fresh Python process (as a workflow job is) that walks through the steps of
+``slrpipe.train.experiment.run_erm`` with a timer around each; wall and CPU (user + sys of this
+process) seconds are printed per step. Default job: the default config's spiked-SLR L = 3, ν = 1,
+softmax, λ = 0.1, α = 1 (D = n = 600), 20 000 test sequences. On a shared machine compare the CPU
+column.
+
+Usage: python benchmarks/bench_train_job.py [--sigma softmax --D 600 --n 600 --n-test 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+
+
+def child(a):
+    T = {}
+    t0, c0 = time.perf_counter(), time.process_time()
+
+    def mark(name):
+        nonlocal t0, c0
+        t, c = time.perf_counter(), time.process_time()
+        T[name] = (t - t0, c - c0)
+        t0, c0 = t, c
+
+    import slrpipe.cli  # noqa: F401
+    import slrpipe.commands.train  # noqa: F401
+    mark("import slrpipe CLI")
+    import jax
+    import jax.numpy as jnp
+    mark("import jax")
+    import optax  # noqa: F401
+    from flax import nnx
+    mark("import optax, flax")
+    import xarray  # noqa: F401
+    mark("import xarray")
+    from slrpipe.data import SLRDataset, SLRTask
+    from slrpipe.io import write_netcdf
+    from slrpipe.models import bayes_predict
+    from slrpipe.train import erm
+    from slrpipe.train import experiment as E
+    from slrpipe.train.metrics import streamed_errors
+    from slrpipe.train.options import ERMOptions
+    mark("import slrpipe.train, io")
+    train = SLRDataset(SLRTask("spiked", 1.0, 3, 0.0, a.D), a.n, 0, 10_000)
+    o = ERMOptions.of(a.sigma, 0.1, n_test=a.n_test, theory=False)
+    model = E.init_model(train, a.sigma, "informed", 0, jnp.float32)
+    mark("initial module (first device use)")
+    data = train.load()
+    mark("training set (sampled)")
+    _, state = nnx.split(model, nnx.Param)
+    o_s = o.solver.resolved(train.n)
+    dev = erm._device_data(data.X, data.mask, data.y, jnp.float32, None)
+    mark("device copy + transpose")
+    params = state.to_pure_dict()
+    lam = jnp.asarray(0.1, jnp.float32)
+    jax.block_until_ready(erm._value_gnorm(params, *dev[:3], lam, a.sigma, dev[3]))
+    s0 = erm._lbfgs_init(params, o_s.memory_size)
+    mark("J, |∇J| and L-BFGS init programs")
+    low = erm._lbfgs_block.lower(params, s0, *dev[:3], lam, 10, jnp.asarray(o_s.tol, jnp.float32), a.sigma,
+                                 o_s.memory_size, dev[3])
+    mark("L-BFGS block: trace + lower")
+    low.compile()
+    mark("L-BFGS block: compile or cache load")
+    res = erm.minimize(params, data.X, data.mask, data.y, a.sigma, 0.1, o.solver, teacher=train.teacher)
+    mark(f"minimize ({res.iterations} iterations; programs in memory)")
+    test = SLRDataset(train.task, a.n_test, train.teacher_seed, 20_000)
+    chunks = list(test.chunks())
+    mark("test set sampled")
+    nnx.replace_by_pure_dict(state, res.params)
+    nnx.update(model, state)
+    k_star, v_star = train.teacher
+    streamed_errors({"f": E._predictor(model, o),
+                     "bayes": lambda X, m: bayes_predict(X, m, k_star, v_star, "spiked", 1.0)}, chunks)
+    mark("test errors of f and the Bayes oracle (numpy)")
+    ds = E._to_dataset(train, o, 20_000, res, E._Errors(0.0, (0.0, 0.0), (0.0, 0.0)))
+    with tempfile.TemporaryDirectory() as d:
+        write_netcdf(ds, os.path.join(d, "r.nc"))
+    mark("Dataset + netCDF")
+    for k, (w, c) in T.items():
+        print(f"{k}\t{w:.3f}\t{c:.3f}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sigma", default="softmax")
+    p.add_argument("--D", type=int, default=600)
+    p.add_argument("--n", type=int, default=600)
+    p.add_argument("--n-test", type=int, default=20_000)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.child:
+        return child(a)
+    env = dict(os.environ, XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    args = [sys.executable, __file__, "--child", "--sigma", a.sigma, "--D", str(a.D), "--n", str(a.n),
+            "--n-test", str(a.n_test)]
+    cols = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env["JAX_COMPILATION_CACHE_DIR"] = cache
+        for label in ("cold cache", "warm cache"):
+            out = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout
+            cols[label] = [line.split("\t") for line in out.strip().splitlines()]
+    print(f"one train job: {a.sigma}, D = {a.D}, n = {a.n}, n_test = {a.n_test}; seconds wall / CPU per step")
+    names = [r[0] for r in cols["cold cache"]]
+    print(f"{'step':58s} {'cold wall':>9s} {'cold CPU':>9s} {'warm wall':>9s} {'warm CPU':>9s}")
+    tot = {k: [0.0, 0.0] for k in cols}
+    for i, name in enumerate(names):
+        row = []
+        for k in cols:
+            w, c = float(cols[k][i][1]), float(cols[k][i][2])
+            tot[k][0] += w
+            tot[k][1] += c
+            row += [w, c]
+        label = cols["warm cache"][i][0] if "minimize" in name else name
+        print(f"{label:58s} " + " ".join(f"{x:9.2f}" for x in row))
+    print(f"{'total (after interpreter start)':58s} " + " ".join(f"{x:9.2f}" for k in cols for x in tot[k]))
+
+
+if __name__ == "__main__":
+    main()

@@ -64,7 +64,7 @@ class IterateOptions:
     tol: float = 1e-5
     max_iter: int = 300
     patience: int = 40
-    far_patience: int | None = None
+    far_patience: int | None = 15
     full_every: int = 5
 
     def __post_init__(self):
@@ -141,15 +141,28 @@ class SweepOptions:
     """two_way: also continue from the smallest α up (docs/theory.md §9).  mc_seeds: draws of the
     common random numbers in all (≥ 1; the extra ones give ``test_error_mc_sd``).
     step_tol: tolerance of the intermediate α points of a halved continuation step (warm starts
-    only, never reported; None: the solver's tol); the intermediate points are not polished.
+    only, never reported; None: the solver's tol and polish); the intermediate points are then
+    not polished.  step_patience: ``patience`` of the intermediate points (None: the solver's).
     reuse_warm: pass the prox warm starts of the last converged point on to the next α."""
 
     two_way: bool = True
     mc_seeds: int = 1
-    step_tol: float | None = None
-    reuse_warm: bool = False
+    step_tol: float | None = 1e-4
+    step_patience: int | None = 15
+    reuse_warm: bool = True
 
     def __post_init__(self):
         _pos_int("mc_seeds", self.mc_seeds)
         if self.step_tol is not None and not self.step_tol > 0:
             raise ValueError(f"step_tol: must be None or > 0, got {self.step_tol}")
+        if self.step_patience is not None:
+            _pos_int("step_patience", self.step_patience)
+
+    def intermediate(self, opts: SolverOptions) -> SolverOptions:
+        """The solver options of an intermediate continuation point (class docstring)."""
+        flat = {}
+        if self.step_tol is not None:
+            flat.update(tol=max(self.step_tol, opts.iterate.tol), polish=False)
+        if self.step_patience is not None:
+            flat.update(patience=self.step_patience)
+        return opts.replace(**flat) if flat else opts

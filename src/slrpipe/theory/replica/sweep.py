@@ -91,7 +91,7 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
     ``warm``: prox warm starts of the solve at a_from (``sw.reuse_warm``). Returns (result at
     a_to, with ``iterations`` and ``wall_time`` summed over all the solves; the α nearest a_to
     reached on the branch)."""
-    mid_opts = opts if sw.step_tol is None else opts.replace(tol=max(sw.step_tol, opts.iterate.tol), polish=False)
+    mid_opts = sw.intermediate(opts)
     solve = lambda a, o, ini, w: solve_replica(sigma, model, nu, L, delta, lam, a, fields=fields,  # noqa: E731
                                                init=ini, options=o, warm=w if sw.reuse_warm else None)
     r = solve(a_to, opts, init, warm)

@@ -461,3 +461,26 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
     assert calls[0] == (10.0, opts, None)  # the cold start
     assert calls[1][2] == "warm@10"  # first try of 10 → 5, then halved steps from 10, then from 7.5
     assert [w for a, _, w in calls if a == 5.0][-1] == f"warm@{mid[-1][0]:g}"
+
+
+def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
+    # Toy equations with no fixed point at α = 5 and one at α = 1 reachable only from the α → 0
+    # start: the down pass cold-starts at 5 (fails) and then at 1; the up pass starts at 1 too.
+    # A cold start is deterministic, so the up pass must reuse the down pass's one (one ladder
+    # of KEY_SCALES solves at α = 1, not two) with the same result.
+    from slrpipe.theory.replica import sweep as S
+
+    calls = []
+
+    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
+        calls.append(alpha)
+        ok = alpha == 1.0 and init is not None and init.get("V_k", 1.0) >= 0.5 / lam
+        r = {k: 0.0 for k in S.OUTPUTS}
+        r.update(m_k=0.05, q_k=0.04, V_k=99.0 if ok else 1.0, m_v=0.1, q_v=0.1, V_v=60.0, converged=ok,
+                 iterations=3, wall_time=0.0, objective=alpha, test_error=1.1 if ok else 9.0)
+        return r
+
+    monkeypatch.setattr(S, "solve_replica", fake)
+    ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.01], [1.0, 5.0], n_samples=64)
+    assert ds.converged.values.tolist() == [[True, False]]
+    assert calls.count(1.0) == len(S.KEY_SCALES)

@@ -112,17 +112,23 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
     return dict(r, iterations=iters, wall_time=wall), (a_to if r["converged"] else a)
 
 
-def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, opts, sw, stop_when=None, past_fold="cold"):
+def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, opts, sw, stop_when=None, past_fold="cold",
+              cold=None):
     """Solve alphas[order] by continuation (the first point by :func:`_cold_start`, the others by
     :func:`_step`); returns {index: result}, each with ``alpha_reached``: the α of the result if it
     converged, else the α closest to it that the branch was followed to (NaN if none).
     Once a step fails (the branch ended at a fold before the point), ``past_fold`` = 'stop' ends
     the pass (the other pass of a two-way sweep covers the rest) and 'cold' solves the next point
-    by a cold start. ``stop_when(j, r)`` → True ends the pass after point j."""
+    by a cold start. ``stop_when(j, r)`` → True ends the pass after point j. ``cold``: {index: cold
+    start result} shared by the passes of one λ (a cold start is a deterministic function of the
+    point: the up pass reuses one the down pass made at its first point, and vice versa)."""
+    cold = {} if cold is None else cold
     out, init, a_init, warm = {}, None, math.nan, None
     for j in order:
         if init is None:
-            r = _cold_start(sigma, model, nu, L, delta, lam, alphas[j], fields, opts)
+            if j not in cold:
+                cold[j] = _cold_start(sigma, model, nu, L, delta, lam, alphas[j], fields, opts)
+            r = dict(cold[j])
             reached = alphas[j] if r["converged"] else math.nan
         else:
             r, reached = _step(sigma, model, nu, L, delta, lam, a_init, alphas[j], init, fields, opts, sw, warm)
@@ -201,7 +207,8 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
         args = (sigma, model, nu, L, delta, lam, alphas)
         # two-way: a pass stops where its branch ends, the other pass covers the rest
         past_fold = "stop" if two_way and alphas.size > 1 else "cold"
-        down = _continue(*args, reversed(range(alphas.size)), fields, opts, sw, past_fold=past_fold)
+        cold = {}
+        down = _continue(*args, reversed(range(alphas.size)), fields, opts, sw, past_fold=past_fold, cold=cold)
         key_scale[i] = down[alphas.size - 1]["key_scale"]
         up = {}
         if two_way and alphas.size > 1:
@@ -212,7 +219,8 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
                 agree.append(d is not None and r["converged"] and d["converged"] and _same(r, d))
                 return len(agree) >= 2 and agree[-1] and agree[-2]
 
-            up = _continue(*args, range(alphas.size), fields, opts, sw, stop_when=stop, past_fold=past_fold)
+            up = _continue(*args, range(alphas.size), fields, opts, sw, stop_when=stop, past_fold=past_fold,
+                           cold=cold)
         passes = {"down": down, "up": up}
         # where a pass stopped at a fold, the points beyond it get the α its branch reached
         ends = {p: res[next(reversed(res))] for p, res in passes.items() if res}

@@ -14,11 +14,23 @@ Prints
  (3) the wall time of one Fig. 3 panel: ``--panel-points`` α log-spaced in [0.5, 20], softmax and
      linear, one λ, two-way continuation (``replica_sweep`` defaults).
 Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on this machine.
+ (4) ``lowlam``: the λ = 0.01 sweep of issue #12 (spiked L = 3, ν = 2, α ∈ {1, 5}, 8192 samples,
+     2 scrambles, two-way; --lowlam-sigmas) with the solver policies of ``--policy``: 'new'
+     (defaults: far_patience cap, loose unpolished intermediate continuation points, prox warm
+     starts reused along α) or 'old' (all three off: the solver before issue #12). Prints wall
+     and CPU time, channel evaluations (in converged solves / wasted in failed ones) and the
+     values (test error of seed 0, seed mean and s.d., order parameters).
+ (5) ``default``: one default workflow replica job (config/config.yaml: spiked L = 3, ν = 1,
+     λ = 0.1, 11 α in [0.5, 20], 4096 samples, two-way) per σ of --default-sigmas, same policies.
+ (6) ``device``: one full channel evaluation (N = --n-samples and 8 × that) on JAX's default
+     device (a GPU when one is present) — run twice, with JAX_PLATFORMS=cpu and without, to
+     compare.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import time
@@ -33,7 +45,13 @@ from slrpipe.theory.replica import replica_sweep, solve_replica  # noqa: E402
 from slrpipe.theory.replica.channel import centres, channel  # noqa: E402
 from slrpipe.theory.replica.fields import draw_fields  # noqa: E402
 from slrpipe.theory.replica.prox import prox  # noqa: E402
+from slrpipe.theory.replica import sweep as sweep_module  # noqa: E402
+from slrpipe.theory.replica.options import SolverOptions, SweepOptions  # noqa: E402
 from slrpipe.theory.replica.solver import STATE  # noqa: E402
+
+#: the solver policies before issue #12 (no cap on far-from-root work, intermediate continuation
+#: points solved like grid points, every solve starting with a cold prox search)
+OLD_POLICY = (SolverOptions.build(far_patience=None), SweepOptions(step_tol=None, step_patience=None, reuse_warm=False))
 
 
 def _psi_np(chi, wk, wv, y, Vk, Vv, sigma):
@@ -126,6 +144,75 @@ def bench_panel(a):
     print(f"(3) Fig. 3 panel (softmax + linear, one λ): {total:.0f} s = {total / 60:.1f} min", flush=True)
 
 
+def _policy(a, **sweep_kw):
+    opts, sw = OLD_POLICY if a.policy == "old" else (SolverOptions(), SweepOptions())
+    return dict(options=opts, sweep=dataclasses.replace(sw, **sweep_kw))
+
+
+def _timed_sweep(a, sigma, model, nu, L, lam, alphas, n_samples, **sweep_kw):
+    """replica_sweep with every solve_replica call recorded: returns (ds, wall, cpu, solves)."""
+    solves, inner = [], sweep_module.solve_replica
+
+    def counted(*args, **kw):
+        r = inner(*args, **kw)
+        solves.append((float(args[6]), r["iterations"], bool(r["converged"]), r["wall_time"]))
+        return r
+
+    sweep_module.solve_replica = counted
+    try:
+        t, c = time.perf_counter(), time.process_time()
+        ds = replica_sweep(sigma, model, nu, L, 0.0, [lam], alphas, n_samples=n_samples, seed=0,
+                           **_policy(a, **sweep_kw))
+        return ds, time.perf_counter() - t, time.process_time() - c, solves
+    finally:
+        sweep_module.solve_replica = inner
+
+
+def _evals(solves):
+    good = sum(it for _, it, ok, _ in solves if ok)
+    bad = sum(it for _, it, ok, _ in solves if not ok)
+    return f"{good + bad} channel evaluations in {len(solves)} solves ({bad} in {sum(not s[2] for s in solves)} failed ones)"
+
+
+def bench_lowlam(a):
+    for sigma in a.lowlam_sigmas.split(","):
+        ds, wall, cpu, solves = _timed_sweep(a, sigma, "spiked", 2.0, 3, 0.01, [1.0, 5.0], a.n_samples, mc_seeds=2)
+        print(f"(4) λ=0.01 sweep, {sigma} spiked ν=2 L=3 α∈{{1, 5}} N={a.n_samples} 2 scrambles, policy {a.policy}: "
+              f"wall {wall:.0f} s, CPU {cpu:.0f} s, {_evals(solves)}", flush=True)
+        for j, alpha in enumerate(ds.alpha.values):
+            p = ds.isel(lam=0, alpha=j)
+            print(f"(4)   α={alpha:g}: converged={bool(p.converged)} e_test={float(p.test_error):.5f} "
+                  f"seed mean {float(p.test_error_seed_mean):.5f} ± s.d. {float(p.test_error_mc_sd):.5f}; "
+                  + " ".join(f"{k}={float(p[k]):.5f}" for k in STATE), flush=True)
+
+
+def bench_default(a):
+    alphas = [0.5, 0.7, 1.0, 1.4, 2.0, 3.0, 5.0, 7.0, 10.0, 14.0, 20.0]
+    for sigma in a.default_sigmas.split(","):
+        ds, wall, cpu, solves = _timed_sweep(a, sigma, "spiked", 1.0, 3, 0.1, alphas, 4096)
+        print(f"(5) default job {sigma} spiked ν=1 L=3 λ=0.1, 11 α, N=4096, policy {a.policy}: wall {wall:.0f} s, "
+              f"CPU {cpu:.0f} s, {_evals(solves)}, converged {int(ds.converged.sum())}/11; e_test "
+              f"{np.round(ds.test_error.values[0], 4).tolist()}", flush=True)
+
+
+def bench_device(a):
+    import jax
+
+    for n in (a.n_samples, 8 * a.n_samples):
+        f = draw_fields("spiked", a.nu, a.L, 0.0, n, 0, qmc=True)
+        st = dict(m_k=0.3, q_k=0.5, m_v=0.6, q_v=0.8)
+        for sigma in ("softmax", "linear"):
+            call = lambda: channel(sigma, f, 1.0, st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0,  # noqa: E731
+                                   softmin=100.0)
+            call()  # compile
+            t, c = time.perf_counter(), time.process_time()
+            for _ in range(3):
+                r = call()
+            print(f"(6) channel {sigma} L={a.L} N={n} on {jax.default_backend()} ({jax.devices()[0].device_kind}): "
+                  f"{(time.perf_counter() - t) / 3:.3f} s wall, {(time.process_time() - c) / 3:.3f} s CPU per "
+                  f"full evaluation; qhat_k={r['qhat_k']:.6f}", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--L", type=int, default=3)
@@ -136,7 +223,11 @@ def main():
     p.add_argument("--seeds", type=int, default=4)
     p.add_argument("--alphas", default="2,3.5,5,10")
     p.add_argument("--panel-points", type=int, default=30)
-    p.add_argument("--parts", default="channel,sweep,panel")
+    p.add_argument("--parts", default="channel,sweep,panel",
+                   help="comma-separated: channel, sweep, panel, lowlam, default, device")
+    p.add_argument("--policy", choices=("new", "old"), default="new", help="solver policies (lowlam, default)")
+    p.add_argument("--lowlam-sigmas", default="softmax,linear")
+    p.add_argument("--default-sigmas", default="softmax,linear")
     a = p.parse_args()
     parts = a.parts.split(",")
     if "channel" in parts:
@@ -145,6 +236,9 @@ def main():
         bench_sweep(a)
     if "panel" in parts:
         bench_panel(a)
+    for part, fn in (("lowlam", bench_lowlam), ("default", bench_default), ("device", bench_device)):
+        if part in parts:
+            fn(a)
 
 
 if __name__ == "__main__":

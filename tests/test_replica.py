@@ -397,3 +397,90 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
     # past the fold (from α = 3 towards 1) the steps halve down to 4/2^MAX_HALVINGS = 0.25, no further
     assert S.MAX_HALVINGS == 4
     assert sorted({a for a in calls if 1 < a < 3}) == [2.0, 2.5, 2.75]
+
+
+def test_far_patience_ends_a_hopeless_solve_with_an_honest_flag(monkeypatch):
+    # Toy map whose residual F(x) − x is a constant 0.5 (a start outside every basin): the best
+    # residual never halves, so the solve must stop after far_patience further evaluations with
+    # converged=False; without the cap it runs until `patience` evaluations without progress.
+    from slrpipe.theory.replica import solver as S
+
+    monkeypatch.setattr(S, "channel", lambda *a, **k: {"warm": None})
+    monkeypatch.setattr(S, "_residual", lambda lam, ch, x: (np.full(6, 0.5 * (1 + np.abs(x))), 0.5))
+    f = draw_fields("spiked", 1.0, 2, 0.0, 64, seed=0)
+    it = S.SolverOptions.build(polish=False)
+    run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_patience=7))
+    assert not run.converged and run.it == 1 + 7 and run.resid == 0.5
+    run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_patience=None))
+    assert not run.converged and run.it == 1 + it.iterate.patience
+
+
+def test_options_are_checked_and_grouped():
+    from slrpipe.theory.replica.options import SolverOptions, SweepOptions
+
+    o = SolverOptions.build(tol=1e-7, polish=False, softmin=None, far_patience=None)
+    assert (o.iterate.tol, o.polish.enabled, o.channel.softmin, o.iterate.far_patience) == (1e-7, False, None, None)
+    assert o.replace(memory=3).iterate.memory == 3 and o.iterate.memory == 5  # frozen: replace copies
+    for bad, match in ((dict(tol=0), "tol"), (dict(method="newton"), "method"), (dict(far_patience=0), "far_patience"),
+                       (dict(polish_maxfev=0), "polish_maxfev"), (dict(vhat="x"), "vhat"), (dict(nope=1), "nope")):
+        with pytest.raises(ValueError, match=match):
+            SolverOptions.build(**bad)
+    with pytest.raises(ValueError, match="step_tol"):
+        SweepOptions(step_tol=-1)
+    mid = SweepOptions(step_tol=1e-4, step_patience=15).intermediate(o)
+    assert (mid.iterate.tol, mid.polish.enabled, mid.iterate.patience) == (1e-4, False, 15)
+    assert SweepOptions(step_tol=None, step_patience=None).intermediate(o) == o
+
+
+def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(monkeypatch):
+    # Toy branch that the solver follows in steps |Δα| ≤ 2 (as in the fold test above): 10 → 5
+    # needs intermediate points. Those are solved with the intermediate options (looser tol, no
+    # polish, shorter patience), the grid points with the full ones; each solve gets the prox
+    # warm starts of the last converged one (reuse_warm), none after a cold start's failure.
+    from slrpipe.theory.replica import sweep as S
+    from slrpipe.theory.replica.options import SolverOptions
+
+    calls = []
+
+    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, options=None, warm=None, **kw):
+        calls.append((alpha, options, warm))
+        ok = init is None or abs(init["m_k"] - alpha) <= 2
+        r = {k: 0.0 for k in S.OUTPUTS}
+        r.update(m_k=alpha if ok else 0.0, q_k=alpha**2 + 1, V_k=1.0, m_v=0.5, q_v=1.0, V_v=1.0, converged=ok,
+                 iterations=1, wall_time=0.0, objective=alpha, test_error=1.0 / alpha, prox_warm=f"warm@{alpha:g}")
+        return r
+
+    monkeypatch.setattr(S, "solve_replica", fake)
+    opts = SolverOptions.build(tol=1e-6)
+    ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [5, 10], n_samples=64, two_way=False, options=opts)
+    assert ds.converged.values.tolist() == [[True, True]]
+    grid = [(a, o, w) for a, o, w in calls if a in (5.0, 10.0)]
+    mid = [(a, o, w) for a, o, w in calls if a not in (5.0, 10.0)]
+    assert mid and all(o.iterate.tol == 1e-4 and not o.polish.enabled and o.iterate.patience == 15 for _, o, _ in mid)
+    assert all(o == opts for _, o, _ in grid)
+    assert calls[0] == (10.0, opts, None)  # the cold start
+    assert calls[1][2] == "warm@10"  # first try of 10 → 5, then halved steps from 10, then from 7.5
+    assert [w for a, _, w in calls if a == 5.0][-1] == f"warm@{mid[-1][0]:g}"
+
+
+def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
+    # Toy equations with no fixed point at α = 5 and one at α = 1 reachable only from the α → 0
+    # start: the down pass cold-starts at 5 (fails) and then at 1; the up pass starts at 1 too.
+    # A cold start is deterministic, so the up pass must reuse the down pass's one (one ladder
+    # of KEY_SCALES solves at α = 1, not two) with the same result.
+    from slrpipe.theory.replica import sweep as S
+
+    calls = []
+
+    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
+        calls.append(alpha)
+        ok = alpha == 1.0 and init is not None and init.get("V_k", 1.0) >= 0.5 / lam
+        r = {k: 0.0 for k in S.OUTPUTS}
+        r.update(m_k=0.05, q_k=0.04, V_k=99.0 if ok else 1.0, m_v=0.1, q_v=0.1, V_v=60.0, converged=ok,
+                 iterations=3, wall_time=0.0, objective=alpha, test_error=1.1 if ok else 9.0)
+        return r
+
+    monkeypatch.setattr(S, "solve_replica", fake)
+    ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.01], [1.0, 5.0], n_samples=64)
+    assert ds.converged.values.tolist() == [[True, False]]
+    assert calls.count(1.0) == len(S.KEY_SCALES)

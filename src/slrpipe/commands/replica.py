@@ -46,6 +46,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from slrpipe.theory.replica import bayes_optimal_sweep, replica_sweep
+    from slrpipe.theory.replica.options import SolverOptions, SweepOptions
 
     law = parse_L(args.L)
     if len(law) != 1:
@@ -56,9 +57,12 @@ def run(args) -> int:
         ds = bayes_optimal_sweep(args.model, args.nu, L, args.delta, alphas, n_samples=args.n_samples,
                                  seed=args.seed)
     else:
+        # the options are built (and range-checked) once, here, for every solve of the sweep
+        options = SolverOptions()
+        sweep = SweepOptions(two_way=not args.one_way, mc_seeds=args.mc_seeds)
         ds = replica_sweep(args.sigma, args.model, args.nu, L, args.delta, _grid(args.lam_grid), alphas,
-                           n_samples=args.n_samples, seed=args.seed, mc_seeds=args.mc_seeds,
-                           qmc=not args.no_qmc, two_way=not args.one_way)
+                           n_samples=args.n_samples, seed=args.seed, qmc=not args.no_qmc, options=options,
+                           sweep=sweep)
     ds.attrs.update(provenance(command="replica", nu_text="inf" if math.isinf(args.nu) else args.nu))
     write_netcdf(ds, args.out)
     return 0

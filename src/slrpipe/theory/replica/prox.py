@@ -226,7 +226,18 @@ def _run_lanes(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     return chis, vals, gns
 
 
-def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=4096, multistart=True,
+#: samples per jitted call: on CPU 4096 bounds the memory of the (samples × starts) lanes at no
+#: cost in speed; an accelerator wants every sample in one launch (a chunk is a few MB there)
+_CHUNK = {"cpu": 4096}
+_CHUNK_ACCELERATOR = 1 << 17
+
+
+def default_chunk() -> int:
+    """Samples per jitted prox call on JAX's default backend (``_CHUNK``)."""
+    return _CHUNK.get(jax.default_backend(), _CHUNK_ACCELERATOR)
+
+
+def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=None, multistart=True,
          softmin=None):
     """Global proximal point of the per-sample SLR loss and its implicit Jacobian, batched.
 
@@ -236,7 +247,8 @@ def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=4
         V_k, V_v: positive scalars (the diagonal of V, docs/theory.md §3).
         warm: optional (N, L) or (N, W, L) extra Newton starts for χ (e.g. the previous
         iteration's prox and runners-up, ``np.stack([chi, chi2, chi3], 1)``).
-        n_steps: Newton steps per start.  chunk: samples per jitted call (bounds memory).
+        n_steps: Newton steps per start.  chunk: samples per jitted call (bounds memory; None:
+        :func:`default_chunk`, 4096 on CPU, all samples up to 2¹⁷ on an accelerator).
         multistart: False = only the centre and the warm starts (cheap refinement between full
         global searches; the solver never declares convergence on such a pass).
         softmin: None (hard global minimum) or β > 0: also return the statistics of the soft-min
@@ -270,7 +282,7 @@ def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=4
     if warm.shape[0] != omega_k.shape[0] or warm.shape[2:] != omega_k.shape[1:]:
         raise ValueError(f"warm: need shape (N, L) or (N, W, L) with (N, L) = {omega_k.shape}, got {warm.shape}")
     N = len(y)
-    chunk = min(int(chunk), N)
+    chunk = min(int(default_chunk() if chunk is None else chunk), N)
     n_pad = -N % chunk
     # pad to whole chunks: one compiled shape per call (repeated compiles of new shapes were seen
     # to hang jax 0.10.2 on CPU); padded rows are copies of row 0 and are dropped

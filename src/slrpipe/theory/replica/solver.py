@@ -15,18 +15,22 @@ Iteration (``method``):
     ``_STALL`` evaluations without progress (Anderson can cycle); extrapolations outside the
     domain (q_a < m_a², V_a ≤ 0), failed prior steps (λ + V̂ ≤ 0) and stagnation (a point already
     in memory) fall back to the damped step from the best point; ``patience`` evaluations without
-    a new best residual end the solve.
+    a new best residual end the solve, and so do ``far_patience`` evaluations without halving the
+    best residual while it is still ≥ ``_FULL_BELOW`` (a start outside the basin of any fixed
+    point: the cap on wasted work, docs/theory.md §9).
   * "damped": x ← (1 − d) x + d F(x), d halved whenever the residual grows three times running.
 Prox passes: the first, every ``full_every``-th and, once the residual is below ``_FULL_BELOW``,
 every pass is a full multi-start search; the others start from the centre and the previous
 pass's minima only. Convergence is declared on full passes only.
-Polish (``polish=True``): when the iteration ends unconverged with its best residual below
-``_POLISH_BELOW`` — a near miss, e.g. Anderson stalling at 4e-5 where the map is steep (softmax,
+Polish (``PolishOptions``): when the iteration ends unconverged with its best residual below
+``below`` (10⁻²) — a near miss, e.g. Anderson stalling at 4e-5 where the map is steep (softmax,
 λ = 0.01, spiked ν = 2, α = 5: a relative change of 1e-4 in x moves F(x) − x by 1e-3) — the root
 of F(x) − x is sought by MINPACK's hybrid Powell method (``scipy.optimize.root``, 'hybr',
 finite-difference Jacobian) on the full-search map with the prox warm starts frozen at those of
 a fresh full search at the best point (so that the map is deterministic). Its result passes the
 same test as any other point: one full pass, residual < tol.
+Options: :mod:`.options` (``SolverOptions``: iterate / channel / polish groups, built once).
+The solve is three steps: :func:`_iterate`, :func:`_polish_near_miss`, :func:`_report`.
 Source: docs/theory.md §2–6, §9.
 """
 
@@ -35,14 +39,16 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from scipy.optimize import root
 
 from slrpipe.theory import population
-from slrpipe.theory.replica.channel import MHAT_ESTIMATORS, VHAT_ESTIMATORS, channel
+from slrpipe.theory.replica.channel import channel
 from slrpipe.theory.replica.fields import Fields, check_task, draw_fields
+from slrpipe.theory.replica.options import METHODS, SolverOptions  # noqa: F401  (METHODS: re-export)
 from slrpipe.theory.replica.prior import ridge_prior
 from slrpipe.theory.replica.prox import check_sigma
 
@@ -51,33 +57,18 @@ log = logging.getLogger(__name__)
 STATE = ("m_k", "q_k", "V_k", "m_v", "q_v", "V_v")
 CONJ = ("mhat_k", "qhat_k", "Vhat_k", "mhat_v", "qhat_v", "Vhat_v")
 DEFAULT_INIT = dict(m_k=0.5, q_k=1.0, V_k=1.0, m_v=0.5, q_v=1.0, V_v=1.0)
-METHODS = ("anderson", "damped")
 _FULL_BELOW = 1e-2  # residual below which every prox pass is a full multi-start search
 _RESTART = 10.0  # Anderson memory restarts when the residual exceeds this factor × the best one
 _STALL = 6  # … and every _STALL evaluations without a new best residual (breaks cycles)
-_POLISH_BELOW = 1e-2  # best residual under which an unconverged solve is polished (module docstring)
-_POLISH_MAXFEV = 30  # channel evaluations allowed to the polish
 
 
-def _check(sigma, model, nu, L, delta, lam, alpha, damping, tol, max_iter, method, memory, patience):
+def _check(sigma, model, nu, L, delta, lam, alpha):
     check_sigma(sigma)
     check_task(model, nu, L, delta)
     if not lam > 0:
         raise ValueError(f"lam: must be > 0, got {lam}")
     if not alpha > 0:
         raise ValueError(f"alpha: must be > 0, got {alpha}")
-    if not 0 < damping <= 1:
-        raise ValueError(f"damping: must be in (0, 1], got {damping}")
-    if not tol > 0:
-        raise ValueError(f"tol: must be > 0, got {tol}")
-    if int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"max_iter: must be an integer ≥ 1, got {max_iter}")
-    if method not in METHODS:
-        raise ValueError(f"method: must be one of {METHODS}, got {method!r}")
-    if int(memory) != memory or memory < 1:
-        raise ValueError(f"memory: must be an integer ≥ 1, got {memory}")
-    if int(patience) != patience or patience < 1:
-        raise ValueError(f"patience: must be an integer ≥ 1, got {patience}")
 
 
 def _prior_step(lam, c):
@@ -113,7 +104,7 @@ def _anderson(xs, fs, d):
     return x + d * f - (dX + d * dF) @ gamma
 
 
-def _polish(sigma, fields, alpha, lam, x0, warm, chkw):
+def _polish(sigma, fields, alpha, lam, x0, warm, chkw, maxfev):
     """Root of F(x) − x near x0 by 'hybr' (module docstring); F with its prox warm starts frozen.
     The unknowns are (m_a, q_a − m_a², V_a): forward finite differences then stay inside the
     domain q_a ≥ m_a² even where it is tight (L = 1: m_k = q_k = 0). Returns (x, number of channel
@@ -130,7 +121,7 @@ def _polish(sigma, fields, alpha, lam, x0, warm, chkw):
         f = _residual(lam, channel(sigma, fields, alpha, *x, warm=warm, **chkw), x)[0]
         return bad if f is None else f / scale
 
-    sol = root(g, to_u(x0), method="hybr", options=dict(xtol=1e-9, maxfev=_POLISH_MAXFEV, diag=1.0 / scale))
+    sol = root(g, to_u(x0), method="hybr", options=dict(xtol=1e-9, maxfev=maxfev, diag=1.0 / scale))
     return to_x(sol.x), int(sol.nfev)
 
 
@@ -140,85 +131,51 @@ def test_error(sigma, model, nu, L, delta, m_k, q_k, m_v, q_v) -> float:
     return population.risk(sigma, model, nu, L, delta, m_k, q_k, m_v, q_v)
 
 
-def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, seed=0, init=None,
-                  damping=0.5, tol=1e-5, max_iter=300, vhat="stein", fields: Fields | None = None,
-                  n_steps=25, full_every=5, method="anderson", memory=5, qmc=True,
-                  softmin=100.0, mhat="rb", patience=40, polish=True) -> dict:
-    """Solve the RS fixed point of ridge ERM on SLR at one (λ, α) (docs/theory.md).
+@dataclass
+class _Iterated:
+    """End of :func:`_iterate`: the reported point x (the best one seen if not converged), its
+    residual, the channel pass at x when converged (else None), the last prox warm starts, the
+    number of channel evaluations and the counters reported by the solve."""
 
-    Args:
-        sigma: 'softmax' | 'linear' | 'softplus_norm'.  model: 'spiked' | 'max'.
-        nu: signal strength ≥ 0 (max-SLR: inf allowed).  L: fixed sequence length ≥ 1.
-        delta: label-noise std Δ ≥ 0.  lam: ridge λ > 0.  alpha: n/D > 0.
-        n_samples: Monte Carlo samples of the channel (even; antithetic pairs).  seed: their seed.
-        init: dict of starting order parameters (keys ``STATE``; e.g. a neighbour's solution).
-        damping: d ∈ (0, 1] of the damped steps (method 'damped', and Anderson's fallback
-        steps; Anderson itself mixes with 1).  tol: on the max relative change (of F(x) − x).
-        max_iter: cap on channel evaluations.
-        vhat: 'stein' (default, exact for a jumping prox) or 'jacobian' (pointwise, diagnostic).
-        fields: pre-drawn common random numbers (overrides n_samples/seed/qmc).
-        n_steps: Newton steps per prox start.  full_every: iterations between full multi-start
-        prox searches (convergence is only declared on a full pass).
-        method: 'anderson' (default) or 'damped' (module docstring).  memory: Anderson memory
-        (number of past differences, ≥ 1).  qmc: scrambled-Sobol fields (:func:`draw_fields`).
-        softmin: β of the soft-min over local minima in the channel (None = hard global minimum;
-        docs/theory.md §4: makes F continuous; bias measured ≤ 0.2 s.e. at 32000 samples).
-        mhat: 'rb' (default, Rao–Blackwellised m̂, lower variance) or 'general' (:mod:`.channel`).
-        patience: Anderson gives up (converged=False) after this many channel evaluations
-        without a new smallest residual (e.g. past a fold of the branch, where no fixed point is
-        left nearby).
-        polish: root-find from the best point of an unconverged solve whose residual is below
-        ``_POLISH_BELOW`` (module docstring; at most ``_POLISH_MAXFEV`` more evaluations).
-    Returns:
-        dict: test_error (MSE incl. Δ²), train_loss (E ½(y − f)², per sample), objective
-        (= α·train_loss + λ(q_k + q_v)/2, i.e. min 𝓛 / D), the six order parameters, the six
-        conjugates, iterations (channel evaluations), residual, converged, wall_time (s),
-        n_samples, seed, qmc, plus diagnostics: Vhat_k_jac/Vhat_v_jac (pointwise-Jacobian V̂),
-        mhat_k_tilt (spiked/finite ν), mhat_*_general, prox_unconverged, prox_multi, damping
-        (final), n_rejected (Anderson memory restarts and fallback steps), polished (the
-        polish ran; its evaluations count in ``iterations``). When converged, the
-        conjugates and train loss are those of the last (full) pass, at the returned state.
-    Raises:
-        ValueError: any argument outside its range (one line naming it).
-    """
-    nu, L, delta, lam, alpha = float(nu), int(L), float(delta), float(lam), float(alpha)
-    _check(sigma, model, nu, L, delta, lam, alpha, damping, tol, max_iter, method, memory, patience)
-    if vhat not in VHAT_ESTIMATORS:
-        raise ValueError(f"vhat: must be one of {VHAT_ESTIMATORS}, got {vhat!r}")
-    if mhat not in MHAT_ESTIMATORS:
-        raise ValueError(f"mhat: must be one of {MHAT_ESTIMATORS}, got {mhat!r}")
-    t0 = time.perf_counter()
-    if fields is None:
-        fields = draw_fields(model, nu, L, delta, n_samples, seed, qmc=qmc)
-    x0 = dict(DEFAULT_INIT, **(init or {}))
-    x = np.array([float(x0[k]) for k in STATE])
-    if not _valid(x):
-        raise ValueError(f"init: needs V_a > 0 and q_a ≥ m_a², got {dict(zip(STATE, x.tolist()))}")
-    chkw = dict(vhat=vhat, n_steps=n_steps, softmin=softmin, mhat=mhat)  # every channel pass
-    d, warm = float(damping), None
+    x: np.ndarray
+    resid: float
+    converged: bool
+    ch: dict | None
+    warm: np.ndarray | None
+    it: int
+    damping: float
+    n_rejected: int
+
+
+def _iterate(sigma, fields, alpha, lam, x, opts: SolverOptions, warm=None) -> _Iterated:
+    """The fixed-point iteration from x (module docstring: Anderson with safeguards, or damped).
+    ``warm``: prox warm starts (N, W, L) of an earlier solve on the same fields (e.g. the
+    neighbouring α); the first pass is then a cheap one."""
+    o, chkw = opts.iterate, opts.channel.kwargs()
+    d = float(o.damping)
     hist, xs, fs = [], [], []  # residuals of accepted steps; Anderson memory: iterates, F(x) − x
     best, near, n_rej, it_best = None, False, 0, 0
-    converged, resid = False, math.inf
-    it = 0
-    for it in range(1, int(max_iter) + 1):
+    far_ref, it_far = math.inf, 0  # cap on wasted work: last halving of the best residual
+    resid, it, ch = math.inf, 0, None
+    for it in range(1, int(o.max_iter) + 1):
         # cheap passes (centre + warm starts: the previous global prox and its runners-up) between
         # full multi-start searches; once near the solution every pass is full, so that the
         # accelerated iteration sees one consistent map (cheap and full passes differ by ~1e-3
         # where a new branch appears)
-        full = warm is None or near or it % full_every == 0
+        full = warm is None or near or it % o.full_every == 0
         ch = channel(sigma, fields, alpha, *x, warm=warm, multistart=full, **chkw)
         warm = ch["warm"]
         f, resid = _residual(lam, ch, x)
         log.debug("iteration %d full=%s residual %.3e x=%s", it, full, resid, np.round(x, 5).tolist())
-        if resid < tol and full:
-            converged = True  # x is reported, with this (full) pass's conjugates and train loss
-            break
-        if not near and resid < max(_FULL_BELOW, 10 * tol):
+        if resid < o.tol and full:
+            # x is reported, with this (full) pass's conjugates and train loss
+            return _Iterated(x, resid, True, ch, warm, it, d, n_rej)
+        if not near and resid < max(_FULL_BELOW, 10 * o.tol):
             near = True
             hist, xs, fs, best = [], [], [], None
             if not full:
                 continue  # evaluate the same point again, with the full search
-        if method == "damped":
+        if o.method == "damped":
             if f is None:
                 break
             hist.append(resid)
@@ -236,12 +193,19 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
             xs, fs = [best[0]], [best[1]]
             x = best[0] + d * best[1]
             continue
-        if best is None or resid < best[2]:
+        if resid <= 0.5 * far_ref:
+            far_ref, it_far = resid, it
+        new_best = best is None or resid < best[2]
+        if new_best:
             best, it_best = (x, f, resid), it
-        elif it - it_best >= patience:
-            log.debug("no progress in %d iterations: giving up", patience)
+        elif it - it_best >= o.patience:
+            log.debug("no progress in %d iterations: giving up", o.patience)
             break
-        elif resid > _RESTART * best[2] or (it - it_best) % _STALL == 0:
+        if not near and o.far_patience is not None and it - it_far >= o.far_patience:
+            # far from any fixed point and not getting closer: this start is outside every basin
+            log.debug("residual ≥ %.0e not halved in %d iterations: giving up", _FULL_BELOW, o.far_patience)
+            break
+        if not new_best and (resid > _RESTART * best[2] or (it - it_best) % _STALL == 0):
             # the secant model failed (residual blew up), or the iteration is cycling without
             # progress: restart the memory from the best point (and, when stalled, from a
             # smaller damped step there)
@@ -251,7 +215,7 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
                 d = max(0.5 * d, 0.05)
                 x = best[0] + d * best[1]
                 continue
-        xs, fs = (xs + [x])[-(memory + 1):], (fs + [f])[-(memory + 1):]
+        xs, fs = (xs + [x])[-(o.memory + 1):], (fs + [f])[-(o.memory + 1):]
         cand = _anderson(np.array(xs), np.array(fs), 1.0) if len(xs) > 1 else x + d * f
         # trust region: at most a 50 % relative change of any order parameter per step
         step = np.max(np.abs(cand - x) / (1 + np.abs(x)))
@@ -264,29 +228,40 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
             xs, fs = [best[0]], [best[1]]
             cand = best[0] + d * best[1]
         x = cand
-    polished = False
-    if not converged:
-        if best is not None and best[2] < resid:
-            x, resid = best[0], best[2]  # report the best point seen, not the last one
-        ch = None
-        if polish and resid < _POLISH_BELOW:
-            polished = True
-            # the warm starts of one full search at x: those carried along the iteration can
-            # leave a jump in the frozen map near the root (seen: hybr stuck at 4e-5)
-            warm = channel(sigma, fields, alpha, *x, **chkw)["warm"]
-            xp, nfev = _polish(sigma, fields, alpha, lam, x, warm, chkw)
-            it += nfev + 1
-            if _valid(xp):
-                chp = channel(sigma, fields, alpha, *xp, warm=warm, **chkw)
-                rp = _residual(lam, chp, xp)[1]
-                if rp < resid:
-                    x, resid, ch, converged = xp, rp, chp, rp < tol
-            log.info("replica %s λ=%g α=%g: polish (%d evaluations) → residual %.2e", sigma, lam, alpha,
-                     nfev, resid)
-        if ch is None:
-            # a full channel pass at the reported state: train loss and conjugates consistent with x
-            ch = channel(sigma, fields, alpha, *x, warm=warm, **chkw)
-    st = dict(zip(STATE, map(float, x)))
+    if best is not None and best[2] < resid:
+        x, resid = best[0], best[2]  # report the best point seen, not the last one
+    return _Iterated(x, resid, False, None, warm, it, d, n_rej)
+
+
+def _polish_near_miss(sigma, fields, alpha, lam, run: _Iterated, opts: SolverOptions) -> tuple[_Iterated, bool]:
+    """Finish an unconverged run whose residual is below ``opts.polish.below`` by :func:`_polish`
+    (module docstring). Returns (the run, updated where the polish lowered the residual;
+    whether the polish ran). Its channel evaluations are added to ``it``."""
+    p, tol, chkw = opts.polish, opts.iterate.tol, opts.channel.kwargs()
+    if run.converged or not p.enabled or not run.resid < p.below:
+        return run, False
+    # the warm starts of one full search at x: those carried along the iteration can leave a
+    # jump in the frozen map near the root (seen: hybr stuck at 4e-5)
+    warm = channel(sigma, fields, alpha, *run.x, **chkw)["warm"]
+    xp, nfev = _polish(sigma, fields, alpha, lam, run.x, warm, chkw, p.maxfev)
+    run.it += nfev + 1
+    run.warm = warm
+    if _valid(xp):
+        chp = channel(sigma, fields, alpha, *xp, warm=warm, **chkw)
+        run.it += 1
+        rp = _residual(lam, chp, xp)[1]
+        if rp < run.resid:
+            run.x, run.resid, run.ch, run.converged, run.warm = xp, rp, chp, rp < tol, chp["warm"]
+    log.info("replica %s λ=%g α=%g: polish (%d evaluations) → residual %.2e", sigma, lam, alpha, nfev, run.resid)
+    return run, True
+
+
+def _report(sigma, model, nu, L, delta, lam, alpha, fields, run: _Iterated, polished, opts, t0) -> dict:
+    """The output dict of :func:`solve_replica` at the run's point (a full channel pass there if
+    the run has none: train loss and conjugates consistent with x)."""
+    ch = run.ch if run.ch is not None else channel(sigma, fields, alpha, *run.x, warm=run.warm,
+                                                   **opts.channel.kwargs())
+    st = dict(zip(STATE, map(float, run.x)))
     out = dict(st)
     out.update({k: ch[k] for k in CONJ})
     out.update({k + "_se": ch[k + "_se"] for k in CONJ})
@@ -298,11 +273,61 @@ def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, se
               "mhat_k_general", "mhat_v_general"):
         out[k] = ch.get(k, math.nan)
     out.update(prox_unconverged=ch["prox_unconverged"], prox_multi=ch["prox_multi"],
-               iterations=it, residual=resid, converged=bool(converged), damping=d, n_rejected=n_rej,
-               polished=polished,
+               iterations=run.it, residual=run.resid, converged=bool(run.converged), damping=run.damping,
+               n_rejected=run.n_rejected, polished=polished,
                n_samples=fields.n, seed=fields.seed, qmc=bool(fields.qmc),
-               wall_time=time.perf_counter() - t0)
-    if not converged:
+               prox_warm=ch["warm"], wall_time=time.perf_counter() - t0)
+    if not run.converged:
         log.warning("replica %s %s ν=%g L=%d λ=%g α=%g: not converged after %d iterations "
-                    "(residual %.2e)", sigma, model, nu, L, lam, alpha, it, resid)
+                    "(residual %.2e)", sigma, model, nu, L, lam, alpha, run.it, run.resid)
     return out
+
+
+def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, seed=0, qmc=True,
+                  fields: Fields | None = None, init=None, warm=None, options: SolverOptions | None = None,
+                  **flat) -> dict:
+    """Solve the RS fixed point of ridge ERM on SLR at one (λ, α) (docs/theory.md §2–6, §9).
+
+    Args:
+        sigma: 'softmax' | 'linear' | 'softplus_norm'.  model: 'spiked' | 'max'.
+        nu: signal strength ≥ 0 (max-SLR: inf allowed).  L: fixed sequence length ≥ 1.
+        delta: label-noise std Δ ≥ 0.  lam: ridge λ > 0.  alpha: n/D > 0.
+        n_samples: Monte Carlo samples of the channel (even; antithetic pairs).  seed: their seed.
+        qmc: scrambled-Sobol fields (:func:`draw_fields`).
+        fields: pre-drawn common random numbers (overrides n_samples/seed/qmc).
+        init: dict of starting order parameters (keys ``STATE``; e.g. a neighbour's solution).
+        warm: (N, W, L) prox warm starts of an earlier solve on the same ``fields`` (its
+            ``prox_warm``); None: the first pass is a full multi-start search.
+        options: :class:`~slrpipe.theory.replica.options.SolverOptions` (defaults if None);
+        ``flat``: single options replacing those of ``options`` by their flat names (``tol``,
+            ``max_iter``, ``method``, ``memory``, ``damping``, ``patience``, ``far_patience``,
+            ``full_every``, ``vhat``, ``mhat``, ``softmin``, ``n_steps``, ``polish``,
+            ``polish_below``, ``polish_maxfev``; their meaning: :mod:`.options`).
+    Returns:
+        dict: test_error (MSE incl. Δ²), train_loss (E ½(y − f)², per sample), objective
+        (= α·train_loss + λ(q_k + q_v)/2, i.e. min 𝓛 / D), the six order parameters, the six
+        conjugates and their ``*_se``, iterations (channel evaluations, the polish's included),
+        residual, converged, wall_time (s), n_samples, seed, qmc, plus diagnostics:
+        Vhat_k_jac/Vhat_v_jac (pointwise-Jacobian V̂), mhat_k_tilt (spiked/finite ν),
+        mhat_*_general, prox_unconverged, prox_multi, damping (final), n_rejected (Anderson
+        memory restarts and fallback steps), polished (the polish ran), prox_warm ((N, 3, L)
+        prox minima of the last pass: ``warm`` of a next solve). When converged, the conjugates
+        and train loss are those of the last (full) pass, at the returned state.
+    Raises:
+        ValueError: any argument or option outside its range (one line naming it).
+    """
+    nu, L, delta, lam, alpha = float(nu), int(L), float(delta), float(lam), float(alpha)
+    _check(sigma, model, nu, L, delta, lam, alpha)
+    opts = SolverOptions.build(options, **flat)
+    t0 = time.perf_counter()
+    if fields is None:
+        fields = draw_fields(model, nu, L, delta, n_samples, seed, qmc=qmc)
+    x0 = dict(DEFAULT_INIT, **(init or {}))
+    x = np.array([float(x0[k]) for k in STATE])
+    if not _valid(x):
+        raise ValueError(f"init: needs V_a > 0 and q_a ≥ m_a², got {dict(zip(STATE, x.tolist()))}")
+    if warm is not None and (np.ndim(warm) != 3 or np.shape(warm)[0] != fields.n):
+        raise ValueError(f"warm: need shape (N, W, L) with N = {fields.n}, got {np.shape(warm)}")
+    run = _iterate(sigma, fields, alpha, lam, x, opts, warm=warm)
+    run, polished = _polish_near_miss(sigma, fields, alpha, lam, run, opts)
+    return _report(sigma, model, nu, L, delta, lam, alpha, fields, run, polished, opts, t0)

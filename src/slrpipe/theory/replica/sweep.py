@@ -16,6 +16,8 @@ agreed with the down pass at two consecutive α (a window higher up would then b
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import math
 
@@ -23,6 +25,7 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.theory.replica.fields import draw_fields
+from slrpipe.theory.replica.options import SolverOptions, SweepOptions
 from slrpipe.theory.replica.solver import CONJ, STATE, solve_replica
 from slrpipe.theory.replica.stability import STABILITY, rs_stability
 
@@ -58,7 +61,7 @@ def _start(c: float, lam: float) -> dict | None:
     return dict(m_k=0.5 * c, q_k=c * c)
 
 
-def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, kw) -> dict:
+def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, opts) -> dict:
     """Solve from the default init and, if that fails, from the other starts of ``KEY_SCALES``
     in turn (:func:`_start`). Larger key scales: at small λ the softmax fixed point sits at a large
     key norm (q_k ≈ 70 at λ = 0.01, α = 20; docs/theory.md §10 (iv)) outside the default init's
@@ -69,8 +72,8 @@ def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, kw) -> dict:
     m_k = 0.7 c fails for both."""
     first = None
     for c in KEY_SCALES:
-        r = dict(solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, init=_start(c, lam), **kw),
-                 key_scale=c)
+        r = dict(solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, init=_start(c, lam),
+                               options=opts), key_scale=c)
         if r["converged"]:
             if c != 1.0:
                 log.info("replica %s λ=%g α=%g: converged from key scale %g (not from the default init)",
@@ -80,52 +83,63 @@ def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, kw) -> dict:
     return first
 
 
-def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, kw) -> tuple[dict, float]:
+def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw, warm=None) -> tuple[dict, float]:
     """Continuation from the converged state ``init`` at α = a_from to α = a_to. A failed step is
     retried from the last converged α at half the remaining distance, halving down to
     2^-``MAX_HALVINGS`` of |a_to − a_from|, and after each success the rest of the way is tried
-    again: this follows a branch up to a fold between grid points. Returns (result at a_to, with
-    ``iterations`` and ``wall_time`` summed over all the solves; the α nearest a_to reached on the
-    branch)."""
-    r = solve_replica(sigma, model, nu, L, delta, lam, a_to, fields=fields, init=init, **kw)
+    again: this follows a branch up to a fold between grid points. The intermediate points only
+    provide warm starts: they are solved to ``sw.step_tol`` without polish (``SweepOptions``).
+    ``warm``: prox warm starts of the solve at a_from (``sw.reuse_warm``). Returns (result at
+    a_to, with ``iterations`` and ``wall_time`` summed over all the solves; the α nearest a_to
+    reached on the branch)."""
+    mid_opts = sw.intermediate(opts)
+    solve = lambda a, o, ini, w: solve_replica(sigma, model, nu, L, delta, lam, a, fields=fields,  # noqa: E731
+                                               init=ini, options=o, warm=w if sw.reuse_warm else None)
+    r = solve(a_to, opts, init, warm)
     iters, wall = r["iterations"], r["wall_time"]
     a, h, h_min = a_from, a_to - a_from, abs(a_to - a_from) * 2.0**-MAX_HALVINGS * (1 - 1e-9)
     while not r["converged"]:
         h *= 0.5
         if abs(h) < h_min:
             break
-        mid = solve_replica(sigma, model, nu, L, delta, lam, a + h, fields=fields, init=init, **kw)
+        mid = solve(a + h, mid_opts, init, warm)
         iters, wall = iters + mid["iterations"], wall + mid["wall_time"]
         if mid["converged"]:
-            a, init = a + h, {k: mid[k] for k in STATE}
+            a, init, warm = a + h, {k: mid[k] for k in STATE}, mid.get("prox_warm")
             log.info("replica %s λ=%g: branch followed to α=%g on the way to α=%g", sigma, lam, a, a_to)
-            r = solve_replica(sigma, model, nu, L, delta, lam, a_to, fields=fields, init=init, **kw)
+            r = solve(a_to, opts, init, warm)
             iters, wall = iters + r["iterations"], wall + r["wall_time"]
             h = a_to - a
     return dict(r, iterations=iters, wall_time=wall), (a_to if r["converged"] else a)
 
 
-def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, kw, stop_when=None, past_fold="cold"):
+def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, opts, sw, stop_when=None, past_fold="cold",
+              cold=None):
     """Solve alphas[order] by continuation (the first point by :func:`_cold_start`, the others by
     :func:`_step`); returns {index: result}, each with ``alpha_reached``: the α of the result if it
     converged, else the α closest to it that the branch was followed to (NaN if none).
     Once a step fails (the branch ended at a fold before the point), ``past_fold`` = 'stop' ends
     the pass (the other pass of a two-way sweep covers the rest) and 'cold' solves the next point
-    by a cold start. ``stop_when(j, r)`` → True ends the pass after point j."""
-    out, init, a_init = {}, None, math.nan
+    by a cold start. ``stop_when(j, r)`` → True ends the pass after point j. ``cold``: {index: cold
+    start result} shared by the passes of one λ (a cold start is a deterministic function of the
+    point: the up pass reuses one the down pass made at its first point, and vice versa)."""
+    cold = {} if cold is None else cold
+    out, init, a_init, warm = {}, None, math.nan, None
     for j in order:
         if init is None:
-            r = _cold_start(sigma, model, nu, L, delta, lam, alphas[j], fields, kw)
+            if j not in cold:
+                cold[j] = _cold_start(sigma, model, nu, L, delta, lam, alphas[j], fields, opts)
+            r = dict(cold[j])
             reached = alphas[j] if r["converged"] else math.nan
         else:
-            r, reached = _step(sigma, model, nu, L, delta, lam, a_init, alphas[j], init, fields, kw)
+            r, reached = _step(sigma, model, nu, L, delta, lam, a_init, alphas[j], init, fields, opts, sw, warm)
         r["alpha_reached"] = reached
         out[j] = r
         log.info("replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f objective=%.5f converged=%s it=%d (%.1fs)",
                  sigma, model, nu, L, lam, alphas[j], r["test_error"], r["objective"], r["converged"],
                  r["iterations"], r["wall_time"])
         if r["converged"]:
-            init, a_init = {k: r[k] for k in STATE}, alphas[j]
+            init, a_init, warm = {k: r[k] for k in STATE}, alphas[j], r.get("prox_warm")
         elif init is not None:  # the branch ended between the last converged point and this one
             if past_fold == "stop":
                 log.info("replica %s λ=%g: branch ends before α=%g (reached α=%g); pass stopped",
@@ -138,19 +152,22 @@ def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, kw, stop_w
 
 
 def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, seed=0, qmc=True,
-                  two_way=True, mc_seeds=1, **kw) -> xr.Dataset:
+                  options: SolverOptions | None = None, sweep: SweepOptions | None = None, **flat) -> xr.Dataset:
     """RS fixed points on the grid lams × alphas (docs/theory.md §9–10).
 
     Args: as :func:`solve_replica`; ``lams``, ``alphas``: 1-D sequences of positive floats.
         qmc: scrambled-Sobol common random numbers (one draw, ``seed``, shared by every point).
-        two_way: also continue from the smallest α upwards and keep the lower-objective branch
-            where the two passes disagree (module docstring). Costs a second pass over the small-α
-            end of the grid.
-        mc_seeds: number of independent draws of the common random numbers (seeds seed,
+        options: :class:`SolverOptions` of every solve (defaults if None).
+        sweep: :class:`SweepOptions` (defaults if None), among them
+            two_way: also continue from the smallest α upwards and keep the lower-objective
+            branch where the two passes disagree (module docstring). Costs a second pass over
+            the small-α end of the grid.
+            mc_seeds: number of independent draws of the common random numbers (seeds seed,
             seed + 1, …); each extra seed re-solves every point warm-started from the reported
             solution, and gives ``test_error_mc_sd``, the seed-to-seed standard deviation of the
             test error (the Monte Carlo error of one solve). 1: not measured (NaN).
-        ``kw`` go to :func:`solve_replica` (damping, tol, max_iter, vhat, n_steps, method, …).
+        ``flat``: single options by name, replacing those of ``sweep`` (its field names) or of
+            ``options`` (:meth:`SolverOptions.build` names: tol, max_iter, method, …).
     Returns:
         Dataset with dims (lam, alpha): every output of ``solve_replica`` (``OUTPUTS``) for the
         reported fixed point; ``branch`` (0/1: from the down/up pass); ``n_branches``
@@ -174,8 +191,10 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
         raise ValueError(f"lams: need a non-empty grid of λ > 0, got {lams.tolist()}")
     if alphas.size == 0 or np.any(alphas <= 0):
         raise ValueError(f"alphas: need a non-empty grid of α > 0, got {alphas.tolist()}")
-    if int(mc_seeds) != mc_seeds or mc_seeds < 1:
-        raise ValueError(f"mc_seeds: must be an integer ≥ 1, got {mc_seeds}")
+    sweep_names = {f.name for f in dataclasses.fields(SweepOptions)}
+    sw = dataclasses.replace(sweep or SweepOptions(), **{k: v for k, v in flat.items() if k in sweep_names})
+    opts = SolverOptions.build(options, **{k: v for k, v in flat.items() if k not in sweep_names})
+    two_way, mc_seeds = sw.two_way, sw.mc_seeds
     fields = draw_fields(model, float(nu), int(L), float(delta), n_samples, seed, qmc=qmc)
     shape = (lams.size, alphas.size)
     data = {k: np.full(shape, np.nan) for k in OUTPUTS}
@@ -192,7 +211,8 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
         args = (sigma, model, nu, L, delta, lam, alphas)
         # two-way: a pass stops where its branch ends, the other pass covers the rest
         past_fold = "stop" if two_way and alphas.size > 1 else "cold"
-        down = _continue(*args, reversed(range(alphas.size)), fields, kw, past_fold=past_fold)
+        cold = {}
+        down = _continue(*args, reversed(range(alphas.size)), fields, opts, sw, past_fold=past_fold, cold=cold)
         key_scale[i] = down[alphas.size - 1]["key_scale"]
         up = {}
         if two_way and alphas.size > 1:
@@ -203,7 +223,8 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
                 agree.append(d is not None and r["converged"] and d["converged"] and _same(r, d))
                 return len(agree) >= 2 and agree[-1] and agree[-2]
 
-            up = _continue(*args, range(alphas.size), fields, kw, stop_when=stop, past_fold=past_fold)
+            up = _continue(*args, range(alphas.size), fields, opts, sw, stop_when=stop, past_fold=past_fold,
+                           cold=cold)
         passes = {"down": down, "up": up}
         # where a pass stopped at a fold, the points beyond it get the α its branch reached
         ends = {p: res[next(reversed(res))] for p, res in passes.items() if res}
@@ -236,7 +257,7 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
                             pick[1]["test_error"], other[0][1]["objective"], other[0][1]["test_error"])
             if mc_seeds > 1 and pick[1]["converged"]:
                 mc_mean[i, j], mc_sd[i, j] = _mc_sd(sigma, model, nu, L, delta, lam, alphas[j], pick[1],
-                                                    n_samples, seed, qmc, int(mc_seeds), kw)
+                                                    n_samples, seed, qmc, int(mc_seeds), opts)
     te = np.where(data["converged"], data["test_error"], np.inf)
     best = np.argmin(te, axis=0)
     opt = te[best, np.arange(alphas.size)]
@@ -267,18 +288,19 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
     ds["test_error_opt_lam"] = ("alpha", np.where(np.isfinite(opt), opt, np.nan))
     ds["lam_opt"] = ("alpha", np.where(np.isfinite(opt), lams[best], np.nan))
     ds.attrs.update(n_samples=int(fields.n), seed=int(seed), qmc=int(bool(qmc)), mc_seeds=int(mc_seeds),
-                    two_way=int(bool(two_way)), theory="replica-symmetric, zero temperature")
+                    two_way=int(bool(two_way)), theory="replica-symmetric, zero temperature",
+                    solver_options=json.dumps(dataclasses.asdict(opts)), sweep_options=json.dumps(dataclasses.asdict(sw)))
     return ds
 
 
-def _mc_sd(sigma, model, nu, L, delta, lam, alpha, r0, n_samples, seed, qmc, mc_seeds, kw):
+def _mc_sd(sigma, model, nu, L, delta, lam, alpha, r0, n_samples, seed, qmc, mc_seeds, opts):
     """(mean, s.d.) of test_error over seeds seed, …, seed + mc_seeds − 1 (the others
     warm-started from r0, the seed-``seed`` solution); NaN if any of them does not converge."""
     init = {k: r0[k] for k in STATE}
     errs = [r0["test_error"]]
     for s in range(seed + 1, seed + mc_seeds):
         f = draw_fields(model, float(nu), int(L), float(delta), n_samples, s, qmc=qmc)
-        r = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=init, **kw)
+        r = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=init, options=opts)
         if not r["converged"]:
             return math.nan, math.nan
         errs.append(r["test_error"])

@@ -278,6 +278,11 @@ def test_anderson_reaches_the_damped_fixed_point():
     assert ra["iterations"] < rd["iterations"]
 
 
+def _no_stability(sigma, fields, alpha, *state, **kw):
+    from slrpipe.theory.replica.stability import STABILITY
+    return dict.fromkeys(STABILITY, math.nan)
+
+
 def test_two_way_sweep_flags_two_branches(monkeypatch):
     # Toy RS equations with a fold: branch A (m_k = 0.5) exists for α ≥ 4, branch B (m_k = −0.1)
     # for α ≤ 6; continuation follows the branch of its warm start while it exists. The down
@@ -300,6 +305,7 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [2, 3, 4, 5, 6, 10, 20], n_samples=64)
     nb = ds.n_branches.sel(lam=0.1).values.tolist()
     assert nb == [1, 1, 2, 2, 2, 1, 1]
@@ -347,6 +353,7 @@ def test_cold_start_retries_larger_key_scales(monkeypatch):
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep("softmax", "spiked", 1.0, 3, 0.0, [0.01], [5, 10, 20], n_samples=64, two_way=False)
     assert ds.converged.values.tolist() == [[True, True, True]]
     assert ds.key_scale.values.tolist() == [next(c for c in S.KEY_SCALES if c * c >= 50)]
@@ -366,6 +373,7 @@ def test_cold_start_tries_the_small_alpha_start(monkeypatch):
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.01], [0.5, 1.0], n_samples=64, two_way=False)
     assert ds.converged.values.tolist() == [[True, True]]
     assert ds.key_scale.values.tolist() == [0.0] and S.KEY_SCALES[-1] == 0.0
@@ -389,6 +397,7 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [1, 5, 10], n_samples=64, two_way=False)
     assert ds.converged.values.tolist() == [[False, True, True]]
     assert ds.m_k.sel(lam=0.1, alpha=5).item() == 5.0
@@ -451,6 +460,7 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     opts = SolverOptions.build(tol=1e-6)
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [5, 10], n_samples=64, two_way=False, options=opts)
     assert ds.converged.values.tolist() == [[True, True]]
@@ -481,6 +491,7 @@ def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.01], [1.0, 5.0], n_samples=64)
     assert ds.converged.values.tolist() == [[True, False]]
     assert calls.count(1.0) == len(S.KEY_SCALES)

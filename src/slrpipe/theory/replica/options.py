@@ -143,13 +143,16 @@ class SweepOptions:
     step_tol: tolerance of the intermediate α points of a halved continuation step (warm starts
     only, never reported; None: the solver's tol and polish); the intermediate points are then
     not polished.  step_patience: ``patience`` of the intermediate points (None: the solver's).
-    reuse_warm: pass the prox warm starts of the last converged point on to the next α."""
+    reuse_warm: pass the prox warm starts of the last converged point on to the next α.
+    stability: compute the RS stability outputs at every reported converged point (docs/theory.md
+    §11; about one channel evaluation each); False leaves them NaN."""
 
     two_way: bool = True
     mc_seeds: int = 1
     step_tol: float | None = 1e-4
     step_patience: int | None = 15
     reuse_warm: bool = True
+    stability: bool = True
 
     def __post_init__(self):
         _pos_int("mc_seeds", self.mc_seeds)

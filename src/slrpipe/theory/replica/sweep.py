@@ -244,9 +244,9 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
             branch[i, j] = int(pick[0] == "up")
             for k in OUTPUTS:
                 data[k][i, j] = pick[1][k]
-            if pick[1]["converged"]:  # replicon at the reported fixed point (docs/theory.md §11)
+            if sw.stability and pick[1]["converged"]:  # replicon at the reported point (docs/theory.md §11)
                 st = rs_stability(sigma, fields, alphas[j], *(pick[1][k] for k in STATE),
-                                  n_steps=kw.get("n_steps", 25))
+                                  n_steps=opts.channel.n_steps)
                 for k in STABILITY:
                     data[k][i, j] = float(st[k])
             if other:

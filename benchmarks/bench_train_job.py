@@ -60,7 +60,7 @@ def child(a):
     o_s = o.solver.resolved(train.n)
     dev = erm._device_data(data.X, data.mask, data.y, jnp.float32, None)
     mark("device copy + transpose")
-    params = state.to_pure_dict()
+    params = nnx.to_pure_dict(state)
     lam = jnp.asarray(0.1, jnp.float32)
     jax.block_until_ready(erm._value_gnorm(params, *dev[:3], lam, a.sigma, dev[3]))
     s0 = erm._lbfgs_init(params, o_s.memory_size)

@@ -20,7 +20,6 @@ import tempfile
 import time
 
 
-
 def child(a):
     T = {}
     t0, c0 = time.perf_counter(), time.process_time()
@@ -31,7 +30,7 @@ def child(a):
         T[name] = (t - t0, c - c0)
         t0, c0 = t, c
 
-    import slrpipe.cli  # noqa: F401
+    import slrpipe.cli
     import slrpipe.commands.train  # noqa: F401
     mark("import slrpipe CLI")
     import jax

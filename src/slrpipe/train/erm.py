@@ -294,7 +294,8 @@ def minimize(params0: dict, X, mask, y, sigma: str, lam: float, options: SolverO
         reason = "tol"
     else:
         blocks = _lbfgs_blocks if o.optimizer == "lbfgs" else _first_order_blocks
-        for params, step, value, gnorm, stalled in blocks(params, data, lam_j, sigma, o, value):
+        for block in blocks(params, data, lam_j, sigma, o, value):
+            params, step, value, gnorm, stalled = block
             finite = math.isfinite(value) and math.isfinite(gnorm)
             reason = ("nonfinite" if not finite else "tol" if gnorm < o.tol else "stalled" if stalled
                       else "max_iter")

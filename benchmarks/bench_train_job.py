@@ -20,7 +20,6 @@ import tempfile
 import time
 
 
-
 def child(a):
     T = {}
     t0, c0 = time.perf_counter(), time.process_time()
@@ -31,7 +30,7 @@ def child(a):
         T[name] = (t - t0, c - c0)
         t0, c0 = t, c
 
-    import slrpipe.cli  # noqa: F401
+    import slrpipe.cli
     import slrpipe.commands.train  # noqa: F401
     mark("import slrpipe CLI")
     import jax
@@ -60,7 +59,7 @@ def child(a):
     o_s = o.solver.resolved(train.n)
     dev = erm._device_data(data.X, data.mask, data.y, jnp.float32, None)
     mark("device copy + transpose")
-    params = state.to_pure_dict()
+    params = nnx.to_pure_dict(state)
     lam = jnp.asarray(0.1, jnp.float32)
     jax.block_until_ready(erm._value_gnorm(params, *dev[:3], lam, a.sigma, dev[3]))
     s0 = erm._lbfgs_init(params, o_s.memory_size)

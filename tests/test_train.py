@@ -187,3 +187,16 @@ def test_compilation_cache_cold_and_warm_give_identical_results(tmp_path):
     for name in cold.variables:
         if name != "wall_time":
             np.testing.assert_array_equal(warm[name].values, cold[name].values, err_msg=name)
+
+
+def test_risk_at_overlaps_rebuilds_the_recorded_gram(erm20):
+    # the store's route (slrpipe.theory.learned): the Gram rebuilt from the recorded overlaps is the
+    # recorded one (orthonormal teacher, |k*|² = |v*|² = D, up to float64 rounding), so the risk is the same
+    from slrpipe.theory.learned import OVERLAPS, gram_from_overlaps, risk_at_overlaps
+
+    for sigma, r in erm20.items():
+        ov = {k: float(r[k]) for k in OVERLAPS}
+        np.testing.assert_allclose(gram_from_overlaps(ov), r.gram.values, rtol=0, atol=1e-12)
+        law = (TASK.model, TASK.nu, TASK.L, TASK.delta)
+        assert abs(risk_at_overlaps(sigma, *law, ov) - float(r.test_error_theory)) < 1e-9
+        assert math.isnan(risk_at_overlaps(sigma, *law, dict(ov, m_k=math.nan)))

@@ -36,7 +36,7 @@ import optax.tree_utils as otu
 
 from slrpipe.models.attention import attention_apply, attention_from_fields
 from slrpipe.train.metrics import overlaps
-from slrpipe.train.options import DEFAULT_LR, SolverOptions  # noqa: F401  (DEFAULT_LR re-exported)
+from slrpipe.train.options import SolverOptions
 from slrpipe.vocabulary import check_sigma
 
 log = logging.getLogger(__name__)
@@ -131,14 +131,15 @@ def _lbfgs_block(params, state, X, mask, y, lam, end, tol, sigma, memory_size, X
     return p, s, otu.tree_get(s, "value"), otu.tree_norm(otu.tree_get(s, "grad")), otu.tree_get(s, "count")
 
 
-def _lbfgs_blocks(params, data, lam, sigma, o: SolverOptions):
+def _lbfgs_blocks(params, data, lam, sigma, o: SolverOptions, value0: float):
     """Yield (params, step, J, |∇J|₂, stalled) after each block of at most ``record_every``
     iterations up to ``max_iter``; a block stops early once |∇J|₂ < tol. ``stalled``: a full block
-    left J unchanged (the line search can no longer decrease J at this precision)."""
+    left J unchanged from the previous block's (or the initial ``value0``) — the line search can no
+    longer decrease J at this precision."""
     X, mask, y, XT = data
     dtype = X.dtype
     state = _lbfgs_init(params, o.memory_size)
-    step, last = 0, math.nan
+    step, last = 0, value0
     while step < o.max_iter:
         nsteps = min(o.record_every, o.max_iter - step)
         params, state, value, gn, count = _lbfgs_block(params, state, X, mask, y, lam, step + nsteps,
@@ -187,8 +188,9 @@ def _first_order_block(params, state, X, mask, y, lam, key, step0, sigma, kind, 
     return p, s, value, gnorm
 
 
-def _first_order_blocks(params, data, lam, sigma, o: SolverOptions):
-    """Yield (params, step, J, |∇J|₂, False) after each block of ``record_every`` steps."""
+def _first_order_blocks(params, data, lam, sigma, o: SolverOptions, value0: float):
+    """Yield (params, step, J, |∇J|₂, False) after each block of ``record_every`` steps (``value0``
+    unused: first-order steps never count as stalled)."""
     X, mask, y, XT = data
     state = _first_order_init(params, o.optimizer, o.lr)
     key = jax.random.PRNGKey(o.sgd_seed)
@@ -292,7 +294,8 @@ def minimize(params0: dict, X, mask, y, sigma: str, lam: float, options: SolverO
         reason = "tol"
     else:
         blocks = _lbfgs_blocks if o.optimizer == "lbfgs" else _first_order_blocks
-        for params, step, value, gnorm, stalled in blocks(params, data, lam_j, sigma, o):
+        for block in blocks(params, data, lam_j, sigma, o, value):
+            params, step, value, gnorm, stalled = block
             finite = math.isfinite(value) and math.isfinite(gnorm)
             reason = ("nonfinite" if not finite else "tol" if gnorm < o.tol else "stalled" if stalled
                       else "max_iter")

@@ -1,7 +1,7 @@
 """One ERM experiment end to end: initialise, train, evaluate, and return an ``xarray.Dataset``.
 
 The estimator is the Flax NNX module ``Attention``; training optimises its ``nnx.Param`` state
-(``nnx.split`` → a pure dict → ``minimize`` → ``nnx.replace_by_pure_dict`` / ``nnx.update``). Test
+(``nnx.split`` → ``nnx.to_pure_dict`` → ``minimize`` → ``nnx.replace_by_pure_dict`` → ``nnx.update``). Test
 errors are measured on the host (numpy, the same formula as ``attention_apply``): nothing there is
 compiled, and the fresh test set is drawn once for the estimator and the Bayes oracle.
 
@@ -104,7 +104,7 @@ def _train(model: Attention, train: SLRDataset, o: ERMOptions) -> tuple[ERMResul
     """Minimise J over the module's parameters (updated in place); also the training MSE."""
     _, state = nnx.split(model, nnx.Param)
     data = train.load()
-    res = minimize(state.to_pure_dict(), data.X, data.mask, data.y, o.sigma, o.lam, o.solver,
+    res = minimize(nnx.to_pure_dict(state), data.X, data.mask, data.y, o.sigma, o.lam, o.solver,
                    teacher=train.teacher)
     nnx.replace_by_pure_dict(state, res.params)
     nnx.update(model, state)

@@ -55,7 +55,7 @@ class SolverOptions:
         if self.lr is not None and not self.lr > 0:
             raise ValueError(f"lr: must be > 0, got {self.lr}")
 
-    def resolved(self, n: int, dtype: str = "float32") -> "SolverOptions":
+    def resolved(self, n: int, dtype: str = "float32") -> SolverOptions:
         """The options with every default filled for n training sequences in ``dtype``.
 
         Raises:
@@ -84,7 +84,7 @@ class ERMOptions:
     aggregation instead); solver: ``SolverOptions``.
 
     Raises:
-        ValueError: one line naming the field out of range.
+        ValueError: one line naming the field out of range; TypeError: solver not a SolverOptions.
     """
 
     sigma: str
@@ -109,10 +109,10 @@ class ERMOptions:
         if int(self.n_test) < 1:
             raise ValueError(f"n_test: must be ≥ 1, got {self.n_test}")
         if not isinstance(self.solver, SolverOptions):
-            raise ValueError(f"solver: must be a SolverOptions, got {type(self.solver).__name__}")
+            raise TypeError(f"solver: must be a SolverOptions, got {type(self.solver).__name__}")
 
     @classmethod
-    def of(cls, sigma: str, lam: float, **kwargs) -> "ERMOptions":
+    def of(cls, sigma: str, lam: float, **kwargs) -> ERMOptions:
         """Options from flat keywords: ``SolverOptions`` fields go to ``solver``, the rest here."""
         names = SolverOptions.__dataclass_fields__
         solver = SolverOptions(**{k: kwargs.pop(k) for k in list(kwargs) if k in names})

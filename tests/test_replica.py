@@ -413,6 +413,11 @@ def test_far_patience_ends_a_hopeless_solve_with_an_honest_flag(monkeypatch):
     assert not run.converged and run.it == 1 + 7 and run.resid == 0.5
     run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_patience=None))
     assert not run.converged and run.it == 1 + it.iterate.patience
+    # below far_below the cap does not apply (the default 1e-2), unless far_below = 0
+    monkeypatch.setattr(S, "_residual", lambda lam, ch, x: (np.full(6, 1e-3 * (1 + np.abs(x))), 1e-3))
+    x0 = np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0])
+    assert S._iterate("softmax", f, 1.0, 0.1, x0, it.replace(far_patience=7)).it == 1 + it.iterate.patience
+    assert S._iterate("softmax", f, 1.0, 0.1, x0, it.replace(far_patience=7, far_below=0.0)).it == 1 + 7
 
 
 def test_options_are_checked_and_grouped():
@@ -429,6 +434,7 @@ def test_options_are_checked_and_grouped():
         SweepOptions(step_tol=-1)
     mid = SweepOptions(step_tol=1e-4, step_patience=15).intermediate(o)
     assert (mid.iterate.tol, mid.polish.enabled, mid.iterate.patience) == (1e-4, False, 15)
+    assert (mid.iterate.far_patience, mid.iterate.far_below) == (15, 0.0)
     assert SweepOptions(step_tol=None, step_patience=None).intermediate(o) == o
 
 

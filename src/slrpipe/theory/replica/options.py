@@ -54,8 +54,9 @@ class IterateOptions:
     """method: 'anderson' or 'damped'.  damping: d ∈ (0, 1] of the damped steps.  memory: Anderson
     memory (≥ 1).  tol: on max_i |F(x)_i − x_i| / (1 + |x_i|).  max_iter: cap on channel
     evaluations.  patience: evaluations without a new best residual that end the solve.
-    far_patience: while the best residual is ≥ 10⁻² (far from any fixed point), evaluations
-    allowed without halving it before the solve gives up (None: no such cap; docs/theory.md §9).
+    far_patience: while the best residual is ≥ ``far_below`` (10⁻²: far from any fixed point),
+    evaluations allowed without halving it before the solve gives up (None: no such cap;
+    docs/theory.md §9); far_below = 0 applies the cap at every residual.
     full_every: passes between full multi-start prox searches."""
 
     method: str = "anderson"
@@ -65,6 +66,7 @@ class IterateOptions:
     max_iter: int = 300
     patience: int = 40
     far_patience: int | None = 15
+    far_below: float = 1e-2
     full_every: int = 5
 
     def __post_init__(self):
@@ -80,6 +82,8 @@ class IterateOptions:
         _pos_int("full_every", self.full_every)
         if self.far_patience is not None:
             _pos_int("far_patience", self.far_patience)
+        if not self.far_below >= 0:
+            raise ValueError(f"far_below: must be ≥ 0, got {self.far_below}")
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,9 @@ class SweepOptions:
     common random numbers in all (≥ 1; the extra ones give ``test_error_mc_sd``).
     step_tol: tolerance of the intermediate α points of a halved continuation step (warm starts
     only, never reported; None: the solver's tol and polish); the intermediate points are then
-    not polished.  step_patience: ``patience`` of the intermediate points (None: the solver's).
+    not polished.  step_patience: ``patience`` and ``far_patience`` of the intermediate points,
+    the latter at every residual (``far_below = 0``: a point near a fold that creeps towards the
+    root without halving its residual is given up; None: the solver's).
     reuse_warm: pass the prox warm starts of the last converged point on to the next α."""
 
     two_way: bool = True
@@ -164,5 +170,5 @@ class SweepOptions:
         if self.step_tol is not None:
             flat.update(tol=max(self.step_tol, opts.iterate.tol), polish=False)
         if self.step_patience is not None:
-            flat.update(patience=self.step_patience)
+            flat.update(patience=self.step_patience, far_patience=self.step_patience, far_below=0.0)
         return opts.replace(**flat) if flat else opts

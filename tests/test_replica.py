@@ -434,14 +434,15 @@ def test_options_are_checked_and_grouped():
         SweepOptions(step_tol=-1)
     mid = SweepOptions(step_tol=1e-4, step_patience=15).intermediate(o)
     assert (mid.iterate.tol, mid.polish.enabled, mid.iterate.patience) == (1e-4, False, 15)
-    assert (mid.iterate.far_patience, mid.iterate.far_below) == (15, 0.0)
+    assert SweepOptions(cold_far_patience=12).cold(o).iterate.far_patience == 12
     assert SweepOptions(step_tol=None, step_patience=None).intermediate(o) == o
 
 
 def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(monkeypatch):
     # Toy branch that the solver follows in steps |Δα| ≤ 2 (as in the fold test above): 10 → 5
     # needs intermediate points. Those are solved with the intermediate options (looser tol, no
-    # polish, shorter patience), the grid points with the full ones; each solve gets the prox
+    # polish, shorter patience), the grid points with the full ones, the cold start with the cap
+    # on wasted work; each solve gets the prox
     # warm starts of the last converged one (reuse_warm), none after a cold start's failure.
     from slrpipe.theory.replica import sweep as S
     from slrpipe.theory.replica.options import SolverOptions
@@ -460,11 +461,12 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
     opts = SolverOptions.build(tol=1e-6)
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [5, 10], n_samples=64, two_way=False, options=opts)
     assert ds.converged.values.tolist() == [[True, True]]
-    grid = [(a, o, w) for a, o, w in calls if a in (5.0, 10.0)]
+    grid = [(a, o, w) for a, o, w in calls[1:] if a in (5.0, 10.0)]
     mid = [(a, o, w) for a, o, w in calls if a not in (5.0, 10.0)]
     assert mid and all(o.iterate.tol == 1e-4 and not o.polish.enabled and o.iterate.patience == 15 for _, o, _ in mid)
-    assert all(o == opts for _, o, _ in grid)
-    assert calls[0] == (10.0, opts, None)  # the cold start
+    assert grid and all(o == opts for _, o, _ in grid)
+    # the cold start: the solver's options with the cap on wasted work (cold_far_patience)
+    assert calls[0] == (10.0, opts.replace(far_patience=15), None)
     assert calls[1][2] == "warm@10"  # first try of 10 → 5, then halved steps from 10, then from 7.5
     assert [w for a, _, w in calls if a == 5.0][-1] == f"warm@{mid[-1][0]:g}"
 

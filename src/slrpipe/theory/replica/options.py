@@ -65,7 +65,7 @@ class IterateOptions:
     tol: float = 1e-5
     max_iter: int = 300
     patience: int = 40
-    far_patience: int | None = 15
+    far_patience: int | None = None
     far_below: float = 1e-2
     full_every: int = 5
 
@@ -146,15 +146,16 @@ class SweepOptions:
     common random numbers in all (≥ 1; the extra ones give ``test_error_mc_sd``).
     step_tol: tolerance of the intermediate α points of a halved continuation step (warm starts
     only, never reported; None: the solver's tol and polish); the intermediate points are then
-    not polished.  step_patience: ``patience`` and ``far_patience`` of the intermediate points,
-    the latter at every residual (``far_below = 0``: a point near a fold that creeps towards the
-    root without halving its residual is given up; None: the solver's).
+    not polished.  step_patience: ``patience`` of the intermediate points (None: the solver's).
+    cold_far_patience: ``far_patience`` of the cold starts (:func:`..sweep._cold_start`: a start
+    outside every basin is given up early, the next one of the ladder tried; None: the solver's).
     reuse_warm: pass the prox warm starts of the last converged point on to the next α."""
 
     two_way: bool = True
     mc_seeds: int = 1
     step_tol: float | None = 1e-4
     step_patience: int | None = 15
+    cold_far_patience: int | None = 15
     reuse_warm: bool = True
 
     def __post_init__(self):
@@ -163,6 +164,8 @@ class SweepOptions:
             raise ValueError(f"step_tol: must be None or > 0, got {self.step_tol}")
         if self.step_patience is not None:
             _pos_int("step_patience", self.step_patience)
+        if self.cold_far_patience is not None:
+            _pos_int("cold_far_patience", self.cold_far_patience)
 
     def intermediate(self, opts: SolverOptions) -> SolverOptions:
         """The solver options of an intermediate continuation point (class docstring)."""
@@ -170,5 +173,9 @@ class SweepOptions:
         if self.step_tol is not None:
             flat.update(tol=max(self.step_tol, opts.iterate.tol), polish=False)
         if self.step_patience is not None:
-            flat.update(patience=self.step_patience, far_patience=self.step_patience, far_below=0.0)
+            flat.update(patience=self.step_patience)
         return opts.replace(**flat) if flat else opts
+
+    def cold(self, opts: SolverOptions) -> SolverOptions:
+        """The solver options of a cold start (class docstring)."""
+        return opts if self.cold_far_patience is None else opts.replace(far_patience=self.cold_far_patience)

@@ -466,7 +466,7 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
     assert mid and all(o.iterate.tol == 1e-4 and not o.polish.enabled and o.iterate.patience == 15 for _, o, _ in mid)
     assert grid and all(o == opts for _, o, _ in grid)
     # the cold start: the solver's options with the cap on wasted work (cold_far_patience)
-    assert calls[0] == (10.0, opts.replace(far_patience=15), None)
+    assert calls[0] == (10.0, opts.replace(far_patience=30), None)
     assert calls[1][2] == "warm@10"  # first try of 10 → 5, then halved steps from 10, then from 7.5
     assert [w for a, _, w in calls if a == 5.0][-1] == f"warm@{mid[-1][0]:g}"
 

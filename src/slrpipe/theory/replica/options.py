@@ -155,7 +155,7 @@ class SweepOptions:
     mc_seeds: int = 1
     step_tol: float | None = 1e-4
     step_patience: int | None = 15
-    cold_far_patience: int | None = 15
+    cold_far_patience: int | None = 30
     reuse_warm: bool = True
 
     def __post_init__(self):

@@ -492,3 +492,18 @@ def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.01], [1.0, 5.0], n_samples=64)
     assert ds.converged.values.tolist() == [[True, False]]
     assert calls.count(1.0) == len(S.KEY_SCALES)
+
+
+def test_prox_does_not_depend_on_the_chunk_size():
+    # The chunk (samples per jitted call: 4096 on CPU, all samples on an accelerator) only splits
+    # the batch: every sample is solved independently, so the results must be identical.
+    from slrpipe.theory.replica import prox as P
+
+    rng = np.random.default_rng(5)
+    N, L = 300, 3
+    wk, wv, y = rng.standard_normal((N, L)), rng.standard_normal((N, L)), rng.standard_normal(N)
+    a = P.prox("softmax", wk, wv, y, 2.0, 1.5, chunk=128, softmin=100.0)
+    b = P.prox("softmax", wk, wv, y, 2.0, 1.5, chunk=None, softmin=100.0)
+    assert P.default_chunk() >= 4096
+    for k in ("chi", "z", "psi", "fk", "loss"):
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-12, atol=1e-12)

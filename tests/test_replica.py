@@ -402,17 +402,21 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
 def test_far_patience_ends_a_hopeless_solve_with_an_honest_flag(monkeypatch):
     # Toy map whose residual F(x) − x is a constant 0.5 (a start outside every basin): the best
     # residual never halves, so the solve must stop after far_patience further evaluations with
-    # converged=False; without the cap it runs until `patience` evaluations without progress.
+    # converged=False (or far_stall: no new best); without the caps it runs until `patience`
+    # evaluations without progress.
     from slrpipe.theory.replica import solver as S
 
     monkeypatch.setattr(S, "channel", lambda *a, **k: {"warm": None})
     monkeypatch.setattr(S, "_residual", lambda lam, ch, x: (np.full(6, 0.5 * (1 + np.abs(x))), 0.5))
     f = draw_fields("spiked", 1.0, 2, 0.0, 64, seed=0)
-    it = S.SolverOptions.build(polish=False)
+    it = S.SolverOptions.build(polish=False, far_stall=None)
     run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_patience=7))
     assert not run.converged and run.it == 1 + 7 and run.resid == 0.5
     run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_patience=None))
     assert not run.converged and run.it == 1 + it.iterate.patience
+    # far_stall: no new best residual at all in that many evaluations, far from a root
+    run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_stall=9))
+    assert not run.converged and run.it == 1 + 9
     # below far_below the cap does not apply (the default 1e-2), unless far_below = 0
     monkeypatch.setattr(S, "_residual", lambda lam, ch, x: (np.full(6, 1e-3 * (1 + np.abs(x))), 1e-3))
     x0 = np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0])

@@ -56,7 +56,9 @@ class IterateOptions:
     evaluations.  patience: evaluations without a new best residual that end the solve.
     far_patience: while the best residual is ≥ ``far_below`` (10⁻²: far from any fixed point),
     evaluations allowed without halving it before the solve gives up (None: no such cap;
-    docs/theory.md §9); far_below = 0 applies the cap at every residual.
+    docs/theory.md §9); far_below = 0 applies the cap at every residual.  far_stall: while the
+    residual is ≥ ``far_below``, evaluations allowed without a new best residual (the
+    ``patience`` of the far phase; None: ``patience``).
     full_every: passes between full multi-start prox searches."""
 
     method: str = "anderson"
@@ -67,6 +69,7 @@ class IterateOptions:
     patience: int = 40
     far_patience: int | None = None
     far_below: float = 1e-2
+    far_stall: int | None = None
     full_every: int = 5
 
     def __post_init__(self):
@@ -82,6 +85,8 @@ class IterateOptions:
         _pos_int("full_every", self.full_every)
         if self.far_patience is not None:
             _pos_int("far_patience", self.far_patience)
+        if self.far_stall is not None:
+            _pos_int("far_stall", self.far_stall)
         if not self.far_below >= 0:
             raise ValueError(f"far_below: must be ≥ 0, got {self.far_below}")
 

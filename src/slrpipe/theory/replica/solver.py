@@ -203,6 +203,10 @@ def _iterate(sigma, fields, alpha, lam, x, opts: SolverOptions, warm=None) -> _I
         elif it - it_best >= o.patience:
             log.debug("no progress in %d iterations: giving up", o.patience)
             break
+        if o.far_stall is not None and lowest >= o.far_below and it - it_best >= o.far_stall:
+            # far from any fixed point and no progress at all: a start outside every basin
+            log.debug("residual ≥ %.0e without a new best in %d iterations: giving up", o.far_below, o.far_stall)
+            break
         if o.far_patience is not None and lowest >= o.far_below and it - it_far >= o.far_patience:
             # far from any fixed point and not getting closer: this start is outside every basin
             log.debug("residual ≥ %.0e not halved in %d iterations: giving up", o.far_below, o.far_patience)

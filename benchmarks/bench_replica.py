@@ -51,7 +51,8 @@ from slrpipe.theory.replica.solver import STATE  # noqa: E402
 
 #: the solver policies before issue #12 (no cap on far-from-root work, intermediate continuation
 #: points solved like grid points, every solve starting with a cold prox search)
-OLD_POLICY = (SolverOptions.build(far_patience=None), SweepOptions(step_tol=None, step_patience=None, reuse_warm=False))
+OLD_POLICY = (SolverOptions.build(far_patience=None, far_stall=None),
+              SweepOptions(step_tol=None, step_patience=None, cold_far_patience=None, reuse_warm=False))
 
 
 def _psi_np(chi, wk, wv, y, Vk, Vv, sigma):

@@ -411,17 +411,26 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
 def test_far_patience_ends_a_hopeless_solve_with_an_honest_flag(monkeypatch):
     # Toy map whose residual F(x) − x is a constant 0.5 (a start outside every basin): the best
     # residual never halves, so the solve must stop after far_patience further evaluations with
-    # converged=False; without the cap it runs until `patience` evaluations without progress.
+    # converged=False (or far_stall: no new best); without the caps it runs until `patience`
+    # evaluations without progress.
     from slrpipe.theory.replica import solver as S
 
     monkeypatch.setattr(S, "channel", lambda *a, **k: {"warm": None})
     monkeypatch.setattr(S, "_residual", lambda lam, ch, x: (np.full(6, 0.5 * (1 + np.abs(x))), 0.5))
     f = draw_fields("spiked", 1.0, 2, 0.0, 64, seed=0)
-    it = S.SolverOptions.build(polish=False)
+    it = S.SolverOptions.build(polish=False, far_stall=None)
     run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_patience=7))
     assert not run.converged and run.it == 1 + 7 and run.resid == 0.5
     run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_patience=None))
     assert not run.converged and run.it == 1 + it.iterate.patience
+    # far_stall: no new best residual at all in that many evaluations, far from a root
+    run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_stall=9))
+    assert not run.converged and run.it == 1 + 9
+    # below far_below the cap does not apply (the default 1e-2), unless far_below = 0
+    monkeypatch.setattr(S, "_residual", lambda lam, ch, x: (np.full(6, 1e-3 * (1 + np.abs(x))), 1e-3))
+    x0 = np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0])
+    assert S._iterate("softmax", f, 1.0, 0.1, x0, it.replace(far_patience=7)).it == 1 + it.iterate.patience
+    assert S._iterate("softmax", f, 1.0, 0.1, x0, it.replace(far_patience=7, far_below=0.0)).it == 1 + 7
 
 
 def test_options_are_checked_and_grouped():
@@ -438,13 +447,15 @@ def test_options_are_checked_and_grouped():
         SweepOptions(step_tol=-1)
     mid = SweepOptions(step_tol=1e-4, step_patience=15).intermediate(o)
     assert (mid.iterate.tol, mid.polish.enabled, mid.iterate.patience) == (1e-4, False, 15)
+    assert SweepOptions(cold_far_patience=12).cold(o).iterate.far_patience == 12
     assert SweepOptions(step_tol=None, step_patience=None).intermediate(o) == o
 
 
 def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(monkeypatch):
     # Toy branch that the solver follows in steps |Δα| ≤ 2 (as in the fold test above): 10 → 5
     # needs intermediate points. Those are solved with the intermediate options (looser tol, no
-    # polish, shorter patience), the grid points with the full ones; each solve gets the prox
+    # polish, shorter patience), the grid points with the full ones, the cold start with the cap
+    # on wasted work; each solve gets the prox
     # warm starts of the last converged one (reuse_warm), none after a cold start's failure.
     from slrpipe.theory.replica import sweep as S
     from slrpipe.theory.replica.options import SolverOptions
@@ -464,11 +475,12 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
     opts = SolverOptions.build(tol=1e-6)
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [5, 10], n_samples=64, two_way=False, options=opts)
     assert ds.converged.values.tolist() == [[True, True]]
-    grid = [(a, o, w) for a, o, w in calls if a in (5.0, 10.0)]
+    grid = [(a, o, w) for a, o, w in calls[1:] if a in (5.0, 10.0)]
     mid = [(a, o, w) for a, o, w in calls if a not in (5.0, 10.0)]
     assert mid and all(o.iterate.tol == 1e-4 and not o.polish.enabled and o.iterate.patience == 15 for _, o, _ in mid)
-    assert all(o == opts for _, o, _ in grid)
-    assert calls[0] == (10.0, opts, None)  # the cold start
+    assert grid and all(o == opts for _, o, _ in grid)
+    # the cold start: the solver's options with the cap on wasted work (cold_far_patience)
+    assert calls[0] == (10.0, opts.replace(far_patience=30), None)
     assert calls[1][2] == "warm@10"  # first try of 10 → 5, then halved steps from 10, then from 7.5
     assert [w for a, _, w in calls if a == 5.0][-1] == f"warm@{mid[-1][0]:g}"
 
@@ -495,3 +507,18 @@ def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.01], [1.0, 5.0], n_samples=64)
     assert ds.converged.values.tolist() == [[True, False]]
     assert calls.count(1.0) == len(S.KEY_SCALES)
+
+
+def test_prox_does_not_depend_on_the_chunk_size():
+    # The chunk (samples per jitted call: 4096 on CPU, all samples on an accelerator) only splits
+    # the batch: every sample is solved independently, so the results must be identical.
+    from slrpipe.theory.replica import prox as P
+
+    rng = np.random.default_rng(5)
+    N, L = 300, 3
+    wk, wv, y = rng.standard_normal((N, L)), rng.standard_normal((N, L)), rng.standard_normal(N)
+    a = P.prox("softmax", wk, wv, y, 2.0, 1.5, chunk=128, softmin=100.0)
+    b = P.prox("softmax", wk, wv, y, 2.0, 1.5, chunk=None, softmin=100.0)
+    assert P.default_chunk() >= 4096
+    for k in ("chi", "z", "psi", "fk", "loss"):
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-12, atol=1e-12)

@@ -54,8 +54,11 @@ class IterateOptions:
     """method: 'anderson' or 'damped'.  damping: d ∈ (0, 1] of the damped steps.  memory: Anderson
     memory (≥ 1).  tol: on max_i |F(x)_i − x_i| / (1 + |x_i|).  max_iter: cap on channel
     evaluations.  patience: evaluations without a new best residual that end the solve.
-    far_patience: while the best residual is ≥ 10⁻² (far from any fixed point), evaluations
-    allowed without halving it before the solve gives up (None: no such cap; docs/theory.md §9).
+    far_patience: while the best residual is ≥ ``far_below`` (10⁻²: far from any fixed point),
+    evaluations allowed without halving it before the solve gives up (None: no such cap;
+    docs/theory.md §9); far_below = 0 applies the cap at every residual.  far_stall: while the
+    residual is ≥ ``far_below``, evaluations allowed without a new best residual (the
+    ``patience`` of the far phase; None: ``patience``).
     full_every: passes between full multi-start prox searches."""
 
     method: str = "anderson"
@@ -64,7 +67,9 @@ class IterateOptions:
     tol: float = 1e-5
     max_iter: int = 300
     patience: int = 40
-    far_patience: int | None = 15
+    far_patience: int | None = None
+    far_below: float = 1e-2
+    far_stall: int | None = None
     full_every: int = 5
 
     def __post_init__(self):
@@ -80,6 +85,10 @@ class IterateOptions:
         _pos_int("full_every", self.full_every)
         if self.far_patience is not None:
             _pos_int("far_patience", self.far_patience)
+        if self.far_stall is not None:
+            _pos_int("far_stall", self.far_stall)
+        if not self.far_below >= 0:
+            raise ValueError(f"far_below: must be ≥ 0, got {self.far_below}")
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,8 @@ class SweepOptions:
     step_tol: tolerance of the intermediate α points of a halved continuation step (warm starts
     only, never reported; None: the solver's tol and polish); the intermediate points are then
     not polished.  step_patience: ``patience`` of the intermediate points (None: the solver's).
+    cold_far_patience: ``far_patience`` of the cold starts (:func:`..sweep._cold_start`: a start
+    outside every basin is given up early, the next one of the ladder tried; None: the solver's).
     reuse_warm: pass the prox warm starts of the last converged point on to the next α.
     stability: compute the RS stability outputs at every reported converged point (docs/theory.md
     §11; about one channel evaluation each); False leaves them NaN."""
@@ -151,6 +162,7 @@ class SweepOptions:
     mc_seeds: int = 1
     step_tol: float | None = 1e-4
     step_patience: int | None = 15
+    cold_far_patience: int | None = 30
     reuse_warm: bool = True
     stability: bool = True
 
@@ -160,6 +172,8 @@ class SweepOptions:
             raise ValueError(f"step_tol: must be None or > 0, got {self.step_tol}")
         if self.step_patience is not None:
             _pos_int("step_patience", self.step_patience)
+        if self.cold_far_patience is not None:
+            _pos_int("cold_far_patience", self.cold_far_patience)
 
     def intermediate(self, opts: SolverOptions) -> SolverOptions:
         """The solver options of an intermediate continuation point (class docstring)."""
@@ -169,3 +183,7 @@ class SweepOptions:
         if self.step_patience is not None:
             flat.update(patience=self.step_patience)
         return opts.replace(**flat) if flat else opts
+
+    def cold(self, opts: SolverOptions) -> SolverOptions:
+        """The solver options of a cold start (class docstring)."""
+        return opts if self.cold_far_patience is None else opts.replace(far_patience=self.cold_far_patience)

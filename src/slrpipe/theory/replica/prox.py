@@ -16,7 +16,12 @@ soft-min envelope over the distinct local minima found are returned too (docs/th
 The Jacobian of the prox in (ω, y) comes from implicit differentiation of ∇φ = 0:
 ∂h/∂ω = H⁻¹ V⁻¹, ∂h/∂y = H⁻¹ ∇_h f, H = ∇²φ (2L × 2L).
 
-Everything runs in float64 JAX (``jax.enable_x64``), jit-compiled and vmapped over samples.
+Everything runs in float64 JAX (``jax.enable_x64``), jit-compiled and vmapped over samples, on
+JAX's default device: a GPU when one is present (float64 is supported there; the samples go in
+one launch per pass, :func:`default_chunk`; the host sees the lanes twice per pass — after the
+first Newton phase, to pick the unconverged lanes, and at the end). Measured on one H100 against
+one CPU core, full multi-start pass, L = 3, soft-min: 0.021 s vs 0.76 s (softmax, N = 8192),
+0.085 s vs 5.8 s (N = 65536), the same conjugates to 10 digits (docs/theory.md §9).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ Iteration (``method``):
     domain (q_a < m_a², V_a ≤ 0), failed prior steps (λ + V̂ ≤ 0) and stagnation (a point already
     in memory) fall back to the damped step from the best point; ``patience`` evaluations without
     a new best residual end the solve, and so do ``far_patience`` evaluations without halving the
-    best residual while it is still ≥ ``_FULL_BELOW`` (a start outside the basin of any fixed
-    point: the cap on wasted work, docs/theory.md §9).
+    best residual while it is still ≥ ``far_below`` (10⁻²: a start outside the basin of any fixed
+    point; the cap on wasted work, docs/theory.md §9).
   * "damped": x ← (1 − d) x + d F(x), d halved whenever the residual grows three times running.
 Prox passes: the first, every ``full_every``-th and, once the residual is below ``_FULL_BELOW``,
 every pass is a full multi-start search; the others start from the centre and the previous
@@ -156,6 +156,7 @@ def _iterate(sigma, fields, alpha, lam, x, opts: SolverOptions, warm=None) -> _I
     hist, xs, fs = [], [], []  # residuals of accepted steps; Anderson memory: iterates, F(x) − x
     best, near, n_rej, it_best = None, False, 0, 0
     far_ref, it_far = math.inf, 0  # cap on wasted work: last halving of the best residual
+    lowest = math.inf  # smallest residual of the solve (``best`` restarts when near)
     resid, it, ch = math.inf, 0, None
     for it in range(1, int(o.max_iter) + 1):
         # cheap passes (centre + warm starts: the previous global prox and its runners-up) between
@@ -195,15 +196,20 @@ def _iterate(sigma, fields, alpha, lam, x, opts: SolverOptions, warm=None) -> _I
             continue
         if resid <= 0.5 * far_ref:
             far_ref, it_far = resid, it
+        lowest = min(lowest, resid)
         new_best = best is None or resid < best[2]
         if new_best:
             best, it_best = (x, f, resid), it
         elif it - it_best >= o.patience:
             log.debug("no progress in %d iterations: giving up", o.patience)
             break
-        if not near and o.far_patience is not None and it - it_far >= o.far_patience:
+        if o.far_stall is not None and lowest >= o.far_below and it - it_best >= o.far_stall:
+            # far from any fixed point and no progress at all: a start outside every basin
+            log.debug("residual ≥ %.0e without a new best in %d iterations: giving up", o.far_below, o.far_stall)
+            break
+        if o.far_patience is not None and lowest >= o.far_below and it - it_far >= o.far_patience:
             # far from any fixed point and not getting closer: this start is outside every basin
-            log.debug("residual ≥ %.0e not halved in %d iterations: giving up", _FULL_BELOW, o.far_patience)
+            log.debug("residual ≥ %.0e not halved in %d iterations: giving up", o.far_below, o.far_patience)
             break
         if not new_best and (resid > _RESTART * best[2] or (it - it_best) % _STALL == 0):
             # the secant model failed (residual blew up), or the iteration is cycling without

@@ -128,7 +128,7 @@ def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, opts, sw, 
     for j in order:
         if init is None:
             if j not in cold:
-                cold[j] = _cold_start(sigma, model, nu, L, delta, lam, alphas[j], fields, opts)
+                cold[j] = _cold_start(sigma, model, nu, L, delta, lam, alphas[j], fields, sw.cold(opts))
             r = dict(cold[j])
             reached = alphas[j] if r["converged"] else math.nan
         else:

@@ -1,0 +1,287 @@
+"""Population expectations A = E σ(χ)_{ε*}, B = E|σ(χ)|² at any sequence length L (docs/theory.md §11).
+
+On the manifold q_k = m_k² the student fields are χ_ℓ = m χ*_ℓ, independent over tokens under the
+tilted teacher law (docs/model.md §2). Every quantity here is a sum of per-token one-dimensional
+Gaussian expectations, or a one-dimensional integral of products of them, so the cost does not grow
+with L (L enters only as an exponent):
+
+* normalised scores σ_ℓ = e^{λ_ℓ}/S, S = Σ e^{λ_ℓ} (softmax: λ = mχ*; softplus_norm:
+  λ = log softplus(mχ*); the m → ∞ limit of softplus_norm: λ = log relu(χ*)) through
+  1/S = ∫₀^∞ e^{−tS} dt and 1/S² = ∫₀^∞ t e^{−tS} dt. With t = e^s and u = s + λ,
+      A = ∫ ds E[h₁(s + λ_{ε*})] Π_{ℓ≠ε*} (1 − E h₀(s + λ_ℓ)),
+      B = ∫ ds Σ_ℓ E[h₂(s + λ_ℓ)] Π_{j≠ℓ} (1 − E h₀(s + λ_j)),
+  h₀(u) = 1 − exp(−eᵘ), h₁(u) = eᵘ exp(−eᵘ), h₂(u) = e²ᵘ exp(−eᵘ) (bounded, smooth on scale 1
+  in u). The product over the L − 1 exchangeable tokens is exp((L − 1) log1p(−E h₀)).
+* max-SLR puts the location weights p = softmax(νχ*) in A; for B (no p), for the Bayes risk
+  (σ = p at m = c_ν = ν: risk = 1 − B) and for per-token σ (linear, erf: A = L E[σ(χ*₀) p₀], one
+  normaliser T = Σ e^{νχ*}) the same 1-D Laplace integral applies. Normalised σ at finite ν ≠ m
+  would need a 2-D (T, S) integral: not implemented, :func:`ab_exact` returns None and the caller
+  falls back to the field quadrature (with its error bar). ν = ∞: A for linear and erf is
+  L ∫ σ(x) φ(x) Φ(x)^{L−1} dx; for normalised σ (argmax indicator inside the expectation) it is left
+  to the fallback too.
+* linear and erf in spiked-SLR are closed forms (erf through Owen's T:
+  E erf(a + bZ) = erf(a/√(1+2b²)), E erf(a + bZ)² = 1 − 8 T(√2 a/√(1+2b²), 1/√(1+4b²))).
+* m = ∞ (the limit score): softmax → argmax, A = ∫ φ(x − √ν) Φ(x)^{L−1} dx, B = 1 (spiked);
+  softplus_norm → relu-normalised, argmax when every field is < 0.
+
+Quadrature: per token, composite Gauss–Legendre in x = χ* on [μ − 12, μ + 12] (Gaussian mass
+outside < 2·10⁻³³; every h_k is bounded, so only absolute accuracy is needed, and an absolute error
+δ in E h₀ moves the product by a relative (L − 1)δ) with panel breaks every 1.5 in x and at the x
+where u = s + λ(x) crosses −36, −32, …, −4, −3, …, 4 (h_k's layers: below u = −36 h_k < 3·10⁻¹⁶, above
+u = 4 h₀ = 1 to 2·10⁻²⁴); in s, Gauss–Legendre panels of width max(1, m/4) over the range where
+some h_k(s + λ) is non-negligible. ``level`` scales the node counts (1.5ᵏ); the change under one
+refinement is the reported error (measured ≤ 1e-11 on the risk at default level, tests).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+from scipy.special import erf, log_ndtr, ndtr, owens_t, roots_legendre
+
+from slrpipe.scores import log_softplus
+
+_X_HALF = 12.0  # Gaussian mass beyond ±12: 3.6e-33
+_X_STEP = 1.5
+_U_BREAKS = np.array([-36.0, -32, -28, -24, -20, -16, -12, -8, -6, -4, -3, -2, -1, 0, 1, 2, 3, 4])
+_V_BREAKS = np.array([-8.0, -4, -2, -1, 0, 1, 2, 4, 8])
+_U_LO, _U_HI = -36.0, 4.0
+_N_X, _N_S = 10, 10  # Gauss–Legendre nodes per panel at level 0
+
+NORMALISED = ("softmax", "softplus_norm")
+
+
+@lru_cache(maxsize=16)
+def _gl(n: int) -> tuple[np.ndarray, np.ndarray]:
+    x, w = roots_legendre(n)
+    return (x + 1) / 2, w / 2  # on [0, 1]
+
+
+def _nodes(level: float, base: int) -> int:
+    return max(4, int(round(base * 1.5**level)))
+
+
+def _panels(breaks: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights (rows × panels·n) of composite GL on sorted breakpoints (rows × k)."""
+    x, w = _gl(n)
+    lo, hi = breaks[..., :-1, None], breaks[..., 1:, None]
+    nodes = lo + (hi - lo) * x
+    weights = (hi - lo) * w
+    shape = breaks.shape[:-1] + (-1,)
+    return nodes.reshape(shape), weights.reshape(shape)
+
+
+# ------------------------------------------------------------------------------ log-score maps λ
+def _lam(kind: str, m: float, x: np.ndarray) -> np.ndarray:
+    if kind == "exp":
+        return m * x
+    if kind == "softplus":
+        return log_softplus(m * x)
+    with np.errstate(divide="ignore"):  # relu: log x, −∞ for x ≤ 0 (then every h_k = 0)
+        return np.where(x > 0, np.log(np.maximum(x, 1e-300)), -np.inf)
+
+
+def _lam_inv(kind: str, m: float, w: np.ndarray) -> np.ndarray:
+    """x with λ(x) = w (λ increasing)."""
+    if kind == "exp":
+        return w / m
+    if kind == "softplus":
+        # softplus(v) = y = eʷ → v = log(eʸ − 1); v = y (to 1e-13) for y > 30, v = w for w < −30
+        y = np.exp(np.clip(w, -30.0, 3.4))
+        mid = np.log(np.expm1(y))
+        return np.where(w > 3.4, np.exp(np.minimum(w, 700.0)), np.where(w < -30.0, w, mid)) / m
+    return np.exp(np.minimum(w, 700.0))
+
+
+def _lam_range(kind: str, m: float, mu_lo: float, mu_hi: float) -> tuple[float, float]:
+    """(min, max) of λ over the x-ranges [μ − 12, μ + 12] of the tokens (relu: min over x > 0)."""
+    if kind == "relu":
+        return -36.0 - 4.0, math.log(mu_hi + _X_HALF)  # x < e^{−40}: h_k(s + log x) negligible for s ≤ 40
+    lo = _lam(kind, m, np.array(mu_lo - _X_HALF))
+    hi = _lam(kind, m, np.array(mu_hi + _X_HALF))
+    return float(lo), float(hi)
+
+
+def _s_rule(kind: str, m: float, mu_lo: float, mu_hi: float, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights in s = log t over the range where some h_k(s + λ) matters for some token."""
+    lam_lo, lam_hi = _lam_range(kind, m, mu_lo, mu_hi)
+    a, b = _U_LO - lam_hi, _U_HI - lam_lo
+    # integrands vary on scale 1 in s (h_k's layers) or, where λ = m x (softmax; softplus for
+    # s > 44, where only fields with m x < −40 reach u ≥ −36), on the scale m of the field spread:
+    # panels of width 1, or max(1, m/4) there
+    c = b if kind == "exp" else min(max(a, 44.0), b)
+    width = max(1.0, m / 4.0) if kind != "relu" else 1.0
+    fine = np.linspace(a, c, max(1, int(math.ceil((c - a) / (width if kind == "exp" else 1.0)))) + 1)
+    coarse = np.linspace(c, b, max(1, int(math.ceil((b - c) / width))) + 1)
+    return _panels(np.concatenate([fine, coarse[1:]]), _nodes(level, _N_S))
+
+
+def _token(kind: str, m: float, mu: float, s: np.ndarray, level: float, g=None) -> np.ndarray:
+    """E over x ~ N(μ, 1) of [h₀, h₁·g, h₂](s + λ(x)) for each s: array (3, n_s); g(x) a weight."""
+    lo, hi = mu - _X_HALF, mu + _X_HALF
+    if kind == "relu":
+        lo = max(lo, 0.0)
+    fixed = np.arange(lo, hi + 1e-9, _X_STEP)
+    fixed = np.append(fixed[fixed < hi], hi)
+    if kind == "softplus":  # softplus(v) bends on |v| ≲ 4: breaks in v = m x
+        fixed = np.clip(np.concatenate([fixed, _V_BREAKS / m]), lo, hi)
+    xu = np.clip(_lam_inv(kind, m, _U_BREAKS[None, :] - s[:, None]), lo, hi)
+    breaks = np.sort(np.concatenate([np.broadcast_to(fixed, (s.size, fixed.size)), xu], axis=1), axis=1)
+    x, w = _panels(breaks, _nodes(level, _N_X))
+    w = w * np.exp(-0.5 * (x - mu) ** 2) / math.sqrt(2 * math.pi)
+    u = np.minimum(s[:, None] + _lam(kind, m, x), 50.0)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        eu = np.exp(u)
+        h0 = -np.expm1(-eu)
+        h1 = np.exp(u - eu)
+        h2 = np.exp(2 * u - eu)
+    h1 = h1 if g is None else h1 * g(x)
+    return np.stack([(w * h0).sum(1), (w * h1).sum(1), (w * h2).sum(1)])
+
+
+# --------------------------------------------------------------------------------- normalised σ
+def _power(h0: np.ndarray, k: int) -> np.ndarray:
+    """(1 − E h₀)^k as exp(k log1p(−E h₀)): accurate when E h₀ ≪ 1/k; 1 for k = 0, 0 where E h₀ = 1."""
+    if k <= 0:
+        return np.ones_like(h0)
+    with np.errstate(divide="ignore"):
+        return np.exp(k * np.log1p(-np.clip(h0, 0.0, 1.0)))
+
+
+def _kind(sigma: str, m: float) -> str:
+    if math.isinf(m):
+        return "relu"  # softplus_norm limit (softmax's limit is handled in closed form)
+    return "exp" if sigma == "softmax" else "softplus"
+
+
+def _gauss_rule(mu: float, level: float, hi: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
+    """x ~ N(μ, 1) restricted to x < hi: GL on [μ − 12, min(μ + 12, hi)] in panels of ≤ 0.5
+    (Φ(x)^{L−1} sharpens to scale ~1/√(2 log L))."""
+    top = min(mu + _X_HALF, hi)
+    k = max(1, int(math.ceil((top - mu + _X_HALF) / 0.5)))
+    x, w = _panels(np.linspace(mu - _X_HALF, top, k + 1), _nodes(level, _N_X))
+    return x, w * np.exp(-0.5 * (x - mu) ** 2) / math.sqrt(2 * math.pi)
+
+
+def _spiked_normalised(sigma: str, nu: float, L: int, m: float, level: float) -> tuple[float, float]:
+    mu = math.sqrt(nu)
+    if m == 0.0:
+        return 1.0 / L, 1.0 / L
+    if math.isinf(m) and sigma == "softmax":  # argmax: A = P(spike token leads), B = 1
+        x, w = _gauss_rule(mu, level)
+        return float((w * np.exp((L - 1) * log_ndtr(x))).sum()), 1.0
+    kind = _kind(sigma, m)
+    s, ws = _s_rule(kind, m, 0.0, mu, level)
+    Hs = _token(kind, m, mu, s, level)
+    H0 = _token(kind, m, 0.0, s, level)
+    A = (ws * Hs[1] * _power(H0[0], L - 1)).sum()
+    B = (ws * (Hs[2] * _power(H0[0], L - 1) + (L - 1) * H0[2] * _power(Hs[0], 1) * _power(H0[0], L - 2))).sum()
+    if kind == "relu":  # every field < 0: the limit score is the argmax
+        x, w = _gauss_rule(mu, level, hi=0.0)
+        A += (w * np.exp((L - 1) * log_ndtr(x))).sum()
+        B += math.exp(log_ndtr(-mu) + (L - 1) * log_ndtr(0.0))
+    return float(A), float(B)
+
+
+def _max_B(sigma: str, L: int, m: float, level: float) -> float:
+    """B = E|σ|² in max-SLR (no location weights): L ∫ ds E h₂ (1 − E h₀)^{L−1}."""
+    if m == 0.0:
+        return 1.0 / L
+    if math.isinf(m) and sigma == "softmax":
+        return 1.0
+    kind = _kind(sigma, m)
+    s, ws = _s_rule(kind, m, 0.0, 0.0, level)
+    H = _token(kind, m, 0.0, s, level)
+    B = L * (ws * H[2] * _power(H[0], L - 1)).sum()
+    if kind == "relu":
+        B += math.exp(L * log_ndtr(0.0))
+    return float(B)
+
+
+def _max_tilted_mean(g, nu: float, L: int, level: float) -> float:
+    """E Σ_ℓ p_ℓ g(χ*_ℓ), p = softmax(νχ*) (argmax at ν = ∞), χ* iid N(0, 1): L E[g(χ*₀) p₀]."""
+    if nu == 0.0:
+        x, w = _gauss_rule(0.0, level)
+        return float((w * g(x)).sum())
+    if math.isinf(nu):
+        x, w = _gauss_rule(0.0, level)
+        return float(L * (w * g(x) * np.exp((L - 1) * log_ndtr(x))).sum())
+    s, ws = _s_rule("exp", nu, 0.0, 0.0, level)
+    H = _token("exp", nu, 0.0, s, level, g=g)
+    return float(L * (ws * H[1] * _power(H[0], L - 1)).sum())
+
+
+# --------------------------------------------------------------------------------- per-token σ
+def erf_moments(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """E erf(a + bZ) and E erf(a + bZ)², Z ~ N(0, 1) (Owen's T; b ≥ 0)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    r = np.sqrt(1 + 2 * b * b)
+    return erf(a / r), 1.0 - 8.0 * owens_t(math.sqrt(2) * a / r, 1.0 / np.sqrt(1 + 4 * b * b))
+
+
+def _erf_sq_mean(mu: float, m: float, c: float) -> float:
+    """E σ² for σ = 1 + erf(c + m x), x ~ N(μ, 1)."""
+    e1, e2 = erf_moments(c + m * mu, m)
+    return float(1.0 + 2.0 * e1 + e2)
+
+
+# ------------------------------------------------------------------------------------------ API
+def supported(sigma: str, model: str, nu: float, m: float) -> bool:
+    """Whether :func:`ab_exact` has a reduction for these arguments (else the caller falls back)."""
+    if model == "spiked" or sigma in ("linear", "erf"):
+        return True
+    # max-SLR, normalised σ: B always; A only at ν = 0 (p uniform) or ν = m (softmax: A = B)
+    return nu == 0.0 or m == 0.0 or (sigma == "softmax" and m == nu)
+
+
+def ab_exact(sigma: str, model: str, nu: float, L: int, m: float, c: float = 0.0,
+             level: float = 0.0) -> tuple[float, float] | None:
+    """A = E σ(χ)_{ε*}, B = E|σ(χ)|² at χ = m χ* (q_k = m_k²), fixed length L, any L ≥ 1.
+
+    m = inf: the limit score up to a positive factor (as population._sigma_limit): argmax for
+    softmax, relu-normalised for softplus_norm, χ* for linear, 1 + sign χ* for erf. ``c``: erf
+    offset. ``level``: node counts × 1.5^level (refinement for error estimates).
+    Returns None where no reduction is implemented (max-SLR, softmax/softplus_norm with
+    0 < ν ≠ m, or ν = ∞ with 0 < m); arguments are assumed checked by the caller.
+    Source: docs/theory.md §11.
+    """
+    if not supported(sigma, model, nu, m):
+        return None
+    if sigma == "linear":
+        if model == "spiked":
+            if math.isinf(m):  # σ = χ*
+                mu = math.sqrt(nu)
+                return mu, L + nu
+            mu = math.sqrt(nu)
+            return 1.0 + m * mu, L + 2 * m * mu + m * m * (L + nu)
+        if math.isinf(m):
+            return _max_tilted_mean(lambda x: x, nu, L, level), float(L)
+        return 1.0 + m * _max_tilted_mean(lambda x: x, nu, L, level), L * (1.0 + m * m)
+    if sigma == "erf":
+        if math.isinf(m):  # σ = 1 + sign χ* = 2·1{χ* > 0}
+            if model == "spiked":
+                mu = math.sqrt(nu)
+                return 2 * ndtr(mu), 4 * (ndtr(mu) + (L - 1) * 0.5)
+            return _max_tilted_mean(lambda x: 2.0 * (x > 0), nu, L, level), 2.0 * L
+        if model == "spiked":
+            mu = math.sqrt(nu)
+            A = 1.0 + float(erf_moments(c + m * mu, m)[0])
+            return A, _erf_sq_mean(mu, m, c) + (L - 1) * _erf_sq_mean(0.0, m, c)
+        return (_max_tilted_mean(lambda x: 1.0 + erf(c + m * x), nu, L, level),
+                L * _erf_sq_mean(0.0, m, c))
+    if model == "spiked":
+        return _spiked_normalised(sigma, nu, L, m, level)
+    B = _max_B(sigma, L, m, level)
+    if m == 0.0 or nu == 0.0:
+        return 1.0 / L, B  # σ or p uniform: Σ p σ has mean 1/L
+    return B, B  # softmax at m = ν: σ = p, A = E Σ p² = B
+
+
+def bayes_gain_exact(model: str, nu: float, L: int, level: float = 0.0) -> float:
+    """E Σ_ℓ p_ℓ², p = softmax(c_ν χ*) the posterior of ε* (1 − Bayes risk at Δ = 0)."""
+    if math.isinf(nu):
+        return 1.0
+    m = math.sqrt(nu) if model == "spiked" else nu
+    return ab_exact("softmax", model, nu, L, m, 0.0, level)[1]

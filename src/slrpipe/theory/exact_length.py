@@ -142,12 +142,16 @@ def _token(kind: str, m: float, mu: float, s: np.ndarray, level: float, g=None) 
 
 
 # --------------------------------------------------------------------------------- normalised σ
-def _power(h0: np.ndarray, k: int) -> np.ndarray:
-    """(1 − E h₀)^k as exp(k log1p(−E h₀)): accurate when E h₀ ≪ 1/k; 1 for k = 0, 0 where E h₀ = 1."""
-    if k <= 0:
-        return np.ones_like(h0)
-    with np.errstate(divide="ignore"):
-        return np.exp(k * np.log1p(-np.clip(h0, 0.0, 1.0)))
+# A length law enters through (Ls, ps): lengths and their (possibly sub-normalised) weights; the
+# per-token expectations do not depend on L, only the powers Σ_L p_L c_L (1 − E h₀)^{L−k} do.
+def _mix(h0: np.ndarray, Ls: np.ndarray, coef: np.ndarray, k: int) -> np.ndarray:
+    """Σ_L coef_L (1 − E h₀)^{L−k} for each s (shape of h0); terms with L < k must have coef 0.
+    Powers as exp((L − k) log1p(−E h₀)): accurate when E h₀ ≪ 1/L; 0 where E h₀ = 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lp = np.log1p(-np.clip(h0, 0.0, 1.0))
+        e = np.clip(Ls - k, 0, None).astype(float)
+        pw = np.exp(np.where(e[None, :] == 0, 0.0, lp[..., None] * e[None, :]))
+    return pw @ coef
 
 
 def _kind(sigma: str, m: float) -> str:
@@ -165,57 +169,63 @@ def _gauss_rule(mu: float, level: float, hi: float = math.inf) -> tuple[np.ndarr
     return x, w * np.exp(-0.5 * (x - mu) ** 2) / math.sqrt(2 * math.pi)
 
 
-def _spiked_normalised(sigma: str, nu: float, L: int, m: float, level: float) -> tuple[float, float]:
+def _argmax_mix(x: np.ndarray, Ls: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """Σ_L coef_L Φ(x)^{L−1}."""
+    return np.exp(log_ndtr(x)[:, None] * (Ls - 1)[None, :]) @ coef
+
+
+def _spiked_normalised(sigma, nu, Ls, ps, m, level) -> tuple[float, float]:
     mu = math.sqrt(nu)
     if m == 0.0:
-        return 1.0 / L, 1.0 / L
+        return float((ps / Ls).sum()), float((ps / Ls).sum())
     if math.isinf(m) and sigma == "softmax":  # argmax: A = P(spike token leads), B = 1
         x, w = _gauss_rule(mu, level)
-        return float((w * np.exp((L - 1) * log_ndtr(x))).sum()), 1.0
+        return float((w * _argmax_mix(x, Ls, ps)).sum()), float(ps.sum())
     kind = _kind(sigma, m)
     s, ws = _s_rule(kind, m, 0.0, mu, level)
     Hs = _token(kind, m, mu, s, level)
     H0 = _token(kind, m, 0.0, s, level)
-    A = (ws * Hs[1] * _power(H0[0], L - 1)).sum()
-    B = (ws * (Hs[2] * _power(H0[0], L - 1) + (L - 1) * H0[2] * _power(Hs[0], 1) * _power(H0[0], L - 2))).sum()
+    P1 = _mix(H0[0], Ls, ps, 1)
+    A = (ws * Hs[1] * P1).sum()
+    B = (ws * (Hs[2] * P1 + H0[2] * (1 - Hs[0]) * _mix(H0[0], Ls, ps * (Ls - 1), 2))).sum()
     if kind == "relu":  # every field < 0: the limit score is the argmax
         x, w = _gauss_rule(mu, level, hi=0.0)
-        A += (w * np.exp((L - 1) * log_ndtr(x))).sum()
-        B += math.exp(log_ndtr(-mu) + (L - 1) * log_ndtr(0.0))
+        A += (w * _argmax_mix(x, Ls, ps)).sum()
+        B += (ps * np.exp(log_ndtr(-mu) + (Ls - 1) * log_ndtr(0.0))).sum()
     return float(A), float(B)
 
 
-def _max_B(sigma: str, L: int, m: float, level: float) -> float:
+def _max_B(sigma, Ls, ps, m, level) -> float:
     """B = E|σ|² in max-SLR (no location weights): L ∫ ds E h₂ (1 − E h₀)^{L−1}."""
     if m == 0.0:
-        return 1.0 / L
+        return float((ps / Ls).sum())
     if math.isinf(m) and sigma == "softmax":
-        return 1.0
+        return float(ps.sum())
     kind = _kind(sigma, m)
     s, ws = _s_rule(kind, m, 0.0, 0.0, level)
     H = _token(kind, m, 0.0, s, level)
-    B = L * (ws * H[2] * _power(H[0], L - 1)).sum()
+    B = (ws * H[2] * _mix(H[0], Ls, ps * Ls, 1)).sum()
     if kind == "relu":
-        B += math.exp(L * log_ndtr(0.0))
+        B += (ps * np.exp(Ls * log_ndtr(0.0))).sum()
     return float(B)
 
 
-def _max_tilted_mean(g, nu: float, L: int, level: float) -> float:
+def _max_tilted_mean(g, nu, Ls, ps, level) -> float:
     """E Σ_ℓ p_ℓ g(χ*_ℓ), p = softmax(νχ*) (argmax at ν = ∞), χ* iid N(0, 1): L E[g(χ*₀) p₀]."""
     if nu == 0.0:
         x, w = _gauss_rule(0.0, level)
-        return float((w * g(x)).sum())
+        return float((w * g(x)).sum() * ps.sum())
     if math.isinf(nu):
         x, w = _gauss_rule(0.0, level)
-        return float(L * (w * g(x) * np.exp((L - 1) * log_ndtr(x))).sum())
+        return float((w * g(x) * _argmax_mix(x, Ls, ps * Ls)).sum())
     s, ws = _s_rule("exp", nu, 0.0, 0.0, level)
     H = _token("exp", nu, 0.0, s, level, g=g)
-    return float(L * (ws * H[1] * _power(H[0], L - 1)).sum())
+    return float((ws * H[1] * _mix(H[0], Ls, ps * Ls, 1)).sum())
 
 
 # --------------------------------------------------------------------------------- per-token σ
 def erf_moments(a, b) -> tuple[np.ndarray, np.ndarray]:
-    """E erf(a + bZ) and E erf(a + bZ)², Z ~ N(0, 1) (Owen's T; b ≥ 0)."""
+    """E erf(a + bZ) and E erf(a + bZ)², Z ~ N(0, 1), b ≥ 0 (Owen's T; docs/theory.md §11)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     r = np.sqrt(1 + 2 * b * b)
     return erf(a / r), 1.0 - 8.0 * owens_t(math.sqrt(2) * a / r, 1.0 / np.sqrt(1 + 4 * b * b))
@@ -236,52 +246,59 @@ def supported(sigma: str, model: str, nu: float, m: float) -> bool:
     return nu == 0.0 or m == 0.0 or (sigma == "softmax" and m == nu)
 
 
-def ab_exact(sigma: str, model: str, nu: float, L: int, m: float, c: float = 0.0,
+def ab_exact(sigma: str, model: str, nu: float, L, m: float, c: float = 0.0,
              level: float = 0.0) -> tuple[float, float] | None:
-    """A = E σ(χ)_{ε*}, B = E|σ(χ)|² at χ = m χ* (q_k = m_k²), fixed length L, any L ≥ 1.
+    """A = E σ(χ)_{ε*}, B = E|σ(χ)|² at χ = m χ* (q_k = m_k²), any L ≥ 1 (docs/theory.md §11).
 
-    m = inf: the limit score up to a positive factor (as population._sigma_limit): argmax for
-    softmax, relu-normalised for softplus_norm, χ* for linear, 1 + sign χ* for erf. ``c``: erf
-    offset. ``level``: node counts × 1.5^level (refinement for error estimates).
-    Returns None where no reduction is implemented (max-SLR, softmax/softplus_norm with
-    0 < ν ≠ m, or ν = ∞ with 0 < m); arguments are assumed checked by the caller.
-    Source: docs/theory.md §11.
+    L: an int or a law {length: weight} (A, B are the weighted sums; weights need not sum to 1, so
+    a law can be split between methods). m = inf: the limit score up to a positive factor (as
+    population._sigma_limit): argmax for softmax, relu-normalised for softplus_norm, χ* for
+    linear, 1 + sign χ* for erf. ``c``: erf offset. ``level``: node counts × 1.5^level.
+    Returns None where no reduction is implemented (max-SLR, softmax/softplus_norm at 0 < ν ≠ m);
+    arguments are assumed checked by the caller. Cost independent of L for fixed L; a law adds a
+    (nodes × lengths) matrix product.
     """
     if not supported(sigma, model, nu, m):
         return None
+    law = {int(L): 1.0} if not isinstance(L, dict) else L
+    Ls = np.array(list(law), dtype=np.int64)
+    ps = np.array(list(law.values()), dtype=float)
+    mass, EL = float(ps.sum()), float((ps * Ls).sum())
+    mu = math.sqrt(nu) if model == "spiked" else 0.0
     if sigma == "linear":
         if model == "spiked":
             if math.isinf(m):  # σ = χ*
-                mu = math.sqrt(nu)
-                return mu, L + nu
-            mu = math.sqrt(nu)
-            return 1.0 + m * mu, L + 2 * m * mu + m * m * (L + nu)
+                return mu * mass, EL + nu * mass
+            return (1.0 + m * mu) * mass, EL + (2 * m * mu + m * m * nu) * mass + m * m * EL
         if math.isinf(m):
-            return _max_tilted_mean(lambda x: x, nu, L, level), float(L)
-        return 1.0 + m * _max_tilted_mean(lambda x: x, nu, L, level), L * (1.0 + m * m)
+            return _max_tilted_mean(lambda x: x, nu, Ls, ps, level), EL
+        return mass + m * _max_tilted_mean(lambda x: x, nu, Ls, ps, level), EL * (1.0 + m * m)
     if sigma == "erf":
         if math.isinf(m):  # σ = 1 + sign χ* = 2·1{χ* > 0}
             if model == "spiked":
-                mu = math.sqrt(nu)
-                return 2 * ndtr(mu), 4 * (ndtr(mu) + (L - 1) * 0.5)
-            return _max_tilted_mean(lambda x: 2.0 * (x > 0), nu, L, level), 2.0 * L
+                return 2 * ndtr(mu) * mass, 4 * (ndtr(mu) * mass + 0.5 * (EL - mass))
+            return _max_tilted_mean(lambda x: 2.0 * (x > 0), nu, Ls, ps, level), 2.0 * EL
         if model == "spiked":
-            mu = math.sqrt(nu)
-            A = 1.0 + float(erf_moments(c + m * mu, m)[0])
-            return A, _erf_sq_mean(mu, m, c) + (L - 1) * _erf_sq_mean(0.0, m, c)
-        return (_max_tilted_mean(lambda x: 1.0 + erf(c + m * x), nu, L, level),
-                L * _erf_sq_mean(0.0, m, c))
+            A = (1.0 + float(erf_moments(c + m * mu, m)[0])) * mass
+            return A, _erf_sq_mean(mu, m, c) * mass + (EL - mass) * _erf_sq_mean(0.0, m, c)
+        return (_max_tilted_mean(lambda x: 1.0 + erf(c + m * x), nu, Ls, ps, level),
+                EL * _erf_sq_mean(0.0, m, c))
     if model == "spiked":
-        return _spiked_normalised(sigma, nu, L, m, level)
-    B = _max_B(sigma, L, m, level)
+        return _spiked_normalised(sigma, nu, Ls, ps, m, level)
+    B = _max_B(sigma, Ls, ps, m, level)
     if m == 0.0 or nu == 0.0:
-        return 1.0 / L, B  # σ or p uniform: Σ p σ has mean 1/L
+        return float((ps / Ls).sum()), B  # σ or p uniform: Σ p σ has mean 1/L
     return B, B  # softmax at m = ν: σ = p, A = E Σ p² = B
 
 
-def bayes_gain_exact(model: str, nu: float, L: int, level: float = 0.0) -> float:
-    """E Σ_ℓ p_ℓ², p = softmax(c_ν χ*) the posterior of ε* (1 − Bayes risk at Δ = 0)."""
+def bayes_gain_exact(model: str, nu: float, L, level: float = 0.0) -> float:
+    """E Σ_ℓ p_ℓ², p = softmax(c_ν χ*) the posterior of ε* (1 − Bayes risk at Δ = 0); L as in
+    :func:`ab_exact`."""
     if math.isinf(nu):
-        return 1.0
+        return float(sum(length_weights(L)))
     m = math.sqrt(nu) if model == "spiked" else nu
     return ab_exact("softmax", model, nu, L, m, 0.0, level)[1]
+
+
+def length_weights(L) -> list[float]:
+    return [1.0] if not isinstance(L, dict) else list(L.values())

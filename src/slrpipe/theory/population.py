@@ -294,7 +294,8 @@ def _opt_1d(sigma, model, nu, law, spec) -> tuple[float, float]:
         res = minimize_scalar(lambda u: -_gain(sigma, model, nu, law, spec, u), bounds=(lo, hi),
                               method="bounded", options={"xatol": 1e-10})
         # at the top end keep the exact limit u = 1 unless Brent finds a clearly better finite m_k
-        margin = 1e-7 if best_u == 1.0 else 0.0  # > rule error at m_k ≲ 1e3 for L ≤ 2
+        # > rule error at m_k ≲ 1e3 for L ≤ 2 (exact reductions: ≤ 1e-11 up to m_k = 999)
+        margin = 0.0 if best_u < 1.0 else (1e-11 if _uses_exact(sigma, model, nu, 999.0, spec, law) else 1e-7)
         if -res.fun > best_g + margin:
             best_u, best_g = float(res.x), float(-res.fun)
     return best_u, best_g

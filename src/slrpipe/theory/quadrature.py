@@ -108,11 +108,12 @@ class QuadSpec:
         return "ordered" if L <= self.max_tensor_L else "qmc"
 
     def coarse(self, L: int) -> "QuadSpec":
-        """A cheaper spec (≈½ nodes per dimension, ⅛ QMC points) for locating optimum basins."""
+        """A cheaper spec (≈½ nodes per dimension, ⅛ QMC points, ~0.55× exact-rule nodes: error
+        ≲ 1e-6) for locating optimum basins."""
         n_t, n_y, n_mid, n_tail = _ordered_sizes(self, L)
         return replace(self, n_t=max(4, n_t // 2), n_y=max(2, n_y // 2), n_mid=max(4, n_mid // 2),
                        n_tail=max(6, n_tail // 2), n_gh=max(10, self.n_gh // 2),
-                       qmc_log2=max(6, self.qmc_log2 - 3))
+                       qmc_log2=max(6, self.qmc_log2 - 3), exact_level=self.exact_level - 1.5)
 
     def refined(self, L: int) -> "QuadSpec":
         """A finer spec of the same method at length L (≈1.5× nodes per dimension, 4× QMC points)."""

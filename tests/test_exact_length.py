@@ -76,7 +76,7 @@ def _mc_ab(sigma, model, nu, L, m, c, n, rng, chunk=2000):
 @pytest.mark.parametrize("sigma,model,nu,m,c", [
     ("softmax", "spiked", 9.0, 2.0, 0.0), ("softplus_norm", "spiked", 9.0, 5.0, 0.0),
     ("softmax", "max", 3.0, 3.0, 0.0), ("erf", "max", 2.0, 0.8, -1.0), ("linear", "max", INF, 0.5, 0.0),
-    ("erf", "spiked", 4.0, 1.0, -2.0),
+    ("erf", "spiked", 4.0, 1.0, -2.0), ("erf", "max", 2.0, 40.0, 0.5),
 ])
 @pytest.mark.parametrize("L,n", [(64, 40_000), (1024, 6_000)])
 def test_monte_carlo(sigma, model, nu, m, c, L, n):

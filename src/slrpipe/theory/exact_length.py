@@ -118,13 +118,15 @@ def _s_rule(kind: str, m: float, mu_lo: float, mu_hi: float, level: float) -> tu
     return _panels(np.concatenate([fine, coarse[1:]]), _nodes(level, _N_S))
 
 
-def _token(kind: str, m: float, mu: float, s: np.ndarray, level: float, g=None) -> np.ndarray:
-    """E over x ~ N(μ, 1) of [h₀, h₁·g, h₂](s + λ(x)) for each s: array (3, n_s); g(x) a weight."""
+def _token(kind: str, m: float, mu: float, s: np.ndarray, level: float, g=None, g_breaks=()) -> np.ndarray:
+    """E over x ~ N(μ, 1) of [h₀, h₁·g, h₂](s + λ(x)) for each s: array (3, n_s); g(x) a weight
+    with steep layers at ``g_breaks`` (extra panel breaks)."""
     lo, hi = mu - _X_HALF, mu + _X_HALF
     if kind == "relu":
         lo = max(lo, 0.0)
     fixed = np.arange(lo, hi + 1e-9, _X_STEP)
     fixed = np.append(fixed[fixed < hi], hi)
+    fixed = np.clip(np.concatenate([fixed, np.asarray(g_breaks, float)]), lo, hi)
     if kind == "softplus":  # softplus(v) bends on |v| ≲ 4: breaks in v = m x
         fixed = np.clip(np.concatenate([fixed, _V_BREAKS / m]), lo, hi)
     xu = np.clip(_lam_inv(kind, m, _U_BREAKS[None, :] - s[:, None]), lo, hi)
@@ -160,12 +162,14 @@ def _kind(sigma: str, m: float) -> str:
     return "exp" if sigma == "softmax" else "softplus"
 
 
-def _gauss_rule(mu: float, level: float, hi: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
+def _gauss_rule(mu: float, level: float, hi: float = math.inf, breaks=()) -> tuple[np.ndarray, np.ndarray]:
     """x ~ N(μ, 1) restricted to x < hi: GL on [μ − 12, min(μ + 12, hi)] in panels of ≤ 0.5
-    (Φ(x)^{L−1} sharpens to scale ~1/√(2 log L))."""
+    (Φ(x)^{L−1} sharpens to scale ~1/√(2 log L)), plus extra panel ``breaks``."""
     top = min(mu + _X_HALF, hi)
     k = max(1, int(math.ceil((top - mu + _X_HALF) / 0.5)))
-    x, w = _panels(np.linspace(mu - _X_HALF, top, k + 1), _nodes(level, _N_X))
+    b = np.unique(np.clip(np.concatenate([np.linspace(mu - _X_HALF, top, k + 1), np.asarray(breaks, float)]),
+                          mu - _X_HALF, top))
+    x, w = _panels(b, _nodes(level, _N_X))
     return x, w * np.exp(-0.5 * (x - mu) ** 2) / math.sqrt(2 * math.pi)
 
 
@@ -210,16 +214,17 @@ def _max_B(sigma, Ls, ps, m, level) -> float:
     return float(B)
 
 
-def _max_tilted_mean(g, nu, Ls, ps, level) -> float:
-    """E Σ_ℓ p_ℓ g(χ*_ℓ), p = softmax(νχ*) (argmax at ν = ∞), χ* iid N(0, 1): L E[g(χ*₀) p₀]."""
+def _max_tilted_mean(g, nu, Ls, ps, level, g_breaks=()) -> float:
+    """E Σ_ℓ p_ℓ g(χ*_ℓ), p = softmax(νχ*) (argmax at ν = ∞), χ* iid N(0, 1): L E[g(χ*₀) p₀].
+    ``g_breaks``: where g has steep layers (panel breaks)."""
     if nu == 0.0:
-        x, w = _gauss_rule(0.0, level)
+        x, w = _gauss_rule(0.0, level, breaks=g_breaks)
         return float((w * g(x)).sum() * ps.sum())
     if math.isinf(nu):
-        x, w = _gauss_rule(0.0, level)
+        x, w = _gauss_rule(0.0, level, breaks=g_breaks)
         return float((w * g(x) * _argmax_mix(x, Ls, ps * Ls)).sum())
     s, ws = _s_rule("exp", nu, 0.0, 0.0, level)
-    H = _token("exp", nu, 0.0, s, level, g=g)
+    H = _token("exp", nu, 0.0, s, level, g=g, g_breaks=g_breaks)
     return float((ws * H[1] * _mix(H[0], Ls, ps * Ls, 1)).sum())
 
 
@@ -277,11 +282,15 @@ def ab_exact(sigma: str, model: str, nu: float, L, m: float, c: float = 0.0,
         if math.isinf(m):  # σ = 1 + sign χ* = 2·1{χ* > 0}
             if model == "spiked":
                 return 2 * ndtr(mu) * mass, 4 * (ndtr(mu) * mass + 0.5 * (EL - mass))
-            return _max_tilted_mean(lambda x: 2.0 * (x > 0), nu, Ls, ps, level), 2.0 * EL
+            return _max_tilted_mean(lambda x: 2.0 * (x > 0), nu, Ls, ps, level, [0.0]), 2.0 * EL
         if model == "spiked":
             A = (1.0 + float(erf_moments(c + m * mu, m)[0])) * mass
             return A, _erf_sq_mean(mu, m, c) * mass + (EL - mass) * _erf_sq_mean(0.0, m, c)
-        return (_max_tilted_mean(lambda x: 1.0 + erf(c + m * x), nu, Ls, ps, level),
+        if nu == 0.0:  # p uniform: Σ p σ has mean E σ
+            return (1.0 + float(erf_moments(c, m)[0])) * mass, EL * _erf_sq_mean(0.0, m, c)
+        # erf(c + m x) steps at x = −c/m over a width ~1/m: graded panel breaks there
+        kink = -c / m + np.array([-30.0, -10, -4, -2, -1, -0.5, 0, 0.5, 1, 2, 4, 10, 30]) / m if m > 0 else ()
+        return (_max_tilted_mean(lambda x: 1.0 + erf(c + m * x), nu, Ls, ps, level, kink),
                 EL * _erf_sq_mean(0.0, m, c))
     if model == "spiked":
         return _spiked_normalised(sigma, nu, Ls, ps, m, level)

@@ -53,6 +53,17 @@ def test_erf_moments_vs_quad():
         assert e2 == pytest.approx(quad(f, -12, 12, args=(2,), points=pts, epsabs=1e-13, limit=200)[0], abs=1e-11)
 
 
+def test_erf_moments_far_tail_relative():
+    # σ = 1 + erf(c + m x) at c ≪ 0: 1 + 2E erf + E erf² cancels to garbage (a variable-length optimum
+    # once reached risk −348 through it); the rule keeps full relative precision
+    from slrpipe.theory.exact_length import _erf_sq_mean
+    from scipy.special import erfc
+    for mu, m, c in [(0.0, 0.035, -5.6), (1.0, 0.5, -3.0), (0.0, 2.0, -8.0), (1.0, 0.3, -6.0)]:
+        f = lambda x: erfc(-(c + m * x)) ** 2 * math.exp(-(x - mu) ** 2 / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+        ref = quad(f, -40, 40, epsabs=0, epsrel=1e-12, limit=500, points=[-c / m])[0]
+        assert _erf_sq_mean(mu, m, c) == pytest.approx(ref, rel=1e-10)
+
+
 # ------------------------------------------------------------------ brute-force Monte Carlo
 def _mc_ab(sigma, model, nu, L, m, c, n, rng, chunk=2000):
     """Sample means and standard errors of σ(χ)_{ε*} (as E[Σ_ℓ P(ε* = ℓ | χ*) σ_ℓ]) and |σ|²."""

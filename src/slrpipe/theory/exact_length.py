@@ -39,7 +39,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import erf, log_ndtr, ndtr, owens_t, roots_legendre
+from scipy.special import erf, erfc, log_ndtr, ndtr, owens_t, roots_legendre
 
 from slrpipe.scores import log_softplus
 
@@ -236,10 +236,26 @@ def erf_moments(a, b) -> tuple[np.ndarray, np.ndarray]:
     return erf(a / r), 1.0 - 8.0 * owens_t(math.sqrt(2) * a / r, 1.0 / np.sqrt(1 + 4 * b * b))
 
 
+def _phi_sq_mean(alpha: float, beta: float) -> float:
+    """E Φ(α + βZ)², Z ~ N(0, 1), β ≥ 0, to full relative precision: Φ(h) − 2T(h, k) (h = α/√(1+β²),
+    k = 1/√(1+2β²)) while h ≥ −5, where the cancellation costs < 1e-9 relative; below, Gauss–Legendre
+    over z on ±12 widths around the integrand's peak z* = −2αβ/(1+2β²) (log-space integrand)."""
+    h = alpha / math.sqrt(1 + beta * beta)
+    if h >= -5.0:
+        return float(ndtr(h) - 2.0 * owens_t(h, 1.0 / math.sqrt(1 + 2 * beta * beta)))
+    zc, wd = -2 * alpha * beta / (1 + 2 * beta * beta), 1.0 / math.sqrt(1 + 2 * beta * beta)
+    z, w = _panels(np.linspace(zc - 12 * wd, zc + 12 * wd, 13), 16)
+    return float((w * np.exp(-0.5 * z * z + 2 * log_ndtr(alpha + beta * z))).sum() / math.sqrt(2 * math.pi))
+
+
+def _erf_mean(mu: float, m: float, c: float) -> float:
+    """E σ for σ = 1 + erf(c + m x) = erfc(−(c + m x)), x ~ N(μ, 1) (no cancellation at c ≪ 0)."""
+    return float(erfc(-(c + m * mu) / math.sqrt(1 + 2 * m * m)))
+
+
 def _erf_sq_mean(mu: float, m: float, c: float) -> float:
-    """E σ² for σ = 1 + erf(c + m x), x ~ N(μ, 1)."""
-    e1, e2 = erf_moments(c + m * mu, m)
-    return float(1.0 + 2.0 * e1 + e2)
+    """E σ² for σ = 1 + erf(c + m x) = 2Φ(√2 (c + m x)), x ~ N(μ, 1): 4 E Φ(α + βZ)²."""
+    return 4.0 * _phi_sq_mean(math.sqrt(2) * (c + m * mu), math.sqrt(2) * m)
 
 
 # ------------------------------------------------------------------------------------------ API
@@ -284,13 +300,13 @@ def ab_exact(sigma: str, model: str, nu: float, L, m: float, c: float = 0.0,
                 return 2 * ndtr(mu) * mass, 4 * (ndtr(mu) * mass + 0.5 * (EL - mass))
             return _max_tilted_mean(lambda x: 2.0 * (x > 0), nu, Ls, ps, level, [0.0]), 2.0 * EL
         if model == "spiked":
-            A = (1.0 + float(erf_moments(c + m * mu, m)[0])) * mass
+            A = _erf_mean(mu, m, c) * mass
             return A, _erf_sq_mean(mu, m, c) * mass + (EL - mass) * _erf_sq_mean(0.0, m, c)
         if nu == 0.0:  # p uniform: Σ p σ has mean E σ
-            return (1.0 + float(erf_moments(c, m)[0])) * mass, EL * _erf_sq_mean(0.0, m, c)
+            return _erf_mean(0.0, m, c) * mass, EL * _erf_sq_mean(0.0, m, c)
         # erf(c + m x) steps at x = −c/m over a width ~1/m: graded panel breaks there
         kink = -c / m + np.array([-30.0, -10, -4, -2, -1, -0.5, 0, 0.5, 1, 2, 4, 10, 30]) / m if m > 0 else ()
-        return (_max_tilted_mean(lambda x: 1.0 + erf(c + m * x), nu, Ls, ps, level, kink),
+        return (_max_tilted_mean(lambda x: erfc(-(c + m * x)), nu, Ls, ps, level, kink),
                 EL * _erf_sq_mean(0.0, m, c))
     if model == "spiked":
         return _spiked_normalised(sigma, nu, Ls, ps, m, level)

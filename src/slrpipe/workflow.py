@@ -127,13 +127,13 @@ def _cross_checks(config: dict) -> None:
             if name not in config[kind]:
                 raise ConfigError(f"config error: figures.{fig}: {name!r} is not a {kind} experiment; allowed: {sorted(config[kind])}")
     for name, exp in config["length"].items():
-        extra = sorted(set(exp["target_sigmas"]) - set(exp["sigmas"]))
+        extra = sorted((set(exp["target_sigmas"]) | set(exp["var_sigmas"])) - set(exp["sigmas"]))
         if extra:
-            raise ConfigError(f"config error: length.{name}.target_sigmas: {extra} not in sigmas; allowed: {exp['sigmas']}")
+            raise ConfigError(f"config error: length.{name}.target_sigmas/var_sigmas: {extra} not in sigmas; allowed: {exp['sigmas']}")
         if exp["target_sigmas"] and exp["target_risk"] is None:
             raise ConfigError(f"config error: length.{name}.target_risk: needed by target_sigmas; allowed: a number in (0, 1)")
-        if (exp["var_L_max"] is None) != (not exp["var_nu"]):
-            raise ConfigError(f"config error: length.{name}.var_nu: give var_L_max and a non-empty var_nu together")
+        if exp["var_sigmas"] and (exp["var_L_max"] is None or not exp["var_nu"]):
+            raise ConfigError(f"config error: length.{name}.var_sigmas: needs var_L_max and a non-empty var_nu")
         if exp["model"] == "spiked" and any(math.isinf(v) for v in exp["var_nu"]):
             raise ConfigError(f"config error: length.{name}.var_nu: ν = inf is allowed for model max only")
     for name, exp in config["replica"].items():
@@ -237,7 +237,7 @@ def _plan_length(config: dict, p: Plan, results: str) -> None:
     for name, exp in config["length"].items():
         for sigma in exp["sigmas"]:
             path = f"{results}/length/{name}/{sigma}.nc"
-            var = exp["var_L_max"] is not None and exp["var_nu"]
+            var = exp["var_L_max"] is not None and sigma in exp["var_sigmas"]
             _add(p.length, path, {
                 "sigma": sigma, "model": exp["model"], "L_grid": list(exp["lengths"]), "nu_grid": list(exp["nu"]),
                 "delta": exp["delta"],

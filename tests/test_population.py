@@ -146,12 +146,15 @@ def test_large_L_qmc():
     from scipy.integrate import quad
     from scipy.stats import norm
 
-    soft = pop.optimal_risk("softmax", "max", 2.0, 64)
-    assert abs(soft["risk"] - pop.bayes_risk("max", 2.0, 64)) < 4 * soft["risk_err"] + 1e-9
+    qmc = QuadSpec(method="quadrature")  # the field quadrature (QMC at L = 64), not exact_length
+    soft = pop.optimal_risk("softmax", "max", 2.0, 64, quad=qmc)
+    assert abs(soft["risk"] - pop.bayes_risk("max", 2.0, 64, quad=qmc)) < 4 * soft["risk_err"] + 1e-9
     e_max = quad(lambda t: t * 64 * norm.pdf(t) * norm.cdf(t) ** 63, -10, 10, epsabs=1e-13)[0]
-    lin = pop.optimal_risk("linear", "max", INF, 64)
+    lin = pop.optimal_risk("linear", "max", INF, 64, quad=qmc)
     assert 0 < lin["risk_err"] < 1e-4
     assert abs(lin["risk"] - (1 - (1 + e_max**2) / 64)) < 4 * lin["risk_err"]
+    # default (exact in L): the same closed form to quadrature accuracy
+    assert pop.optimal_risk("linear", "max", INF, 64)["risk"] == pytest.approx(1 - (1 + e_max**2) / 64, abs=1e-9)
     lin8 = pop.optimal_risk("linear", "max", INF, 8)["risk"]
     # computed: 0.3408 (L = 2) < 0.6217 (L = 8) < 0.8985 (L = 64) → 1
     assert pop.optimal_risk("linear", "max", INF, 2)["risk"] < lin8 < lin["risk"] and lin["risk"] > 0.85

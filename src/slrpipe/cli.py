@@ -15,6 +15,7 @@ COMMANDS = {
     "generate": "slrpipe.commands.generate",
     "train": "slrpipe.commands.train",
     "population": "slrpipe.commands.population",
+    "length": "slrpipe.commands.length",
     "replica": "slrpipe.commands.replica",
     "aggregate": "slrpipe.commands.aggregate",
     "figure": "slrpipe.commands.figure",

@@ -24,7 +24,7 @@ from slrpipe.lengths import length_law
 from slrpipe.vocabulary import seeds
 
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
-KINDS = ("population", "erm", "replica")
+KINDS = ("population", "erm", "replica", "length")
 
 
 class ConfigError(ValueError):
@@ -126,6 +126,16 @@ def _cross_checks(config: dict) -> None:
         for name in names:
             if name not in config[kind]:
                 raise ConfigError(f"config error: figures.{fig}: {name!r} is not a {kind} experiment; allowed: {sorted(config[kind])}")
+    for name, exp in config["length"].items():
+        extra = sorted((set(exp["target_sigmas"]) | set(exp["var_sigmas"])) - set(exp["sigmas"]))
+        if extra:
+            raise ConfigError(f"config error: length.{name}.target_sigmas/var_sigmas: {extra} not in sigmas; allowed: {exp['sigmas']}")
+        if exp["target_sigmas"] and exp["target_risk"] is None:
+            raise ConfigError(f"config error: length.{name}.target_risk: needed by target_sigmas; allowed: a number in (0, 1)")
+        if exp["var_sigmas"] and (exp["var_L_max"] is None or not exp["var_nu"]):
+            raise ConfigError(f"config error: length.{name}.var_sigmas: needs var_L_max and a non-empty var_nu")
+        if exp["model"] == "spiked" and any(math.isinf(v) for v in exp["var_nu"]):
+            raise ConfigError(f"config error: length.{name}.var_nu: ν = inf is allowed for model max only")
     for name, exp in config["replica"].items():
         if exp["erm"] and exp["erm"] not in config["erm"]:
             raise ConfigError(f"config error: replica.{name}.erm: {exp['erm']!r} is not an erm experiment; allowed: {sorted(config['erm'])}")
@@ -152,6 +162,7 @@ def setting_dir(exp: dict) -> str:
 @dataclass
 class Plan:
     population: dict = field(default_factory=dict)   # path -> job dict
+    length: dict = field(default_factory=dict)
     data: dict = field(default_factory=dict)
     erm: dict = field(default_factory=dict)
     replica: dict = field(default_factory=dict)
@@ -217,4 +228,19 @@ def plan(config: dict, results: str = "results") -> Plan:
             path = f"{stem}/bayes_optimal_n{exp['bayes_optimal_samples']}_seed{exp['seed']}.nc"
             _add(p.replica, path, dict(base, sigma="bayes_optimal", lam=None, n_samples=exp["bayes_optimal_samples"]))
             p.members.setdefault(("replica", name), []).append(path)
+    _plan_length(config, p, results)
     return p
+
+
+def _plan_length(config: dict, p: Plan, results: str) -> None:
+    """One job per (length experiment, σ): the (L, ν) grid, the target ν, the variable-length grid."""
+    for name, exp in config["length"].items():
+        for sigma in exp["sigmas"]:
+            path = f"{results}/length/{name}/{sigma}.nc"
+            var = exp["var_L_max"] is not None and sigma in exp["var_sigmas"]
+            _add(p.length, path, {
+                "sigma": sigma, "model": exp["model"], "L_grid": list(exp["lengths"]), "nu_grid": list(exp["nu"]),
+                "delta": exp["delta"],
+                "target_risk": exp["target_risk"] if sigma in exp["target_sigmas"] else None,
+                "var_L_max": exp["var_L_max"] if var else None, "var_nu_grid": list(exp["var_nu"]) if var else None})
+            p.members.setdefault(("length", name), []).append(path)

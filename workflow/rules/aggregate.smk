@@ -7,6 +7,7 @@ rule aggregate:
         population=list(PLAN.population),
         erm=list(PLAN.erm),
         replica=list(PLAN.replica),
+        length=list(PLAN.length),
     output:
         directory("results/slr.zarr"),
     params:

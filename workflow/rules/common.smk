@@ -32,6 +32,7 @@ FINGERPRINT = {
     # evaluated at aggregation, so a theory edit never reruns training
     "train": fingerprint(["slrpipe.commands.train"], exclude=["slrpipe.theory"]),
     "population": fingerprint(["slrpipe.commands.population"]),
+    "length": fingerprint(["slrpipe.commands.length"]),
     "replica": fingerprint(["slrpipe.commands.replica"]),
 }
 

@@ -69,6 +69,17 @@ def population_node(files) -> xr.Dataset:
     return xr.concat(parts, dim="sigma", combine_attrs="drop_conflicts").assign_coords(_setting(ds))
 
 
+def length_node(files) -> xr.Dataset:
+    """Length sweeps (one file per σ, dims L, nu; optional nu_target(L), risk_var(nu_var)) stacked
+    along ``sigma``; a variable a σ's file lacks is NaN for that σ."""
+    parts = []
+    for f in files:
+        ds = _open(f)
+        parts.append(ds.reset_coords(["sigma", "model", "delta"], drop=True).expand_dims(sigma=[str(ds["sigma"].values)]))
+    node = xr.merge(parts, combine_attrs="drop_conflicts", join="outer", compat="no_conflicts")
+    return node.assign_coords({k: ds[k].values.item() for k in ("model", "delta")})
+
+
 def _erm_index(ds: xr.Dataset) -> dict:
     """Index of one ERM run read from its own coordinates: σ, λ, the realised α = n/D, and the
     experiment seed (the teacher seed less its offset, docs/model.md §5)."""
@@ -161,7 +172,7 @@ def git_commit() -> str:
 def build_store(members: dict, config: dict, out, log=None) -> Path:
     """Aggregate result files into the zarr store ``out`` (written atomically).
 
-    members: {(kind, experiment): [result files]} with kind in population, erm, replica (the
+    members: {(kind, experiment): [result files]} with kind in population, erm, replica, length (the
     workflow's ``plan.members``); every coordinate is read from the files themselves. ``config``:
     the validated workflow config, kept in the root attributes (each node also carries its
     experiment's settings). ``log``: a log file path (default: the caller's logging set-up).
@@ -184,6 +195,8 @@ def _build_store(members: dict, config: dict, out) -> Path:
         log.info("aggregating %s/%s from %d files", kind, name, len(files))
         if kind == "population":
             node = population_node(files)
+        elif kind == "length":
+            node = length_node(files)
         elif kind == "erm":
             node = add_population_prediction(erm_node(files), _erm_task(files))
         else:

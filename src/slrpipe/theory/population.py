@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
@@ -27,6 +28,7 @@ from scipy.special import erf
 
 from slrpipe.lengths import format_L, length_law  # noqa: F401  (re-exported)
 from slrpipe.scores import score, softmax, softplus
+from slrpipe.theory import exact_length
 from slrpipe.theory.quadrature import FieldRule, QuadSpec, field_rule
 from slrpipe.vocabulary import BAYES, c_nu
 from slrpipe.vocabulary import check_delta as _check_delta
@@ -114,10 +116,41 @@ def _ab_rule(sigma: str, rule: FieldRule, m_k: float, s: float, c: float) -> np.
     return _group_sums(rule, fn, 2)
 
 
+def _exact_args(sigma, model, nu, m_k, q_k, spec):
+    """(ν, m) for :func:`exact_length.ab_exact` when it applies at these overlaps, else None.
+
+    Spiked q_k > m_k² is folded into (ν m_k²/q_k, √q_k) as in :func:`_ab_law`; max-SLR needs
+    q_k = m_k². Raises ValueError for method "exact" where no reduction exists."""
+    if not spec.allows_exact:
+        return None
+    s2 = 0.0 if math.isinf(m_k) else q_k - m_k**2
+    if s2 > 0 and model == "spiked":
+        nu, m_k = nu * m_k**2 / q_k, math.sqrt(q_k)
+    if (s2 <= 0 or model == "spiked") and exact_length.supported(sigma, model, nu, m_k):
+        return nu, m_k
+    if spec.method == "exact":
+        raise ValueError(f"method: no exact-in-L reduction for {sigma}, {model}, ν={nu}, m_k={m_k}, "
+                         f"q_k={q_k} (use 'auto' to fall back to the field quadrature)")
+    return None
+
+
+def _uses_exact(sigma, model, nu, m_k, spec, law) -> bool:
+    """Whether every length of ``law`` goes through the exact reductions (at q_k = m_k²)."""
+    return _exact_args(sigma, model, nu, m_k, m_k * m_k, spec) is not None and all(map(spec.exact_at, law))
+
+
 def _ab_law(sigma, model, nu, law, m_k, q_k, c, spec) -> np.ndarray:
-    """(2, n_groups) law-averaged A, B; spiked q_k > m_k² folded into ν (see :func:`ab`)."""
+    """(2, n_groups) law-averaged A, B; spiked q_k > m_k² folded into ν (see :func:`ab`); the
+    exact-in-L reductions (one group) where ``spec`` allows them and they exist."""
     s2 = 0.0 if math.isinf(m_k) else q_k - m_k**2
     tot = 0.0
+    ex = _exact_args(sigma, model, nu, m_k, q_k, spec)
+    if ex is not None:  # the lengths handled exactly, in one pass (weights sum to their mass)
+        sub = {L: pL for L, pL in law.items() if spec.exact_at(L)}
+        if sub:
+            a, b = exact_length.ab_exact(sigma, model, ex[0], sub, ex[1], c, spec.exact_level)
+            tot = np.array([[a], [b]])
+        law = {L: pL for L, pL in law.items() if L not in sub}
     for L, pL in law.items():
         if s2 > 0 and model == "spiked":
             # spiked: χ_ℓ ~ N(m_k √ν δ_{ℓ0}, q_k) independently, i.e. the q_k = m_k² rule at
@@ -261,7 +294,8 @@ def _opt_1d(sigma, model, nu, law, spec) -> tuple[float, float]:
         res = minimize_scalar(lambda u: -_gain(sigma, model, nu, law, spec, u), bounds=(lo, hi),
                               method="bounded", options={"xatol": 1e-10})
         # at the top end keep the exact limit u = 1 unless Brent finds a clearly better finite m_k
-        margin = 1e-7 if best_u == 1.0 else 0.0  # > rule error at m_k ≲ 1e3 for L ≤ 2
+        # > rule error at m_k ≲ 1e3 for L ≤ 2 (exact reductions: ≤ 1e-11 up to m_k = 999)
+        margin = 0.0 if best_u < 1.0 else (1e-11 if _uses_exact(sigma, model, nu, 999.0, spec, law) else 1e-7)
         if -res.fun > best_g + margin:
             best_u, best_g = float(res.x), float(-res.fun)
     return best_u, best_g
@@ -271,6 +305,13 @@ def _erf_gain_grad(model, nu, law, spec, x) -> tuple[float, np.ndarray]:
     """−A²/B for erf at (u, c) = x and its gradient (dσ/dc = 2/√π e^{−(c+mχ*)²}, dσ/dm = χ* dσ/dc)."""
     u, c = float(x[0]), float(x[1])
     m = _u_to_m(u)
+    if _exact_args("erf", model, nu, m, m * m, spec) is not None:  # smooth closed forms: central differences
+        def g(uu, cc):
+            return -_gain("erf", model, nu, law, spec, uu, cc)
+        h = 1e-6
+        du = (g(min(u + h, 0.999999), c) - g(max(u - h, 0.0), c)) / (min(u + h, 0.999999) - max(u - h, 0.0))
+        dc = (g(u, c + h) - g(u, c - h)) / (2 * h)
+        return g(u, c), np.array([du, dc])
     tot = np.zeros(6)
     for L, pL in law.items():
         def fn(chi_star, p, eta):
@@ -311,16 +352,27 @@ def _opt_erf(model, nu, law, spec) -> tuple[float, float, float]:
 
 def _gain_error(sigma, model, nu, law, spec, u, c) -> float:
     """Quadrature error of the gain at fixed overlaps: spread of the independent QMC scramblings
-    (standard error) or, for tensor rules, the change under refinement (≈1.5× nodes per dim)."""
+    (standard error) or, for tensor rules and the exact-in-L reductions, the change under
+    refinement (≈1.5× nodes per dim)."""
     m = _u_to_m(u)
     errs = 0.0
+    if _exact_args(sigma, model, nu, m, m * m, spec) is not None:  # exact lengths: one pass
+        sub = {L: pL for L, pL in law.items() if spec.exact_at(L)}
+        if sub:
+            mass = sum(sub.values())
+            sub = {L: pL / mass for L, pL in sub.items()}
+            a0, b0 = _ab_law(sigma, model, nu, sub, m, m * m, c, spec).mean(axis=1)
+            fine = replace(spec, exact_level=spec.exact_level + 1)
+            a1, b1 = _ab_law(sigma, model, nu, sub, m, m * m, c, fine).mean(axis=1)
+            errs += mass * float(abs(a1 * a1 / b1 - a0 * a0 / b0))
+        law = {L: pL for L, pL in law.items() if not spec.exact_at(L)}
     for L, pL in law.items():
         sub = {L: 1.0}
-        if spec.resolve(L) == "qmc":
+        if not _uses_exact(sigma, model, nu, m, spec, sub) and spec.resolve(L) == "qmc":
             a, b = _ab_law(sigma, model, nu, sub, m, m * m, c, spec)
             gains = a * a / b
             err = float(gains.std(ddof=1) / math.sqrt(gains.size))
-        else:
+        else:  # exact reductions and tensor rules: change under one refinement
             a0, b0 = _ab_law(sigma, model, nu, sub, m, m * m, c, spec).mean(axis=1)
             a1, b1 = _ab_law(sigma, model, nu, sub, m, m * m, c, spec.refined(L)).mean(axis=1)
             err = abs(a1 * a1 / b1 - a0 * a0 / b0)
@@ -429,7 +481,8 @@ def population_sweep(sigma, model, L, nus: Sequence[float], delta=0.0, *,
             out[k][i] = res[k]
         log.info("population %s %s L=%s nu=%g: risk=%.6f (%d/%d)", sigma, model, format_L(law), nu,
                  res["risk"], i + 1, nus.size)
-    methods = {str(Lv): spec.resolve(Lv) for Lv in law}
+    exact_used = sigma == BAYES or _exact_args(sigma, model, float(nus[-1]), 1.0, 1.0, spec) is not None
+    methods = {str(Lv): "exact_length" if exact_used and spec.exact_at(Lv) else spec.resolve(Lv) for Lv in law}
     ds = xr.Dataset(
         {k: ("nu", out[k]) for k in keys},
         coords={"nu": nus, "sigma": sigma, "model": model, "delta": delta, "L": format_L(law)},

@@ -41,7 +41,7 @@ from scipy.stats import qmc
 from slrpipe.scores import softmax
 from slrpipe.vocabulary import check_length, check_model_nu
 
-METHODS = ("auto", "ordered", "gh", "qmc")
+METHODS = ("auto", "exact", "quadrature", "ordered", "gh", "qmc")
 
 # Geometric grading of the gap panels next to kinks (resolves layers of width ≥ ~1e-4, i.e.
 # m_k, ν ≲ 1e4); the tail ends at Y = max(t − μ, t, 0) + _TAIL: Gaussian mass < φ(9) ≈ 1e-18 beyond.
@@ -54,7 +54,9 @@ _MAX_TENSOR_NODES = 30_000_000  # beyond, (χ*, η) rules fall back to QMC (e.g.
 class QuadSpec:
     """How expectations over the fields are computed (hashable: rules are cached per spec).
 
-    method: "auto" (``ordered`` for L ≤ ``max_tensor_L``, else ``qmc``), "ordered", "gh", "qmc".
+    method: "auto" (the exact-in-L reductions of :mod:`slrpipe.theory.exact_length` where they
+    exist, else as "quadrature"), "exact" (those reductions only: an error where none exists),
+    "quadrature" (``ordered`` for L ≤ ``max_tensor_L``, else ``qmc``), "ordered", "gh", "qmc".
     n_t: Gauss–Legendre nodes on each outer panel of the leading field (ordered); None = default.
     n_y: Gauss–Legendre nodes per graded gap panel near y = 0 (ordered); None = default for L.
     n_mid, n_tail: Gauss–Legendre nodes on the middle panel of [0, t⁺] and on the tail panel.
@@ -62,6 +64,9 @@ class QuadSpec:
     n_eta: Gauss–Hermite nodes per token for the student noise η (tensor methods, q_k > m_k²).
     qmc_log2: log2 of the Sobol points per scrambling; n_scrambles: independent scramblings.
     seed: seed of the scramblings (recorded in results).
+    exact_level: node counts of the exact reductions × 1.5^exact_level (refinement checks).
+    exact_min_L: under "auto", lengths below it use the tensor rule (L ≤ 2: the two agree to
+    ~1e-14 and the tensor rule is ~10× faster there); from L = 3 on the exact reductions.
     """
 
     method: str = "auto"
@@ -75,6 +80,8 @@ class QuadSpec:
     n_scrambles: int = 8
     seed: int = 0
     max_tensor_L: int = 3
+    exact_level: float = 0.0
+    exact_min_L: int = 3
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -85,25 +92,36 @@ class QuadSpec:
         if self.n_scrambles < 2 and self.method == "qmc":
             raise ValueError("n_scrambles: must be ≥ 2 for an error estimate")
 
+    @property
+    def allows_exact(self) -> bool:
+        """Whether the exact-in-L reductions are used where they exist ("auto", "exact")."""
+        return self.method in ("auto", "exact")
+
+    def exact_at(self, L: int) -> bool:
+        """Whether the exact reductions (where they exist) are used at length L."""
+        return self.method == "exact" or (self.method == "auto" and L >= self.exact_min_L)
+
     def resolve(self, L: int) -> str:
-        """The concrete method used at length L."""
-        if self.method != "auto":
+        """The concrete field-quadrature method used at length L (where no exact reduction is used)."""
+        if self.method not in ("auto", "exact", "quadrature"):
             return self.method
         return "ordered" if L <= self.max_tensor_L else "qmc"
 
     def coarse(self, L: int) -> "QuadSpec":
-        """A cheaper spec (≈½ nodes per dimension, ⅛ QMC points) for locating optimum basins."""
+        """A cheaper spec (≈½ nodes per dimension, ⅛ QMC points, ~0.55× exact-rule nodes: error
+        ≲ 1e-6) for locating optimum basins."""
         n_t, n_y, n_mid, n_tail = _ordered_sizes(self, L)
         return replace(self, n_t=max(4, n_t // 2), n_y=max(2, n_y // 2), n_mid=max(4, n_mid // 2),
                        n_tail=max(6, n_tail // 2), n_gh=max(10, self.n_gh // 2),
-                       qmc_log2=max(6, self.qmc_log2 - 3))
+                       qmc_log2=max(6, self.qmc_log2 - 3), exact_level=self.exact_level - 1.5)
 
     def refined(self, L: int) -> "QuadSpec":
         """A finer spec of the same method at length L (≈1.5× nodes per dimension, 4× QMC points)."""
         n_t, n_y, n_mid, n_tail = _ordered_sizes(self, L)
         return replace(self, n_t=int(1.5 * n_t), n_y=int(1.5 * n_y) + 1, n_mid=int(1.5 * n_mid),
                        n_tail=int(1.5 * n_tail), n_gh=int(1.5 * self.n_gh),
-                       n_eta=int(1.5 * self.n_eta), qmc_log2=self.qmc_log2 + 2)
+                       n_eta=int(1.5 * self.n_eta), qmc_log2=self.qmc_log2 + 2,
+                       exact_level=self.exact_level + 1)
 
 
 @dataclass(frozen=True, eq=False)

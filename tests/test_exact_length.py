@@ -1,4 +1,4 @@
-"""Exact-in-L population expectations (slrpipe.theory.exact_length, docs/theory.md §11).
+"""Exact-in-L population expectations (slrpipe.theory.exact_length, docs/theory.md §12).
 
 Tolerances: the reductions converge to ≤ 2e-12 under 1.5× refinement of every node count
 (measured over σ × model × ν × L ≤ 10⁴ × m ≤ 999, see benchmarks/bench_length.py); the field

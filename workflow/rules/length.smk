@@ -1,4 +1,4 @@
-# Population optimum against the sequence length L (docs/theory.md §11): one job per experiment and σ.
+# Population optimum against the sequence length L (docs/theory.md §12): one job per experiment and σ.
 
 
 def _length_args(wc, output):

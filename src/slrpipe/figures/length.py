@@ -1,4 +1,4 @@
-"""Sequence length (docs/theory.md §11; Cor. 4.3, 4.4): excess risk vs L, the ν reaching a target
+"""Sequence length (docs/theory.md §12; Cor. 4.3, 4.4): excess risk vs L, the ν reaching a target
 excess risk vs L with fitted laws, and the optimum under L ~ Uniform{1..N}."""
 
 from __future__ import annotations

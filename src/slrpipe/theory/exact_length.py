@@ -1,4 +1,4 @@
-"""Population expectations A = E σ(χ)_{ε*}, B = E|σ(χ)|² at any sequence length L (docs/theory.md §11).
+"""Population expectations A = E σ(χ)_{ε*}, B = E|σ(χ)|² at any sequence length L (docs/theory.md §12).
 
 On the manifold q_k = m_k² the student fields are χ_ℓ = m χ*_ℓ, independent over tokens under the
 tilted teacher law (docs/model.md §2). Every quantity here is a sum of per-token one-dimensional
@@ -230,7 +230,7 @@ def _max_tilted_mean(g, nu, Ls, ps, level, g_breaks=()) -> float:
 
 # --------------------------------------------------------------------------------- per-token σ
 def erf_moments(a, b) -> tuple[np.ndarray, np.ndarray]:
-    """E erf(a + bZ) and E erf(a + bZ)², Z ~ N(0, 1), b ≥ 0 (Owen's T; docs/theory.md §11)."""
+    """E erf(a + bZ) and E erf(a + bZ)², Z ~ N(0, 1), b ≥ 0 (Owen's T; docs/theory.md §12)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     r = np.sqrt(1 + 2 * b * b)
     return erf(a / r), 1.0 - 8.0 * owens_t(math.sqrt(2) * a / r, 1.0 / np.sqrt(1 + 4 * b * b))
@@ -269,7 +269,7 @@ def supported(sigma: str, model: str, nu: float, m: float) -> bool:
 
 def ab_exact(sigma: str, model: str, nu: float, L, m: float, c: float = 0.0,
              level: float = 0.0) -> tuple[float, float] | None:
-    """A = E σ(χ)_{ε*}, B = E|σ(χ)|² at χ = m χ* (q_k = m_k²), any L ≥ 1 (docs/theory.md §11).
+    """A = E σ(χ)_{ε*}, B = E|σ(χ)|² at χ = m χ* (q_k = m_k²), any L ≥ 1 (docs/theory.md §12).
 
     L: an int or a law {length: weight} (A, B are the weighted sums; weights need not sum to 1, so
     a law can be split between methods). m = inf: the limit score up to a positive factor (as

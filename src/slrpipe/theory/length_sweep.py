@@ -1,4 +1,4 @@
-"""Optimal population risk against the sequence length L (docs/theory.md §11; the paper's Cor. 4.3, 4.4).
+"""Optimal population risk against the sequence length L (docs/theory.md §12; the paper's Cor. 4.3, 4.4).
 
 For one σ (or the Bayes oracle): the optimum over overlaps on an (L, ν) grid; optionally the ν at
 which the excess risk R* − Δ² reaches a target (root of a decreasing function of log ν), and the
@@ -101,6 +101,6 @@ def length_sweep(sigma, model, lengths: Sequence[int], nus: Sequence[float], del
         ds["risk_var"].attrs["description"] = f"optimal risk, L ~ Uniform{{1..{var_L_max}}}, shared (k, v)"
         ds.attrs["var_L_max"] = int(var_L_max)
     ds["risk_err"].attrs["description"] = "quadrature error estimate (change under 1.5x refinement); NaN for bayes"
-    ds.attrs.update({"method": "population optimum vs L, exact-in-L reductions (docs/theory.md §11)",
+    ds.attrs.update({"method": "population optimum vs L, exact-in-L reductions (docs/theory.md §12)",
                      "quad_spec": repr(quad)})
     return ds

@@ -96,7 +96,9 @@ def test_defaults_filled_and_plan():
     assert erm["delta"] == 0.0 and erm["inits"] == ["informed"] and erm["optimizers"] == ["lbfgs"] and erm["dtype"] == "float32"
     p = plan(cfg)
     # 2 alphas x 2 seeds datasets; x 2 sigmas x 1 lam ERM runs
-    assert len(p.data) == 4 and len(p.erm) == 8
+    assert len(p.data) == 4 and len(p.members[("erm", "spiked_L2")]) == 8
+    # opt_L2 (seed 0, informed + 1 random) shares its informed runs with spiked_L2; opt_gd_L2 adds 4
+    assert len(p.members[("erm", "opt_L2")]) == 8 and len(p.erm) == 8 + 4 + 4
     assert all("/alpha2/" in k or "/alpha8/" in k for k in p.erm)
     # the automatic population point at the ERM setting carries the Bayes risk
     assert any(k.endswith("population/at_spiked_L2/bayes.nc") for k in p.population)
@@ -138,6 +140,8 @@ def test_plan_expands_inits_restarts_optimizers():
     from slrpipe.vocabulary import init_seed
 
     cfg = copy.deepcopy(SMOKE)
+    cfg["erm"] = {"spiked_L2": cfg["erm"]["spiked_L2"]}
+    cfg["figures"].pop("optimization")
     cfg["erm"]["spiked_L2"].update(inits=["informed", "random"], restarts=2, optimizers=["lbfgs", "gd"],
                                    lr={"gd": 0.25}, steps=300)
     p2 = plan(validate(copy.deepcopy(cfg)))

@@ -11,4 +11,5 @@ REGISTRY = {
     "cor43": "population",
     "erm_vs_population": "erm",
     "fig3": "replica",
+    "optimization": "erm",
 }

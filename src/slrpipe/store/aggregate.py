@@ -101,8 +101,10 @@ def erm_node(files) -> xr.Dataset:
         traj = ds[[v for v in ds.data_vars if v.startswith("traj_")]].reset_coords(drop=True)
         run = _scalars(ds).drop_vars("test_error_theory", errors="ignore").assign(extra)
         parts.append(xr.merge([run, traj]).expand_dims(index))
-    out = xr.combine_by_coords(parts, combine_attrs="drop")
+    # outer join: runs record different steps (NaN where a run has none)
+    out = xr.combine_by_coords(parts, combine_attrs="drop", join="outer", data_vars="all")
     out = out.reindex(init=order["init"], optimizer=order["optimizer"])
+    out = out.transpose("sigma", "lam", "alpha", "seed", "init", "restart", "optimizer", ...)
     return out.sortby(["lam", "alpha", "seed", "restart"]).assign_coords(_setting(ds))
 
 

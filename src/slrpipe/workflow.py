@@ -200,6 +200,16 @@ def plan(config: dict, results: str = "results") -> Plan:
             raise ConfigError(f"config error: population.{auto}: name is reserved for the erm experiment {name!r}")
         pops[auto] = {"model": exp["model"], "L": exp["L"], "delta": exp["delta"], "nu": [exp["nu"]],
                       "sigmas": ["bayes", *exp["sigmas"]]}
+    # ERM experiments of one setting (e.g. random starts beside an informed sweep) share its
+    # population point: computed once, under the first experiment's name
+    first: dict = {}
+    for name in config["erm"]:
+        pop = pops[f"at_{name}"]
+        key = (pop["model"], L_key(_law(pop["L"])), pop["delta"], pop["nu"][0])
+        owner = first.setdefault(key, f"at_{name}")
+        if owner != f"at_{name}" and set(pop["sigmas"]) <= set(pops[owner]["sigmas"]):
+            p.members[("population", f"at_{name}")] = [f"{results}/population/{owner}/{s}.nc" for s in pop["sigmas"]]
+            del pops[f"at_{name}"]
     for name, exp in pops.items():
         for sigma in exp["sigmas"]:
             path = f"{results}/population/{name}/{sigma}.nc"

@@ -105,7 +105,7 @@ def plot(tree, experiments, out_stem):
                 ax_a.plot(rep["alpha"].values, r.values, color=c, lw=1, label=f"{LABELS.get(s, s)}, replica (RS)")
         ax_a.set_title(f"(a) {setting_title(ds.attrs)}, λ = {lam:g}")
         _bayes(ax_a, rep, bayes_pop)
-        ax_a.set_yscale("log")
+        _plain_log(ax_a.yaxis)
         ax_a.set_ylabel(f"test error ({'R at learned k, v' if var == 'test_error_pop' else 'test set'})")
         log_alpha_axis(ax_a)
 
@@ -139,8 +139,8 @@ def plot(tree, experiments, out_stem):
                     if rep["alpha"].values.min() <= a <= rep["alpha"].values.max():
                         val = float(np.interp(np.log(a), np.log(rep["alpha"].values), r.values))
                         ax.axhline(val, color=c, ls=":", lw=1.2, label=f"{LABELS.get(s, s)}, replica (RS)")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
+            _plain_log(ax.xaxis)
+            _plain_log(ax.yaxis)
             ax.set_xlabel(f"{opt} steps (step size {lr:g}·D on k, v)" if opt != "adam" else f"adam steps (lr {lr:g})")
             ax.set_ylabel("population risk R(σ; k_t, v_t)")
             ax.set_title(f"(b) α = {a:.3g}, λ = {lam:g}")
@@ -158,12 +158,22 @@ def plot(tree, experiments, out_stem):
             ax_c.plot(ds["alpha"].values, frac.sel(sigma=s).values, marker=MARKERS.get(s, "o"), color=COLORS.get(s),
                       ms=4, label=None)
         n = int(exists.sum(("restart", "seed")).max())
-        ax_c.set_title(f"(c) random starts at the informed minimum ({n} per point)")
+        ax_c.set_title("(c) random starts reaching the informed minimum")
+        ax_c.set_ylabel(f"fraction of {n} with J ≤ (1 + {RTOL:g}) J_informed")
     ax_c.set_ylim(-0.05, 1.05)
-    ax_c.set_ylabel(f"fraction with J ≤ (1 + {RTOL:g}) J_informed")
     log_alpha_axis(ax_c)
     legend_below(fig, axes)
     return save(fig, out_stem)
+
+
+def _plain_log(axis):
+    """Log scale with plain-number labels (0.3, 0.5, 1, 2, … and 100, 1000 steps)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.axes.set_xscale("log") if axis is axis.axes.xaxis else axis.axes.set_yscale("log")
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _bayes(ax, rep, bayes_pop):

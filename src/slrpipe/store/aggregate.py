@@ -100,8 +100,12 @@ def erm_node(files) -> xr.Dataset:
         extra["lr"] = float(ds["lr"]) if "lr" in ds.coords else np.nan
         traj = ds[[v for v in ds.data_vars if v.startswith("traj_")]].reset_coords(drop=True)
         run = _scalars(ds).drop_vars("test_error_theory", errors="ignore").assign(extra)
-        parts.append(xr.merge([run, traj]).expand_dims(index))
-    # outer join: runs record different steps (NaN where a run has none)
+        parts.append((run, traj, index))
+    # one step axis for all runs (NaN where a run recorded no such step): with differing step
+    # coordinates combine_by_coords would take step for a concatenation dim
+    steps = np.unique(np.concatenate([traj["step"].values for _, traj, _ in parts if "step" in traj.dims] or [[]]))
+    parts = [xr.merge([run, traj.reindex(step=steps) if "step" in traj.dims else traj]).expand_dims(index)
+             for run, traj, index in parts]
     out = xr.combine_by_coords(parts, combine_attrs="drop", join="outer", data_vars="all")
     out = out.reindex(init=order["init"], optimizer=order["optimizer"])
     out = out.transpose("sigma", "lam", "alpha", "seed", "init", "restart", "optimizer", ...)

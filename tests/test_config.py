@@ -68,7 +68,8 @@ def test_schema_enums_are_the_vocabulary():
     assert tuple(defs["sigma_or_bayes"]["enum"]) == (*voc.SIGMAS, voc.BAYES)
     assert tuple(defs["replica_sigma"]["enum"]) == voc.REPLICA_SIGMAS
     erm = defs["erm"]["properties"]
-    assert tuple(erm["init"]["enum"]) == voc.INITS and tuple(erm["optimizer"]["enum"]) == voc.OPTIMIZERS
+    assert tuple(erm["inits"]["items"]["enum"]) == voc.INITS
+    assert tuple(erm["optimizers"]["items"]["enum"]) == voc.OPTIMIZERS
     assert tuple(erm["dtype"]["enum"]) == voc.DTYPES
 
 
@@ -92,13 +93,18 @@ def test_plan_holds_values_not_text():
 def test_defaults_filled_and_plan():
     cfg = validate(copy.deepcopy(SMOKE))
     erm = cfg["erm"]["spiked_L2"]
-    assert erm["delta"] == 0.0 and erm["init"] == "informed" and erm["dtype"] == "float32"
+    assert erm["delta"] == 0.0 and erm["inits"] == ["informed"] and erm["optimizers"] == ["lbfgs"] and erm["dtype"] == "float32"
     p = plan(cfg)
     # 2 alphas x 2 seeds datasets; x 2 sigmas x 1 lam ERM runs
-    assert len(p.data) == 4 and len(p.erm) == 8
+    assert len(p.data) == 4 and len(p.members[("erm", "spiked_L2")]) == 8
+    # opt_L2 (seed 0, informed + 1 random) shares its informed runs with spiked_L2; opt_gd_L2 adds 4
+    assert len(p.members[("erm", "opt_L2")]) == 8 and len(p.erm) == 8 + 4 + 4
     assert all("/alpha2/" in k or "/alpha8/" in k for k in p.erm)
     # the automatic population point at the ERM setting carries the Bayes risk
     assert any(k.endswith("population/at_spiked_L2/bayes.nc") for k in p.population)
+    # experiments of the same setting share it (no job of their own, the same files in the store)
+    assert not any("at_opt_" in k for k in p.population)
+    assert p.members[("population", "at_opt_L2")] == [k for k in p.members[("population", "at_spiked_L2")]]
 
 
 def test_size_rule_and_formatting():
@@ -120,3 +126,47 @@ def test_bad_config_cli_touches_nothing(workflow_dir):
     errors = [l for l in proc.stderr.splitlines() if "config error" in l]
     assert errors == ["config error: erm.spiked_L2.alphas[0]: -2.0 is less than or equal to the minimum of 0"], proc.stderr
     assert sorted(p.name for p in results.iterdir()) == ["precious.nc"] and keep.read_bytes() == b"computed earlier"
+
+
+def test_schema_step_sizes_are_the_optimizer_defaults():
+    """The config's default step sizes are the ones ``minimize`` uses when given none."""
+    from slrpipe.train.erm import DEFAULT_LR
+    from slrpipe.workflow import SCHEMA
+
+    lr = yaml.safe_load(SCHEMA.read_text())["$defs"]["erm"]["properties"]["lr"]["properties"]
+    assert {k: v["default"] for k, v in lr.items()} == DEFAULT_LR
+
+
+def test_plan_expands_inits_restarts_optimizers():
+    """Each (init, restart, optimizer) is one job keyed in its path; informed is one start; adding a
+    restart adds exactly the new random starts and keeps every other job (path and parameters)."""
+    from slrpipe.vocabulary import init_seed
+
+    cfg = copy.deepcopy(SMOKE)
+    cfg["erm"] = {"spiked_L2": cfg["erm"]["spiked_L2"]}
+    cfg["figures"].pop("optimization")
+    cfg["erm"]["spiked_L2"].update(inits=["informed", "random"], restarts=2, optimizers=["lbfgs", "gd"],
+                                   lr={"gd": 0.25}, steps=300)
+    p2 = plan(validate(copy.deepcopy(cfg)))
+    # 2 α × 2 seeds × 2 σ × (1 informed + 2 random) × 2 optimisers
+    assert len(p2.erm) == 2 * 2 * 2 * 3 * 2
+    gd = [j for k, j in p2.erm.items() if k.endswith("_random-r1_gd-lr0.25.nc")]
+    assert len(gd) == 8 and all(j["lr"] == 0.25 and j["max_iter"] == 300 and j["restart"] == 1 for j in gd)
+    assert {j["init_seed"] for j in gd} == {init_seed(0, 1), init_seed(1, 1)}
+    lb = [j for k, j in p2.erm.items() if k.endswith("_informed-r0_lbfgs.nc")]
+    assert len(lb) == 8 and all(j["lr"] is None and j["max_iter"] == 200 for j in lb)
+    cfg["erm"]["spiked_L2"]["restarts"] = 3
+    p3 = plan(validate(cfg))
+    new = set(p3.erm) - set(p2.erm)
+    assert set(p2.erm) <= set(p3.erm) and all(p3.erm[k] == p2.erm[k] for k in p2.erm)
+    assert len(new) == 16 and all("_random-r2_" in k for k in new)
+
+
+def test_init_seeds_distinct_and_stable():
+    from slrpipe.vocabulary import init_seed
+
+    got = {init_seed(s, r) for s in range(50) for r in range(50)}
+    assert len(got) == 2500 and all(0 <= x < 2**31 for x in got)
+    assert init_seed(3, 7) == init_seed(3, 7)
+    with pytest.raises(ValueError):
+        init_seed(-1, 0)

@@ -43,7 +43,8 @@ def test_store_contents(done):
     np.testing.assert_allclose(pop["risk"].sel(sigma="softmax"), pop["risk"].sel(sigma="bayes"), atol=1e-6)
     assert (pop["risk"].sel(sigma="linear") > pop["risk"].sel(sigma="softmax") + 1e-3).all()
     erm = tree["erm/spiked_L2"].to_dataset()
-    assert dict(erm.sizes) == {"sigma": 2, "lam": 1, "alpha": 2, "seed": 2}
+    assert dict(erm.sizes) == {"sigma": 2, "lam": 1, "alpha": 2, "seed": 2, "init": 1, "restart": 1, "optimizer": 1,
+                               "step": erm.sizes["step"]}
     for v in ("test_error", "train_loss", "m_k", "q_k", "m_v", "q_v"):
         assert not erm[v].isnull().any(), v
     rep = tree["replica/spiked_L2"].to_dataset()
@@ -59,7 +60,7 @@ def test_store_contents(done):
 def test_figures_are_real_images(done):
     import matplotlib.image as mpimg
 
-    for fig in ("fig2", "cor43", "erm_vs_population", "fig3"):
+    for fig in ("fig2", "cor43", "erm_vs_population", "fig3", "optimization"):
         png, pdf = done / "results" / "figures" / f"{fig}.png", done / "results" / "figures" / f"{fig}.pdf"
         assert pdf.stat().st_size > 5_000 and pdf.read_bytes()[:4] == b"%PDF"
         img = mpimg.imread(png)
@@ -89,6 +90,42 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
     assert len(trained) == 4 and all("/alpha4/" in t for t in trained), trained
 
 
+def test_adding_a_restart_lists_exactly_its_jobs(done):
+    """One more random start: its training jobs (2 σ × 2 α, restart 1), then the store, the one
+    figure that draws that experiment and the check; no data, theory or other figure job."""
+    cfg = yaml.safe_load((done / "config" / "smoke.yaml").read_text())
+    cfg["erm"]["opt_L2"]["restarts"] = 2
+    path = done / "config" / "smoke_restart.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
+    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1], re.M)}
+    jobs.pop("total")
+    assert jobs == {"train_erm": 4, "aggregate": 1, "fig_optimization": 1, "validate": 1, "all": 1}, out
+    trained = re.findall(r"^\s*output: (results/erm/\S+)$", out, re.M)
+    assert len(trained) == 4 and all(t.endswith("_random-r1_lbfgs.nc") for t in trained), trained
+
+
+def test_store_has_starts_trajectories_and_ground_state(done):
+    from slrpipe.store.aggregate import open_store
+
+    tree = open_store(done / "results" / "slr.zarr")
+    opt = tree["erm/opt_L2"].to_dataset()
+    assert list(opt["init"].values) == ["informed", "random"] and list(opt["optimizer"].values) == ["lbfgs"]
+    # the informed start has one run (restart 0); the ground state is the lower of the two objectives
+    assert opt["train_loss"].sel(init="informed", restart=0).notnull().all()
+    low = opt["train_loss"].min(("init", "restart", "optimizer"))
+    np.testing.assert_array_equal(opt["train_loss_ground"].values, low.values)
+    assert set(np.unique(opt["ground_init"].values)) <= {"informed", "random"}
+    gd = tree["erm/opt_gd_L2"].to_dataset()
+    risk = gd["traj_test_error_pop"].sel(init="random", restart=0, optimizer="gd", lam=0.1, seed=0)
+    assert list(gd["step"].values) == [0, 20, 40, 60, 80, 100] and bool(np.isfinite(risk).all())
+    # the last recorded step is where the run ended: the same formula at the same overlaps
+    np.testing.assert_allclose(risk.sel(step=100).values,
+                               gd["test_error_pop"].sel(init="random", restart=0, optimizer="gd", lam=0.1, seed=0).values,
+                               rtol=1e-6)
+    assert "ground" in (done / "results" / "validation.txt").read_text()
+
+
 def test_touching_population_solver_reruns_population_only(done):
     mod = done / "src" / "slrpipe" / "theory" / "population.py"
     original = mod.read_text()
@@ -100,6 +137,7 @@ def test_touching_population_solver_reruns_population_only(done):
     finally:
         mod.write_text(original)
     assert "train_erm" not in jobs and "generate_data" not in jobs, jobs
+    # 3 σ of the population sweep and (bayes + 2 σ) at the one ERM setting (shared by its 3 experiments)
     assert jobs.get("population") == 6 and jobs.get("aggregate") == 1, jobs
     assert planned_jobs(done) == {}  # restored source: nothing to do again
 

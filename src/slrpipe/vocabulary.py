@@ -38,6 +38,27 @@ def seeds(seed: int) -> dict[str, int]:
             "test_seed": TEST_SEED_OFFSET + s}
 
 
+#: the stream tag of random starts: ``init_seed(seed, restart)`` hashes (INIT_STREAM, seed, restart).
+INIT_STREAM = 30_000
+
+
+def init_seed(seed: int, restart: int) -> int:
+    """Seed of random start ``restart`` (0, 1, …) of experiment seed ``seed`` (docs/model.md §5).
+
+    A 31-bit hash of (``INIT_STREAM``, seed, restart) through ``numpy.random.SeedSequence``, so that
+    the starts of different (seed, restart) pairs are independent streams and adding a restart never
+    changes the seed of an existing one. The informed start uses no randomness; its jobs record the
+    restart-0 value all the same.
+
+    Raises:
+        ValueError: seed or restart negative.
+    """
+    if int(seed) < 0 or int(restart) < 0:
+        raise ValueError(f"seed, restart: must be ≥ 0, got {seed}, {restart}")
+    state = np.random.SeedSequence([INIT_STREAM, int(seed), int(restart)]).generate_state(1, np.uint32)[0]
+    return int(state) >> 1
+
+
 def default_test_seed(data_seed: int) -> int:
     """Test-set seed paired with a training-data seed (the same offset as :func:`seeds`)."""
     return int(data_seed) + TEST_SEED_OFFSET - DATA_SEED_OFFSET

@@ -21,7 +21,7 @@ import yaml
 
 from slrpipe.figures import REGISTRY as FIGURES
 from slrpipe.lengths import length_law
-from slrpipe.vocabulary import seeds
+from slrpipe.vocabulary import init_seed, seeds
 
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 KINDS = ("population", "erm", "replica", "length")
@@ -159,6 +159,28 @@ def setting_dir(exp: dict) -> str:
     return f"{exp['model']}/L{L_key(_law(exp['L']))}/nu{fmt(exp['nu'])}/delta{fmt(exp['delta'])}"
 
 
+FIRST_ORDER = ("gd", "sgd", "adam")
+
+
+def erm_runs(exp: dict, seed: int) -> list[tuple[str, dict]]:
+    """The training runs of one ERM point: (path key, run parameters) for each init × restart ×
+    optimizer of the experiment. The informed start is deterministic, so it is one run (restart 0);
+    random and small starts have ``restarts`` runs, start r seeded by ``init_seed(seed, r)``. The key
+    spells out what defines the run: ``{init}-r{restart}_{optimizer}``, with ``-lr{lr}`` for a
+    first-order optimiser (its step size); budgets (``max_iter``, ``steps``) are job parameters."""
+    runs = []
+    for init in exp["inits"]:
+        for restart in range(1 if init == "informed" else exp["restarts"]):
+            for opt in exp["optimizers"]:
+                lr = exp["lr"][opt] if opt in FIRST_ORDER else None
+                budget = exp["steps"] if opt in FIRST_ORDER and exp["steps"] else exp["max_iter"]
+                key = f"{init}-r{restart}_{opt}" + (f"-lr{fmt(lr)}" if lr is not None else "")
+                runs.append((key, {"init": init, "restart": restart, "init_seed": init_seed(seed, restart),
+                                   "optimizer": opt, "lr": lr, "max_iter": budget,
+                                   "record_every": exp["record_every"]}))
+    return runs
+
+
 @dataclass
 class Plan:
     population: dict = field(default_factory=dict)   # path -> job dict
@@ -178,7 +200,8 @@ def _add(table: dict, path: str, job: dict) -> None:
 
 def plan(config: dict, results: str = "results") -> Plan:
     """All jobs of a validated config. Population sweeps are one job per (experiment, σ) over the ν
-    grid; ERM one job per (setting, σ, λ, α, seed); replica one job per (setting, σ, λ) over the α grid
+    grid; ERM one job per (setting, σ, λ, α, seed) and run of :func:`erm_runs` (init × restart ×
+    optimizer); replica one job per (setting, σ, λ) over the α grid
     (warm-started along α) plus one Bayes-optimal job per setting."""
     p = Plan()
     pops = dict(config["population"])
@@ -188,6 +211,16 @@ def plan(config: dict, results: str = "results") -> Plan:
             raise ConfigError(f"config error: population.{auto}: name is reserved for the erm experiment {name!r}")
         pops[auto] = {"model": exp["model"], "L": exp["L"], "delta": exp["delta"], "nu": [exp["nu"]],
                       "sigmas": ["bayes", *exp["sigmas"]]}
+    # ERM experiments of one setting (e.g. random starts beside an informed sweep) share its
+    # population point: computed once, under the first experiment's name
+    first: dict = {}
+    for name in config["erm"]:
+        pop = pops[f"at_{name}"]
+        key = (pop["model"], L_key(_law(pop["L"])), pop["delta"], pop["nu"][0])
+        owner = first.setdefault(key, f"at_{name}")
+        if owner != f"at_{name}" and set(pop["sigmas"]) <= set(pops[owner]["sigmas"]):
+            p.members[("population", f"at_{name}")] = [f"{results}/population/{owner}/{s}.nc" for s in pop["sigmas"]]
+            del pops[f"at_{name}"]
     for name, exp in pops.items():
         for sigma in exp["sigmas"]:
             path = f"{results}/population/{name}/{sigma}.nc"
@@ -206,14 +239,13 @@ def plan(config: dict, results: str = "results") -> Plan:
                     _add(p.data, dpath, data)
                 for sigma in exp["sigmas"]:
                     for lam in exp["lams"]:
-                        path = (f"{results}/erm/{setting_dir(exp)}/{sigma}/lam{fmt(lam)}/alpha{fmt(alpha)}/"
-                                f"D{D}_n{n}_seed{seed}_{exp['init']}_{exp['optimizer']}.nc")
-                        job = dict(data, sigma=sigma, lam=lam, alpha=alpha, test_seed=seeds(seed)["test_seed"],
-                                   init_seed=seed, init=exp["init"], optimizer=exp["optimizer"],
-                                   max_iter=exp["max_iter"], tol=exp["tol"], n_test=exp["n_test"],
-                                   dtype=exp["dtype"], data_path=dpath if exp["store_data"] else None)
-                        _add(p.erm, path, job)
-                        p.members.setdefault(("erm", name), []).append(path)
+                        stem = f"{results}/erm/{setting_dir(exp)}/{sigma}/lam{fmt(lam)}/alpha{fmt(alpha)}/D{D}_n{n}_seed{seed}"
+                        for start, run in erm_runs(exp, seed):
+                            job = dict(data, sigma=sigma, lam=lam, alpha=alpha, test_seed=seeds(seed)["test_seed"],
+                                       **run, tol=exp["tol"], n_test=exp["n_test"], dtype=exp["dtype"],
+                                       data_path=dpath if exp["store_data"] else None)
+                            _add(p.erm, f"{stem}_{start}.nc", job)
+                            p.members.setdefault(("erm", name), []).append(f"{stem}_{start}.nc")
     for name, exp in config["replica"].items():
         base = {"model": exp["model"], "nu": exp["nu"], "L": _law(exp["L"]), "delta": exp["delta"],
                 "alphas": list(exp["alphas"]), "n_samples": exp["n_samples"], "seed": exp["seed"]}

@@ -1,4 +1,4 @@
-# ERM: one job per (setting, σ, λ, α, seed); writes one netCDF of metrics and overlaps.
+# ERM: one job per (setting, σ, λ, α, seed) and start (init × restart × optimizer); writes one netCDF of metrics and overlaps.
 
 # JAX's persistent compilation cache, shared by every train job (concurrent jobs and Slurm nodes on
 # one filesystem included): a job loads the XLA programs an earlier job of the same shapes compiled
@@ -19,7 +19,8 @@ def _erm_data(wc):
 
 def _erm_args(wc):
     j = _erm(wc)
-    common = ["sigma", "lam", "init", "init_seed", "optimizer", "max_iter", "tol", "n_test", "test_seed", "dtype"]
+    common = ["sigma", "lam", "init", "restart", "init_seed", "optimizer", "lr", "max_iter", "record_every", "tol",
+              "n_test", "test_seed", "dtype"]
     if j["data_path"]:
         return cli_args(j, common) + f" --data {j['data_path']}"
     return cli_args(j, common + ["model", "nu", "L", "delta", "D", "n", "teacher_seed", "data_seed"])

@@ -23,6 +23,9 @@ def add_arguments(p) -> None:
     p.add_argument("--optimizer", choices=OPTIMIZERS, default="lbfgs")
     p.add_argument("--init", choices=INITS, default="informed")
     p.add_argument("--init-seed", type=int, default=0)
+    p.add_argument("--restart", type=int, default=0,
+                   help="index of this start among the restarts of its seed (recorded as a coordinate; the "
+                        "workflow sets --init-seed to slrpipe.vocabulary.init_seed(seed, restart))")
     p.add_argument("--test-seed", type=int, default=None, help="default: data seed + 10000 (slrpipe.vocabulary.default_test_seed)")
     p.add_argument("--n-test", type=int, default=100_000)
     p.add_argument("--max-iter", type=int, default=1000)
@@ -76,5 +79,7 @@ def run(args) -> int:
 
     opts, data = options(args), _dataset(args)
     _, ds = run_erm(data, opts)
+    # the start's index and the step size in force, so the store can key runs by them
+    ds = ds.assign_coords(restart=int(args.restart), lr=float("nan") if args.lr is None else float(args.lr))
     write_netcdf(ds, args.out)
     return 0

@@ -12,4 +12,5 @@ REGISTRY = {
     "erm_vs_population": "erm",
     "fig3": "replica",
     "length": "length",
+    "optimization": "erm",
 }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from slrpipe.store.ground import reference
+
 from .style import COLORS, LABELS, legend_below, log_alpha_axis, MARKERS, ordered, panels, save, setting_title
 
 LAM_FILL = {0: "full", 1: "none", 2: "left", 3: "bottom"}
@@ -31,7 +33,7 @@ def draw_erm(ax, erm, lam_styles=True, label_suffix="", var="test_error"):
 def plot(tree, experiments, out_stem):
     fig, axes = panels(len(experiments), width=3.6, height=2.9)
     for ax, name in zip(axes, experiments):
-        erm = tree[f"erm/{name}"].to_dataset()
+        erm = reference(tree[f"erm/{name}"].to_dataset())  # the informed start
         pop = tree[f"population/at_{name}"].to_dataset()
         sigmas = draw_erm(ax, erm)
         if "test_error_pop" in erm:

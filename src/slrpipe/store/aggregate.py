@@ -6,10 +6,15 @@ experiment's config entry and provenance as attributes):
 
 - ``/population/<exp>``: dims (sigma, nu) — optimal population risk and the optimal overlaps
   (model.md §4); sigma includes "bayes".
-- ``/erm/<exp>``: dims (sigma, lam, alpha, seed) — ERM metrics of each run (model.md §5); alpha is
-  the realised n/D of the run (within 1/(2D) of the config's value), seed the experiment seed; plus
-  ``test_error_pop``, the population formula evaluated at the learned overlaps (computed here, so a
-  theory edit does not rerun training; the training job's own ``test_error_theory`` is not kept).
+- ``/erm/<exp>``: dims (sigma, lam, alpha, seed, init, restart, optimizer) — ERM metrics of each run
+  (model.md §5); alpha is the realised n/D of the run (within 1/(2D) of the config's value), seed the
+  experiment seed, (init, restart, optimizer) the start (slrpipe.workflow.erm_runs; NaN where a start
+  does not exist, e.g. restarts of the informed start); plus ``test_error_pop``, the population
+  formula evaluated at the learned overlaps (computed here, so a theory edit does not rerun training;
+  the training job's own ``test_error_theory`` is not kept); trajectories ``traj_*`` on dim ``step``
+  with ``traj_test_error_pop`` for gd/sgd/adam runs (slrpipe.store.trajectory); and the ground state
+  over the starts, ``*_ground`` and ``ground_init/restart/optimizer`` (slrpipe.store.ground).
+  ``slrpipe.store.ground.reference`` selects the informed start (the dims (sigma, lam, alpha, seed)).
 - ``/replica/<exp>``: dims (sigma, lam, alpha) — replica prediction (model.md §6), plus
   ``test_error_opt_lam`` / ``lam_opt`` (minimum over the λ grid) and ``bayes_optimal_*`` (dim alpha).
 
@@ -30,6 +35,8 @@ from slrpipe.data import SLRTask
 from slrpipe.io import write_zarr
 from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
+from slrpipe.store.ground import add_ground_state
+from slrpipe.store.trajectory import add_trajectory_risk
 from slrpipe.train.metrics import population_risk  # the quasi-Monte Carlo rule of the training record
 from slrpipe.vocabulary import TEACHER_SEED_OFFSET
 
@@ -84,19 +91,36 @@ def _erm_index(ds: xr.Dataset) -> dict:
     """Index of one ERM run read from its own coordinates: σ, λ, the realised α = n/D, and the
     experiment seed (the teacher seed less its offset, docs/model.md §5)."""
     return {"sigma": [str(ds["sigma"].values)], "lam": [float(ds["lam"])],
-            "alpha": [int(ds["n"]) / int(ds["D"])], "seed": [int(ds["teacher_seed"]) - TEACHER_SEED_OFFSET]}
+            "alpha": [int(ds["n"]) / int(ds["D"])], "seed": [int(ds["teacher_seed"]) - TEACHER_SEED_OFFSET],
+            # the start (slrpipe.workflow.erm_runs); files written before restarts existed are restart 0
+            "init": [str(ds["init"].values)], "restart": [int(ds["restart"]) if "restart" in ds.coords else 0],
+            "optimizer": [str(ds["optimizer"].values)]}
 
 
 def erm_node(files) -> xr.Dataset:
-    """ERM runs (one file each) on dims (sigma, lam, alpha, seed); scalar variables only, plus D and n."""
-    parts = []
+    """ERM runs (one file each) on dims (sigma, lam, alpha, seed, init, restart, optimizer): scalar
+    variables, D, n, the step size ``lr`` (NaN for L-BFGS) and the trajectories ``traj_*`` on a
+    ``step`` dim (the union of the recorded steps; NaN where a run recorded no such step)."""
+    parts, order = [], {}
     for f in files:
         ds = _open(f)
         index = _erm_index(ds)
-        sizes = {k: ds[k].astype("int64").reset_coords(drop=True) for k in ("D", "n")}
-        parts.append(_scalars(ds).drop_vars("test_error_theory", errors="ignore").assign(sizes).expand_dims(index))
-    out = xr.combine_by_coords(parts, combine_attrs="drop")
-    return out.sortby(["lam", "alpha", "seed"]).assign_coords(_setting(ds))
+        for k in ("init", "optimizer"):  # keep the config's order (reference() takes the first optimiser)
+            order.setdefault(k, []).extend(v for v in index[k] if v not in order.get(k, []))
+        extra = {k: ds[k].astype("int64").reset_coords(drop=True) for k in ("D", "n")}
+        extra["lr"] = float(ds["lr"]) if "lr" in ds.coords else np.nan
+        traj = ds[[v for v in ds.data_vars if v.startswith("traj_")]].reset_coords(drop=True)
+        run = _scalars(ds).drop_vars("test_error_theory", errors="ignore").assign(extra)
+        parts.append((run, traj, index))
+    # one step axis for all runs (NaN where a run recorded no such step): with differing step
+    # coordinates combine_by_coords would take step for a concatenation dim
+    steps = np.unique(np.concatenate([traj["step"].values for _, traj, _ in parts if "step" in traj.dims] or [[]]))
+    parts = [xr.merge([run, traj.reindex(step=steps) if "step" in traj.dims else traj]).expand_dims(index)
+             for run, traj, index in parts]
+    out = xr.combine_by_coords(parts, combine_attrs="drop", join="outer", data_vars="all")
+    out = out.reindex(init=order["init"], optimizer=order["optimizer"])
+    out = out.transpose("sigma", "lam", "alpha", "seed", "init", "restart", "optimizer", ...)
+    return out.sortby(["lam", "alpha", "seed", "restart"]).assign_coords(_setting(ds))
 
 
 def add_population_prediction(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
@@ -198,7 +222,8 @@ def _build_store(members: dict, config: dict, out) -> Path:
         elif kind == "length":
             node = length_node(files)
         elif kind == "erm":
-            node = add_population_prediction(erm_node(files), _erm_task(files))
+            task = _erm_task(files)
+            node = add_ground_state(add_trajectory_risk(add_population_prediction(erm_node(files), task), task))
         else:
             node = replica_node(files)
         exp = (config.get(kind) or {}).get(name, {})

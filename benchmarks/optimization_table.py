@@ -1,0 +1,69 @@
+"""The numbers of the figure 'optimization': per (σ, α) the informed start, the best random start
+and the ground state over all starts (test error = population risk at the learned weights, and the
+objective α·J = 𝓛/D at the end of training, mean ± s.e. over seeds), the replica prediction where the
+store has one of the same setting, and the fraction of random starts at the informed minimum.
+
+Usage: python benchmarks/optimization_table.py --store results/slr.zarr --experiment opt_spiked_L3_nu1
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from slrpipe.figures.optimization import RTOL, _replica, _setting, best_random
+from slrpipe.store.aggregate import open_store
+from slrpipe.store.ground import reached, reference
+
+
+def ms(da):
+    x = np.asarray(da, float)
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return "nan"
+    se = x.std(ddof=1) / np.sqrt(x.size) if x.size > 1 else np.nan
+    return f"{x.mean():.4f}±{se:.4f}" if np.isfinite(se) else f"{x.mean():.4f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--store", required=True)
+    ap.add_argument("--experiment", required=True)
+    ap.add_argument("--optimizer", default="lbfgs")
+    a = ap.parse_args()
+    tree = open_store(a.store)
+    node = tree[f"erm/{a.experiment}"].to_dataset()
+    lam = float(node["lam"].values[0])
+    node = node.sel(lam=lam)
+    rep = _replica(tree, _setting(node))
+    var = "test_error_pop" if "test_error_pop" in node else "test_error"
+    ref, hit = reference(node), reached(node, RTOL).sel(init="random", optimizer=a.optimizer)
+    exists = node["train_loss"].sel(init="random", optimizer=a.optimizer).notnull()
+    print(f"{a.experiment}: λ = {lam:g}, seeds {list(node['seed'].values)}, random starts per seed "
+          f"{int(exists.sum('restart').max())}; test error = {var}; objective α·J = 𝓛/D")
+    print(f"{'sigma':<8}{'alpha':>6}{'informed':>16}{'best random':>16}{'ground':>16}{'replica':>9}"
+          f"{'obj inf':>16}{'obj best rnd':>16}{'obj ground':>16}{'obj RS':>8}{'reached':>9}  ground starts")
+    for s in node["sigma"].values:
+        for al in node["alpha"].values:
+            pt, r = node.sel(sigma=s, alpha=al), ref.sel(sigma=s, alpha=al)
+            th, tho = np.nan, np.nan
+            if rep is not None and s in rep["sigma"].values and np.isclose(rep["lam"].values, lam).any():
+                rp = rep.sel(sigma=s).isel(lam=int(np.argmax(np.isclose(rep["lam"].values, lam))))
+                la, lr = np.log(rep["alpha"].values), np.log(al)
+                if la.min() <= lr <= la.max():
+                    th = float(np.interp(lr, la, rp["test_error"].values))
+                    tho = float(np.interp(lr, la, rp["objective"].values)) if "objective" in rp else np.nan
+            best = best_random(node, var, a.optimizer).sel(sigma=s, alpha=al)
+            best_obj = best_random(node, "train_loss", a.optimizer).sel(sigma=s, alpha=al) * al
+            frac = float(hit.sel(sigma=s, alpha=al).where(exists.sel(sigma=s, alpha=al)).sum()
+                         / exists.sel(sigma=s, alpha=al).sum())
+            starts = ",".join(f"s{sd}:{i}-r{rr}" for sd, i, rr in zip(node["seed"].values, pt["ground_init"].values,
+                                                                      pt["ground_restart"].values))
+            print(f"{s:<8}{al:>6.3g}{ms(r[var]):>16}{ms(best):>16}{ms(pt[var + '_ground']):>16}{th:>9.4f}"
+                  f"{ms(r['train_loss'] * al):>16}{ms(best_obj):>16}{ms(pt['train_loss_ground'] * al):>16}{tho:>8.4f}"
+                  f"{frac:>9.2f}  {starts}")
+
+
+if __name__ == "__main__":
+    main()

@@ -130,7 +130,7 @@ def test_bad_config_cli_touches_nothing(workflow_dir):
 
 def test_schema_step_sizes_are_the_optimizer_defaults():
     """The config's default step sizes are the ones ``minimize`` uses when given none."""
-    from slrpipe.train.erm import DEFAULT_LR
+    from slrpipe.train.options import DEFAULT_LR
     from slrpipe.workflow import SCHEMA
 
     lr = yaml.safe_load(SCHEMA.read_text())["$defs"]["erm"]["properties"]["lr"]["properties"]

@@ -15,8 +15,9 @@ from slrpipe.data import SLRTask
 from slrpipe.store.aggregate import erm_node
 from slrpipe.store.ground import add_ground_state, reached, reference
 from slrpipe.store.trajectory import add_trajectory_risk, risk_along
-from slrpipe.train import minimize
-from slrpipe.train.metrics import gram, population_risk
+from slrpipe.train import SolverOptions, minimize
+from slrpipe.theory.learned import risk_at_gram
+from slrpipe.train.metrics import gram
 from slrpipe.vocabulary import init_seed
 
 
@@ -37,8 +38,8 @@ def test_gd_reaches_the_ridge_minimiser_at_L1():
     assert rho < 0.99  # the bound below is a real contraction
     k0, v0 = rng.standard_normal(D), rng.standard_normal(D)
     with jax.enable_x64(True):
-        r = minimize({"k": k0, "v": v0}, X, np.ones((n, 1), bool), y, "softmax", lam, "gd", lr=lr,
-                     max_iter=T, tol=1e-300, record_every=T)
+        r = minimize({"k": k0, "v": v0}, X, np.ones((n, 1), bool), y, "softmax", lam,
+                     SolverOptions(optimizer="gd", lr=lr, max_iter=T, tol=1e-300, record_every=T))
     assert r.iterations == T and r.params["v"].dtype == np.float64
     err = np.linalg.norm(r.params["v"] - v_hat)
     assert err <= rho**T * np.linalg.norm(v0 - v_hat) + 1e-10, (err, rho**T)
@@ -89,10 +90,10 @@ def test_trajectory_risk_is_the_population_formula_at_that_step(tmp_path):
     k_star, v_star = make_teacher(30, 0)
     for t in (10, 20):
         part, _ = _train(tmp_path, f"t{t}", *common, "--max-iter", str(t), "--record-every", "10")
-        exact = population_risk("softmax", task, gram(k_star, v_star, part["k"].values, part["v"].values))
+        exact = risk_at_gram("softmax", task.model, task.nu, task.L, task.delta, gram(k_star, v_star, part["k"].values, part["v"].values))
         np.testing.assert_allclose(float(traj.sel(step=t)), exact, rtol=1e-9)
     # the risk moves along the trajectory (not a constant), and the last step is the run's own end
-    end = population_risk("softmax", task, gram(k_star, v_star, full["k"].values, full["v"].values))
+    end = risk_at_gram("softmax", task.model, task.nu, task.L, task.delta, gram(k_star, v_star, full["k"].values, full["v"].values))
     np.testing.assert_allclose(float(traj.sel(step=30)), end, rtol=1e-9)
     assert abs(float(traj.sel(step=0)) - end) > 0.01
     with pytest.raises(ValueError, match="erf"):

@@ -157,6 +157,7 @@ def test_replicon_operator_predicts_the_erm_susceptibility():
     from slrpipe.data.teacher import make_teacher
     from slrpipe.theory.replica import stability as S
     from slrpipe.train.erm import minimize, objective
+    from slrpipe.train.options import SolverOptions
 
     L, lam, alpha, D = 2, 0.1, 10.0, 200
     f = draw_fields("spiked", 1.0, L, 0.0, 4096, 0, qmc=True)
@@ -199,7 +200,7 @@ def test_replicon_operator_predicts_the_erm_susceptibility():
         with jax.enable_x64(True):
             p0 = {"k": jnp.asarray(ks * r["m_k"]), "v": jnp.asarray(vs * r["m_v"])}
             X = ch.X.astype(np.float64)
-            res = minimize(p0, X, ch.mask, ch.y, "linear", lam, max_iter=3000, tol=1e-10)
+            res = minimize(p0, X, ch.mask, ch.y, "linear", lam, SolverOptions(max_iter=3000, tol=1e-10))
             Xj, mj, yj = jnp.asarray(X), jnp.asarray(ch.mask), jnp.asarray(ch.y)
             H = np.asarray(jax.hessian(
                 lambda t, Xj=Xj, mj=mj, yj=yj: n * objective({"k": t[:D], "v": t[D:]}, Xj, mj, yj, "linear", lam))(

@@ -37,7 +37,7 @@ from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
 from slrpipe.store.ground import add_ground_state
 from slrpipe.store.trajectory import add_trajectory_risk
-from slrpipe.train.metrics import population_risk  # the quasi-Monte Carlo rule of the training record
+from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
 from slrpipe.vocabulary import TEACHER_SEED_OFFSET
 
 log = logging.getLogger(__name__)
@@ -128,25 +128,15 @@ def add_population_prediction(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
 
     ``task``: the experiment's data law (D unused). Computed here rather than in the training job, so
     that an edit of the theory never reruns training."""
-    need = ["m_k", "q_k", "m_v", "q_v", "k_vstar", "v_kstar", "k_v"]
-    if any(v not in node for v in need):
-        log.warning("ERM results lack %s: no population prediction at the learned overlaps", need)
+    if any(v not in node for v in OVERLAPS):
+        log.warning("ERM results lack %s: no population prediction at the learned overlaps", OVERLAPS)
         return node
     pred = np.full(node["m_k"].shape, np.nan)
     for idx in np.ndindex(pred.shape):
-        sel = {v: float(node[v].values[idx]) for v in need}
-        if not np.isfinite(list(sel.values())).all():
-            continue
-        # Gram of (k*, v*, k, v)/D with the teacher orthonormal (k*·v* = 0, |k*|² = |v*|² = D)
-        gram = np.array([
-            [1.0, 0.0, sel["m_k"], sel["v_kstar"]],
-            [0.0, 1.0, sel["k_vstar"], sel["m_v"]],
-            [sel["m_k"], sel["k_vstar"], sel["q_k"], sel["k_v"]],
-            [sel["v_kstar"], sel["m_v"], sel["k_v"], sel["q_v"]],
-        ])
+        ov = {v: float(node[v].values[idx]) for v in OVERLAPS}
         sigma = str(node["sigma"].values[idx[0]])
         c = float(node["c"].values[idx]) if "c" in node and sigma == "erf" else 0.0
-        pred[idx] = population_risk(sigma, task, gram, c)
+        pred[idx] = risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, ov, c)  # NaN if not finite
     node["test_error_pop"] = (node["m_k"].dims, pred)
     node["test_error_pop"].attrs["description"] = "population risk R(σ; Gram) at the learned overlaps (docs/model.md §4)"
     return node

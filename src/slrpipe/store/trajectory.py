@@ -13,20 +13,12 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.data import SLRTask
-from slrpipe.train.metrics import OVERLAPS, population_risk
+from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
 
 #: optimisers whose trajectories are dynamics worth a risk curve (L-BFGS records its iterations too,
 #: but its steps are line-searched quasi-Newton steps, not a time)
 DYNAMICS = ("gd", "sgd", "adam")
 
-
-def gram_from_overlaps(m_k, q_k, m_v, q_v, k_vstar, v_kstar, k_v) -> np.ndarray:
-    """(4, 4) Gram matrix of (k*, v*, k, v)/D from the overlaps of slrpipe.train.metrics.overlaps,
-    with the teacher's own block the identity (|k*|² = |v*|² = D, k*·v* = 0: docs/model.md §2)."""
-    return np.array([[1.0, 0.0, m_k, v_kstar],
-                     [0.0, 1.0, k_vstar, m_v],
-                     [m_k, k_vstar, q_k, k_v],
-                     [v_kstar, m_v, k_v, q_v]], dtype=np.float64)
 
 
 def risk_along(sigma: str, task: SLRTask, traj: dict) -> np.ndarray:
@@ -48,7 +40,7 @@ def risk_along(sigma: str, task: SLRTask, traj: dict) -> np.ndarray:
     out = np.full(cols.shape[0], np.nan)
     for t, row in enumerate(cols):
         if np.isfinite(row).all():
-            out[t] = population_risk(sigma, task, gram_from_overlaps(*row))
+            out[t] = risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, dict(zip(OVERLAPS, row)))
     return out
 
 

@@ -2,8 +2,8 @@
 
 from slrpipe.train.erm import ERMResult, minimize, objective
 from slrpipe.train.experiment import init_model, run_erm
-from slrpipe.train.metrics import gram, overlaps, population_risk, streamed_error, streamed_errors
+from slrpipe.train.metrics import gram, overlaps, streamed_error, streamed_errors
 from slrpipe.train.options import ERMOptions, SolverOptions
 
 __all__ = ["ERMOptions", "ERMResult", "SolverOptions", "gram", "init_model", "minimize", "objective", "overlaps",
-           "population_risk", "run_erm", "streamed_error", "streamed_errors"]
+           "run_erm", "streamed_error", "streamed_errors"]

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-OVERLAPS = ("m_k", "q_k", "m_v", "q_v", "k_vstar", "v_kstar", "k_v")
+from slrpipe.theory.learned import OVERLAPS  # noqa: F401 - re-exported: what overlaps() returns
 
 
 def gram(k_star, v_star, k, v) -> np.ndarray:
@@ -53,10 +53,3 @@ def streamed_error(predict, chunks) -> tuple[float, float, int]:
     """``streamed_errors`` of one predictor: (mse, standard error, n)."""
     return streamed_errors({"f": predict}, chunks)["f"]
 
-
-def population_risk(sigma, task, G, c=0.0) -> float:
-    """Deprecated alias (kept for one release): ``slrpipe.theory.learned.risk_at_gram`` with the
-    data law of ``task`` (an ``SLRTask``); NaN where the formula cannot evaluate the point."""
-    from slrpipe.theory.learned import risk_at_gram
-
-    return risk_at_gram(sigma, task.model, task.nu, task.L, task.delta, G, c)

@@ -211,19 +211,12 @@ def plan(config: dict, results: str = "results") -> Plan:
             raise ConfigError(f"config error: population.{auto}: name is reserved for the erm experiment {name!r}")
         pops[auto] = {"model": exp["model"], "L": exp["L"], "delta": exp["delta"], "nu": [exp["nu"]],
                       "sigmas": ["bayes", *exp["sigmas"]]}
-    # ERM experiments of one setting (e.g. random starts beside an informed sweep) share its
-    # population point: computed once, under the first experiment's name
-    first: dict = {}
-    for name in config["erm"]:
-        pop = pops[f"at_{name}"]
-        key = (pop["model"], L_key(_law(pop["L"])), pop["delta"], pop["nu"][0])
-        owner = first.setdefault(key, f"at_{name}")
-        if owner != f"at_{name}" and set(pop["sigmas"]) <= set(pops[owner]["sigmas"]):
-            p.members[("population", f"at_{name}")] = [f"{results}/population/{owner}/{s}.nc" for s in pop["sigmas"]]
-            del pops[f"at_{name}"]
+    # the population point of an ERM experiment is keyed by its setting, not its name, so that
+    # experiments of one setting (random starts beside an informed sweep) share its jobs
+    auto_dir = {f"at_{name}": f"{results}/population/at/{setting_dir(exp)}" for name, exp in config["erm"].items()}
     for name, exp in pops.items():
         for sigma in exp["sigmas"]:
-            path = f"{results}/population/{name}/{sigma}.nc"
+            path = f"{auto_dir[name]}/{sigma}.nc" if name in auto_dir else f"{results}/population/{name}/{sigma}.nc"
             _add(p.population, path, {"sigma": sigma, "model": exp["model"], "L": _law(exp["L"]),
                                       "delta": exp["delta"], "nu": list(exp["nu"])})
             p.members.setdefault(("population", name), []).append(path)

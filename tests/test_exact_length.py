@@ -18,7 +18,7 @@ from scipy.special import erf
 
 from slrpipe.scores import score
 from slrpipe.theory import population as pop
-from slrpipe.theory.exact_length import ab_exact, erf_moments
+from slrpipe.theory.exact_length import _erf_mean, _erf_sq_mean, ab_exact
 from slrpipe.theory.quadrature import QuadSpec
 
 INF = math.inf
@@ -45,19 +45,21 @@ def test_equals_field_quadrature(sigma, model, nu, m, c, L):
 
 
 def test_erf_moments_vs_quad():
-    for a, b in [(0.3, 0.0), (-1.2, 0.7), (2.0, 5.0), (0.1, 40.0)]:
-        f = lambda z, k: erf(a + b * z) ** k * math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
-        pts = [-a / b] if b > 0 and abs(a / b) < 12 else None
-        e1, e2 = erf_moments(a, b)
-        assert e1 == pytest.approx(quad(f, -12, 12, args=(1,), points=pts, epsabs=1e-13, limit=200)[0], abs=1e-11)
-        assert e2 == pytest.approx(quad(f, -12, 12, args=(2,), points=pts, epsabs=1e-13, limit=200)[0], abs=1e-11)
+    # E σ and E σ², σ = 1 + erf(c + m x), x ~ N(μ, 1): closed forms (erfc, Owen's T) against quad
+    for mu, m, c in [(0.0, 0.0, 0.3), (1.0, 0.7, -1.2), (0.0, 5.0, 2.0), (2.0, 40.0, 0.1)]:
+        f = lambda x, k: (1 + erf(c + m * x)) ** k * math.exp(-(x - mu) ** 2 / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+        pts = [-c / m] if m > 0 and abs(c / m - mu) < 12 else None
+        e1 = quad(f, mu - 12, mu + 12, args=(1,), points=pts, epsabs=1e-13, limit=200)[0]
+        e2 = quad(f, mu - 12, mu + 12, args=(2,), points=pts, epsabs=1e-13, limit=200)[0]
+        assert _erf_mean(mu, m, c) == pytest.approx(e1, abs=1e-11)
+        assert _erf_sq_mean(mu, m, c) == pytest.approx(e2, abs=1e-11)
 
 
 def test_erf_moments_far_tail_relative():
     # σ = 1 + erf(c + m x) at c ≪ 0: 1 + 2E erf + E erf² cancels to garbage (a variable-length optimum
     # once reached risk −348 through it); the rule keeps full relative precision
-    from slrpipe.theory.exact_length import _erf_sq_mean
     from scipy.special import erfc
+
     for mu, m, c in [(0.0, 0.035, -5.6), (1.0, 0.5, -3.0), (0.0, 2.0, -8.0), (1.0, 0.3, -6.0)]:
         f = lambda x: erfc(-(c + m * x)) ** 2 * math.exp(-(x - mu) ** 2 / 2) / math.sqrt(2 * math.pi)  # noqa: E731
         ref = quad(f, -40, 40, epsabs=0, epsrel=1e-12, limit=500, points=[-c / m])[0]

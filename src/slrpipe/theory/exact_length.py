@@ -19,8 +19,9 @@ with L (L enters only as an exponent):
   falls back to the field quadrature (with its error bar). ν = ∞: A for linear and erf is
   L ∫ σ(x) φ(x) Φ(x)^{L−1} dx; for normalised σ (argmax indicator inside the expectation) it is left
   to the fallback too.
-* linear and erf in spiked-SLR are closed forms (erf through Owen's T:
-  E erf(a + bZ) = erf(a/√(1+2b²)), E erf(a + bZ)² = 1 − 8 T(√2 a/√(1+2b²), 1/√(1+4b²))).
+* linear and erf in spiked-SLR are closed forms (erf: E erfc(−(a + bZ)) = erfc(−a/√(1+2b²)),
+  E[(1 + erf(a + bZ))²] = 4[Φ(h) − 2T(h, k)], h = √2 a/√(1+2b²), k = 1/√(1+4b²), T Owen's
+  function; log-space quadrature below h = −5, where the difference cancels).
 * m = ∞ (the limit score): softmax → argmax, A = ∫ φ(x − √ν) Φ(x)^{L−1} dx, B = 1 (spiked);
   softplus_norm → relu-normalised, argmax when every field is < 0.
 
@@ -39,7 +40,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import erf, erfc, log_ndtr, ndtr, owens_t, roots_legendre
+from scipy.special import erfc, log_ndtr, ndtr, owens_t, roots_legendre
 
 from slrpipe.scores import log_softplus
 
@@ -229,13 +230,6 @@ def _max_tilted_mean(g, nu, Ls, ps, level, g_breaks=()) -> float:
 
 
 # --------------------------------------------------------------------------------- per-token σ
-def erf_moments(a, b) -> tuple[np.ndarray, np.ndarray]:
-    """E erf(a + bZ) and E erf(a + bZ)², Z ~ N(0, 1), b ≥ 0 (Owen's T; docs/theory.md §12)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    r = np.sqrt(1 + 2 * b * b)
-    return erf(a / r), 1.0 - 8.0 * owens_t(math.sqrt(2) * a / r, 1.0 / np.sqrt(1 + 4 * b * b))
-
-
 def _phi_sq_mean(alpha: float, beta: float) -> float:
     """E Φ(α + βZ)², Z ~ N(0, 1), β ≥ 0, to full relative precision: Φ(h) − 2T(h, k) (h = α/√(1+β²),
     k = 1/√(1+2β²)) while h ≥ −5, where the cancellation costs < 1e-9 relative; below, Gauss–Legendre
@@ -314,16 +308,3 @@ def ab_exact(sigma: str, model: str, nu: float, L, m: float, c: float = 0.0,
     if m == 0.0 or nu == 0.0:
         return float((ps / Ls).sum()), B  # σ or p uniform: Σ p σ has mean 1/L
     return B, B  # softmax at m = ν: σ = p, A = E Σ p² = B
-
-
-def bayes_gain_exact(model: str, nu: float, L, level: float = 0.0) -> float:
-    """E Σ_ℓ p_ℓ², p = softmax(c_ν χ*) the posterior of ε* (1 − Bayes risk at Δ = 0); L as in
-    :func:`ab_exact`."""
-    if math.isinf(nu):
-        return float(sum(length_weights(L)))
-    m = math.sqrt(nu) if model == "spiked" else nu
-    return ab_exact("softmax", model, nu, L, m, 0.0, level)[1]
-
-
-def length_weights(L) -> list[float]:
-    return [1.0] if not isinstance(L, dict) else list(L.values())

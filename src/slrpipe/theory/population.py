@@ -27,7 +27,7 @@ from scipy.optimize import minimize, minimize_scalar
 from scipy.special import erf
 
 from slrpipe.lengths import format_L, length_law  # noqa: F401  (re-exported)
-from slrpipe.scores import score, softmax, softplus
+from slrpipe.scores import score
 from slrpipe.theory import exact_length
 from slrpipe.theory.quadrature import FieldRule, QuadSpec, field_rule
 from slrpipe.vocabulary import BAYES, c_nu
@@ -76,17 +76,6 @@ def _rowdot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", x, y)
 
 
-def _score(sigma: str, chi: np.ndarray, c: float = 0.0) -> np.ndarray:
-    """σ(χ) via :func:`slrpipe.scores.score`, except softplus_norm, computed as
-    softmax(log softplus χ): scores.softplus_norm gives 0/0 once every softplus(χ_ℓ) underflows
-    (all χ_ℓ < −745, reached at large m_k), while log softplus(x) = x + O(e^x) for x ≪ 0."""
-    if sigma != "softplus_norm":
-        return score(sigma, chi, c=c)
-    with np.errstate(divide="ignore"):
-        logsp = np.where(chi < -30.0, chi, np.log(softplus(np.maximum(chi, -30.0))))
-    return softmax(logsp)
-
-
 def _sigma_limit(sigma: str, chi_star: np.ndarray) -> np.ndarray:
     """lim_{m→∞} σ(m χ*) up to a positive factor (A²/B is invariant under σ → aσ)."""
     L = chi_star.shape[-1]
@@ -110,7 +99,7 @@ def _ab_rule(sigma: str, rule: FieldRule, m_k: float, s: float, c: float) -> np.
             sig = _sigma_limit(sigma, chi_star)
         else:
             chi = m_k * chi_star if s == 0 else m_k * chi_star + s * eta
-            sig = _score(sigma, chi, c)
+            sig = score(sigma, chi, c=c)
         return np.stack([_rowdot(p, sig), _rowdot(sig, sig)])
 
     return _group_sums(rule, fn, 2)
@@ -134,9 +123,22 @@ def _exact_args(sigma, model, nu, m_k, q_k, spec):
     return None
 
 
+def _slow_exact(sigma, model, nu) -> bool:
+    """max-SLR at finite ν with a per-token σ: the reduction integrates over the normaliser of p
+    for each token law, ~10× the L = 3 tensor rule's cost (docs/theory.md §12, Cost)."""
+    return model == "max" and 0 < nu < math.inf and sigma in ("linear", "erf")
+
+
+def _exact_lengths(sigma, model, nu, spec, law) -> dict:
+    """The part of ``law`` computed by the exact reductions under ``spec`` (where they exist)."""
+    slow = _slow_exact(sigma, model, nu)
+    return {L: pL for L, pL in law.items() if spec.exact_at(L, slow)}
+
+
 def _uses_exact(sigma, model, nu, m_k, spec, law) -> bool:
     """Whether every length of ``law`` goes through the exact reductions (at q_k = m_k²)."""
-    return _exact_args(sigma, model, nu, m_k, m_k * m_k, spec) is not None and all(map(spec.exact_at, law))
+    return (_exact_args(sigma, model, nu, m_k, m_k * m_k, spec) is not None
+            and len(_exact_lengths(sigma, model, nu, spec, law)) == len(law))
 
 
 def _ab_law(sigma, model, nu, law, m_k, q_k, c, spec) -> np.ndarray:
@@ -146,7 +148,7 @@ def _ab_law(sigma, model, nu, law, m_k, q_k, c, spec) -> np.ndarray:
     tot = 0.0
     ex = _exact_args(sigma, model, nu, m_k, q_k, spec)
     if ex is not None:  # the lengths handled exactly, in one pass (weights sum to their mass)
-        sub = {L: pL for L, pL in law.items() if spec.exact_at(L)}
+        sub = _exact_lengths(sigma, model, nu, spec, law)
         if sub:
             a, b = exact_length.ab_exact(sigma, model, ex[0], sub, ex[1], c, spec.exact_level)
             tot = np.array([[a], [b]])
@@ -246,7 +248,7 @@ def risk_gram(sigma, model, nu, L, delta, gram, c=0.0, *, quad: QuadSpec | None 
 
     def fn(chi_star, p, eta):
         chi = m * chi_star + (s * eta if s > 0 else 0.0)
-        sig = _score(sigma, chi, c)
+        sig = score(sigma, chi, c=c)
         a = beta_x[0] * chi_star + (beta_e[0] * eta if s > 0 else 0.0)
         b = beta_x[1] * chi_star + (beta_e[1] * eta if s > 0 else 0.0)
         sb = (sig * b).sum(axis=1)
@@ -357,7 +359,7 @@ def _gain_error(sigma, model, nu, law, spec, u, c) -> float:
     m = _u_to_m(u)
     errs = 0.0
     if _exact_args(sigma, model, nu, m, m * m, spec) is not None:  # exact lengths: one pass
-        sub = {L: pL for L, pL in law.items() if spec.exact_at(L)}
+        sub = _exact_lengths(sigma, model, nu, spec, law)
         if sub:
             mass = sum(sub.values())
             sub = {L: pL / mass for L, pL in sub.items()}
@@ -365,7 +367,7 @@ def _gain_error(sigma, model, nu, law, spec, u, c) -> float:
             fine = replace(spec, exact_level=spec.exact_level + 1)
             a1, b1 = _ab_law(sigma, model, nu, sub, m, m * m, c, fine).mean(axis=1)
             errs += mass * float(abs(a1 * a1 / b1 - a0 * a0 / b0))
-        law = {L: pL for L, pL in law.items() if not spec.exact_at(L)}
+        law = {L: pL for L, pL in law.items() if L not in sub}
     for L, pL in law.items():
         sub = {L: 1.0}
         if not _uses_exact(sigma, model, nu, m, spec, sub) and spec.resolve(L) == "qmc":
@@ -481,8 +483,16 @@ def population_sweep(sigma, model, L, nus: Sequence[float], delta=0.0, *,
             out[k][i] = res[k]
         log.info("population %s %s L=%s nu=%g: risk=%.6f (%d/%d)", sigma, model, format_L(law), nu,
                  res["risk"], i + 1, nus.size)
-    exact_used = sigma == BAYES or _exact_args(sigma, model, float(nus[-1]), 1.0, 1.0, spec) is not None
-    methods = {str(Lv): "exact_length" if exact_used and spec.exact_at(Lv) else spec.resolve(Lv) for Lv in law}
+    methods = {}  # per L, the method(s) used over the ν grid
+    for nu in nus:
+        exact = sigma == BAYES or _exact_args(sigma, model, float(nu), 1.0, 1.0, spec) is not None
+        ex = _exact_lengths("softmax" if sigma == BAYES else sigma, model, float(nu), spec, law) if exact else {}
+        for Lv in law:
+            used = methods.setdefault(str(Lv), [])
+            m = "exact_length" if Lv in ex else spec.resolve(Lv)
+            if m not in used:
+                used.append(m)
+    methods = {k: "/".join(v) for k, v in methods.items()}
     ds = xr.Dataset(
         {k: ("nu", out[k]) for k in keys},
         coords={"nu": nus, "sigma": sigma, "model": model, "delta": delta, "L": format_L(law)},

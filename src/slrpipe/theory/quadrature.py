@@ -66,7 +66,8 @@ class QuadSpec:
     seed: seed of the scramblings (recorded in results).
     exact_level: node counts of the exact reductions × 1.5^exact_level (refinement checks).
     exact_min_L: under "auto", lengths below it use the tensor rule (L ≤ 2: the two agree to
-    ~1e-14 and the tensor rule is ~10× faster there); from L = 3 on the exact reductions.
+    ~1e-14 and the tensor rule is ~10× faster there); from L = 3 on the exact reductions, except
+    for cases marked slow (see :meth:`exact_at`).
     """
 
     method: str = "auto"
@@ -97,9 +98,13 @@ class QuadSpec:
         """Whether the exact-in-L reductions are used where they exist ("auto", "exact")."""
         return self.method in ("auto", "exact")
 
-    def exact_at(self, L: int) -> bool:
-        """Whether the exact reductions (where they exist) are used at length L."""
-        return self.method == "exact" or (self.method == "auto" and L >= self.exact_min_L)
+    def exact_at(self, L: int, slow: bool = False) -> bool:
+        """Whether the exact reductions (where they exist) are used at length L. ``slow``: a case
+        whose reduction costs more than the tensor rule while that rule is exact (L ≤
+        ``max_tensor_L``): "auto" keeps the tensor rule there (docs/theory.md §12, Cost)."""
+        if self.method == "exact":
+            return True
+        return self.method == "auto" and L >= max(self.exact_min_L, self.max_tensor_L + 1 if slow else 0)
 
     def resolve(self, L: int) -> str:
         """The concrete field-quadrature method used at length L (where no exact reduction is used)."""

@@ -17,7 +17,8 @@ Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on th
  (4) ``lowlam``: the λ = 0.01 sweep of issue #12 (spiked L = 3, ν = 2, α ∈ {1, 5}, 8192 samples,
      2 scrambles, two-way; --lowlam-sigmas) with the solver policies of ``--policy``: 'new'
      (defaults: far_patience cap, loose unpolished intermediate continuation points, prox warm
-     starts reused along α) or 'old' (all three off: the solver before issue #12). Prints wall
+     starts reused along α, grid points retried by a cheap probe first), 'noprobe' (new without the
+     probe) or 'old' (all off: the solver before issue #12). Prints wall
      and CPU time, channel evaluations (in converged solves / wasted in failed ones) and the
      values (test error of seed 0, seed mean and s.d., order parameters).
  (5) ``default``: one default workflow replica job (config/config.yaml: spiked L = 3, ν = 1,
@@ -146,7 +147,7 @@ def bench_panel(a):
 
 
 def _policy(a, **sweep_kw):
-    opts, sw = OLD_POLICY if a.policy == "old" else (SolverOptions(), SweepOptions())
+    opts, sw = OLD_POLICY if a.policy == "old" else (SolverOptions(), SweepOptions(probe=a.policy != "noprobe"))
     return dict(options=opts, sweep=dataclasses.replace(sw, **sweep_kw))
 
 
@@ -226,7 +227,7 @@ def main():
     p.add_argument("--panel-points", type=int, default=30)
     p.add_argument("--parts", default="channel,sweep,panel",
                    help="comma-separated: channel, sweep, panel, lowlam, default, device")
-    p.add_argument("--policy", choices=("new", "old"), default="new", help="solver policies (lowlam, default)")
+    p.add_argument("--policy", choices=("new", "noprobe", "old"), default="new", help="solver policies (lowlam, default)")
     p.add_argument("--lowlam-sigmas", default="softmax,linear")
     p.add_argument("--default-sigmas", default="softmax,linear")
     a = p.parse_args()

@@ -155,6 +155,8 @@ class SweepOptions:
     cold_far_patience: ``far_patience`` of the cold starts (:func:`..sweep._cold_start`: a start
     outside every basin is given up early, the next one of the ladder tried; None: the solver's).
     reuse_warm: pass the prox warm starts of the last converged point on to the next α.
+    probe: retry a grid point from an intermediate point with the intermediate options first, and
+    solve it in full only from a probe that reached step_tol (past a fold every retry fails).
     stability: compute the RS stability outputs at every reported converged point (docs/theory.md
     §11; about one channel evaluation each); False leaves them NaN."""
 
@@ -164,6 +166,7 @@ class SweepOptions:
     step_patience: int | None = 15
     cold_far_patience: int | None = 30
     reuse_warm: bool = True
+    probe: bool = True
     stability: bool = True
 
     def __post_init__(self):

@@ -88,7 +88,8 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
     retried from the last converged α at half the remaining distance, halving down to
     2^-``MAX_HALVINGS`` of |a_to − a_from|, and after each success the rest of the way is tried
     again: this follows a branch up to a fold between grid points. The intermediate points only
-    provide warm starts: they are solved to ``sw.step_tol`` without polish (``SweepOptions``).
+    provide warm starts: they are solved to ``sw.step_tol`` without polish (``SweepOptions``), and
+    with ``sw.probe`` a_to is retried from them the same cheap way before a full solve.
     ``warm``: prox warm starts of the solve at a_from (``sw.reuse_warm``). Returns (result at
     a_to, with ``iterations`` and ``wall_time`` summed over all the solves; the α nearest a_to
     reached on the branch)."""
@@ -107,8 +108,18 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
         if mid["converged"]:
             a, init, warm = a + h, {k: mid[k] for k in STATE}, mid.get("prox_warm")
             log.info("replica %s λ=%g: branch followed to α=%g on the way to α=%g", sigma, lam, a, a_to)
-            r = solve(a_to, opts, init, warm)
-            iters, wall = iters + r["iterations"], wall + r["wall_time"]
+            # retry a_to with the cheap options first: past a fold every retry fails, and a full
+            # solve (patience, polish) there costs ~5× a probe; only a probe that reaches
+            # step_tol is finished by the full solve, from the probe's state
+            probe = solve(a_to, mid_opts, init, warm) if sw.probe else None
+            if probe is not None:
+                iters, wall = iters + probe["iterations"], wall + probe["wall_time"]
+            if probe is None or probe["converged"]:
+                start = init if probe is None else {k: probe[k] for k in STATE}
+                full = solve(a_to, opts, start, warm if probe is None else probe.get("prox_warm"))
+                iters, wall = iters + full["iterations"], wall + full["wall_time"]
+                if full["converged"] or probe is None:
+                    r = full
             h = a_to - a
     return dict(r, iterations=iters, wall_time=wall), (a_to if r["converged"] else a)
 

@@ -31,6 +31,9 @@ Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on th
      first call (compile + run) and second call, wall and CPU seconds, prox diagnostics;
      the cost of one replica fixed-point iteration at larger L (docs/theory.md §12).
      Each L can run in its own process (``timeout``): compilation grows steeply with L.
+ (8) ``compile``: CPU seconds to compile each jitted piece of the prox (Newton lanes, the finish with
+     the implicit Jacobian and soft-min) per L of --Ls, σ = softmax (compile time does not depend on
+     N; the solver compiles these once per process and start count).
 """
 
 from __future__ import annotations
@@ -242,6 +245,35 @@ def bench_length(a):
                       f"prox_unconverged={r['prox_unconverged']:.4f}, qhat_k={r['qhat_k']:.5f}", flush=True)
 
 
+def bench_compile(a):
+    import jax
+    import jax.numpy as jnp
+
+    from slrpipe.theory.replica import prox as P
+
+    for L in (int(v) for v in a.Ls.split(",")):
+        n, S = 64, 2 * L + 4  # samples, starts per sample (full search + 3 warm starts)
+        rng = np.random.default_rng(0)
+        with jax.enable_x64(True):
+            wk, wv, y = (jnp.asarray(rng.standard_normal(sh)) for sh in ((n, L), (n, L), (n,)))
+            lanes = (jnp.asarray(rng.standard_normal((n * S, L))), jnp.repeat(wk, S, 0), jnp.repeat(wv, S, 0),
+                     jnp.repeat(y, S, 0))
+            pieces = {
+                "newton (8 steps)": lambda: P._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8),
+                "finish (Jacobian, soft-min)": lambda: P._batch_finish.lower(
+                    lanes[0].reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S)), wk, wv, y, 3.0, 2.0, 100.0,
+                    "softmax", True),
+            }
+            for name, lower in pieces.items():
+                c = time.process_time()
+                low = lower()
+                c1 = time.process_time()
+                low.compile()
+                c2 = time.process_time()
+                print(f"(8) compile softmax L={L} {name}: trace+lower {c1 - c:.1f} s CPU, XLA compile "
+                      f"{c2 - c1:.1f} s CPU", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--L", type=int, default=3)
@@ -253,7 +285,7 @@ def main():
     p.add_argument("--alphas", default="2,3.5,5,10")
     p.add_argument("--panel-points", type=int, default=30)
     p.add_argument("--parts", default="channel,sweep,panel",
-                   help="comma-separated: channel, sweep, panel, lowlam, default, device, length")
+                   help="comma-separated: channel, sweep, panel, lowlam, default, device, length, compile")
     p.add_argument("--policy", choices=("new", "old"), default="new", help="solver policies (lowlam, default)")
     p.add_argument("--lowlam-sigmas", default="softmax,linear")
     p.add_argument("--default-sigmas", default="softmax,linear")
@@ -268,7 +300,7 @@ def main():
     if "panel" in parts:
         bench_panel(a)
     for part, fn in (("lowlam", bench_lowlam), ("default", bench_default), ("device", bench_device),
-                     ("length", bench_length)):
+                     ("length", bench_length), ("compile", bench_compile)):
         if part in parts:
             fn(a)
 

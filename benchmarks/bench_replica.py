@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/bench_replica.py [--L 3] [--n-samples 8192] [--seeds 4] [--subset 200]
            [--parts channel,sweep,panel] [--panel-points 30]
+           [--parts length --Ls 3,8,16,64 --nu 16 --n-samples 4096]
 Prints
  (1) one channel evaluation (global prox of all samples + expectations), ours vs a per-sample
      ``scipy.optimize.minimize`` loop timed on ``--subset`` samples and extrapolated, with
@@ -26,6 +27,14 @@ Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on th
  (6) ``device``: one full channel evaluation (N = --n-samples and 8 × that) on JAX's default
      device (a GPU when one is present) — run twice, with JAX_PLATFORMS=cpu and without, to
      compare.
+ (7) ``length``: one channel evaluation (cheap pass: centre + 3 warm starts, and full multi-start
+     pass) per L of --Ls at N = --n-samples, spiked ν = --nu, softmax and linear (--length-sigmas):
+     first call (compile + run) and second call, wall and CPU seconds, prox diagnostics;
+     the cost of one replica fixed-point iteration at larger L (docs/theory.md §12).
+     Each L can run in its own process (``timeout``): compilation grows steeply with L.
+ (8) ``compile``: CPU seconds to compile each jitted piece of the prox (Newton lanes, the finish with
+     the implicit Jacobian and soft-min) per L of --Ls, σ = softmax (compile time does not depend on
+     N; the solver compiles these once per process and start count).
 """
 
 from __future__ import annotations
@@ -215,6 +224,57 @@ def bench_device(a):
                   f"full evaluation; qhat_k={r['qhat_k']:.6f}", flush=True)
 
 
+def bench_length(a):
+    st = dict(m_k=0.3, q_k=0.5, m_v=0.6, q_v=0.8)
+    for L in (int(v) for v in a.Ls.split(",")):
+        f = draw_fields("spiked", a.nu, L, 0.0, a.n_samples, 0, qmc=True)
+        for sigma in a.length_sigmas.split(","):
+            warm = None
+            for full in (True, False):
+                call = lambda: channel(sigma, f, 1.0, st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0,  # noqa: E731
+                                       softmin=100.0, warm=warm, multistart=full)
+                times = []
+                for _ in range(2):  # first: compile + run; second: run
+                    t, c = time.perf_counter(), time.process_time()
+                    r = call()
+                    times.append((time.perf_counter() - t, time.process_time() - c))
+                warm = r["warm"]
+                kind = "full multi-start" if full else "cheap (centre + warm)"
+                print(f"(7) channel {sigma} spiked ν={a.nu:g} L={L} N={a.n_samples} {kind}: first call "
+                      f"{times[0][0]:.2f} s wall / {times[0][1]:.2f} s CPU (compile + run), second "
+                      f"{times[1][0]:.2f} s wall / {times[1][1]:.2f} s CPU; prox_multi={r['prox_multi']:.3f}, "
+                      f"prox_unconverged={r['prox_unconverged']:.4f}, qhat_k={r['qhat_k']:.5f}", flush=True)
+
+
+def bench_compile(a):
+    import jax
+    import jax.numpy as jnp
+
+    from slrpipe.theory.replica import prox as P
+
+    for L in (int(v) for v in a.Ls.split(",")):
+        n, S = 64, 2 * L + 4  # samples, starts per sample (full search + 3 warm starts)
+        rng = np.random.default_rng(0)
+        with jax.enable_x64(True):
+            wk, wv, y = (jnp.asarray(rng.standard_normal(sh)) for sh in ((n, L), (n, L), (n,)))
+            lanes = (jnp.asarray(rng.standard_normal((n * S, L))), jnp.repeat(wk, S, 0), jnp.repeat(wv, S, 0),
+                     jnp.repeat(y, S, 0))
+            pieces = {
+                "newton (8 steps)": lambda: P._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8),
+                "finish (Jacobian, soft-min)": lambda: P._batch_finish.lower(
+                    lanes[0].reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S)), wk, wv, y, 3.0, 2.0, 100.0,
+                    "softmax", True),
+            }
+            for name, lower in pieces.items():
+                c = time.process_time()
+                low = lower()
+                c1 = time.process_time()
+                low.compile()
+                c2 = time.process_time()
+                print(f"(8) compile softmax L={L} {name}: trace+lower {c1 - c:.1f} s CPU, XLA compile "
+                      f"{c2 - c1:.1f} s CPU", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--L", type=int, default=3)
@@ -226,10 +286,12 @@ def main():
     p.add_argument("--alphas", default="2,3.5,5,10")
     p.add_argument("--panel-points", type=int, default=30)
     p.add_argument("--parts", default="channel,sweep,panel",
-                   help="comma-separated: channel, sweep, panel, lowlam, default, device")
+                   help="comma-separated: channel, sweep, panel, lowlam, default, device, length, compile")
     p.add_argument("--policy", choices=("new", "noprobe", "old"), default="new", help="solver policies (lowlam, default)")
     p.add_argument("--lowlam-sigmas", default="softmax,linear")
     p.add_argument("--default-sigmas", default="softmax,linear")
+    p.add_argument("--Ls", default="3,8,16,64", help="lengths of the length part")
+    p.add_argument("--length-sigmas", default="softmax,linear")
     a = p.parse_args()
     parts = a.parts.split(",")
     if "channel" in parts:
@@ -238,7 +300,8 @@ def main():
         bench_sweep(a)
     if "panel" in parts:
         bench_panel(a)
-    for part, fn in (("lowlam", bench_lowlam), ("default", bench_default), ("device", bench_device)):
+    for part, fn in (("lowlam", bench_lowlam), ("default", bench_default), ("device", bench_device),
+                     ("length", bench_length), ("compile", bench_compile)):
         if part in parts:
             fn(a)
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from slrpipe.store.ground import reference
 
-from .style import COLORS, LABELS, legend_below, log_alpha_axis, MARKERS, ordered, panels, save, setting_title
+from .style import COLORS, LABELS, legend_below, log_alpha_axis, log_error_axis, MARKERS, ordered, panels, save, setting_title
 
 LAM_FILL = {0: "full", 1: "none", 2: "left", 3: "bottom"}
 
@@ -46,7 +46,12 @@ def plot(tree, experiments, out_stem):
                        label=f"population optimum, {LABELS.get(s, s)}")
         ax.axhline(float(pop["risk"].sel(sigma="bayes").values[0]), color="black", ls=":", lw=1, label="Bayes risk")
         log_alpha_axis(ax)
-        ax.set_ylabel("test error")
+        # log errors (softmax and a linear interpolation peak differ by decades at large L) unless a
+        # reference line is 0 (max-SLR at ν = ∞), which a log axis cannot show
+        if bool((pop["risk"] > 0).all()):
+            log_error_axis(ax)
+        else:
+            ax.set_ylabel("test error")
         ax.set_title(setting_title(erm.attrs))
     legend_below(fig, axes)
     return save(fig, out_stem)

@@ -22,6 +22,7 @@ import json
 import numpy as np
 
 from slrpipe.store.ground import reference
+from slrpipe.store.ladder import largest_D
 from slrpipe.store.tuning import at_best_lam
 from slrpipe.store.validation import max_theory_rel_sd
 
@@ -68,7 +69,7 @@ def plot(tree, experiments, out_stem):
                         label="Bayes-optimal SE, uninformed branch")
         erm_name = json.loads(rep.attrs.get("erm", "null"))
         if erm_name and erm_name in tree.get("erm", {}):
-            erm = reference(tree[f"erm/{erm_name}"].to_dataset())  # the informed start
+            erm = reference(largest_D(tree[f"erm/{erm_name}"].to_dataset()))  # informed start, largest D of a ladder
             pop = "test_error_pop" in erm and bool(erm["test_error_pop"].notnull().any())
             var = "test_error_pop" if pop else "test_error"
             draw_erm(ax, erm, var=var, label_suffix=" (R at learned k, v)" if pop else "")

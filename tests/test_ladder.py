@@ -111,3 +111,12 @@ def test_point_ladder_per_D_means_and_fit():
     assert list(pl.D) == [100, 200] and pl.fit.fits["1/D"].dof == 0
     with pytest.raises(ValueError, match="dims"):
         point_ladder(xr.DataArray(vals[0], dims=("seed",)))
+
+
+def test_a_validated_ladder_config_validates_again():
+    """Each command validates the config it is given (already filled in, sqrt_nD's default
+    included): the ladder must pass a second time unchanged."""
+    import json
+
+    cfg = _config()
+    assert validate(json.loads(json.dumps(cfg))) == cfg

@@ -107,10 +107,11 @@ def validate(config: dict, schema_path: Path = SCHEMA) -> dict:
     errors = list(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if errors:
         raise ConfigError(_describe(jsonschema.exceptions.best_match(errors)))
-    # a ladder sizes every α by its own D: an explicit sqrt_nD beside it is a contradiction (the
-    # filled-in default is not, hence before filling)
+    # a ladder sizes every α by its own D: a sqrt_nD beside it is a contradiction — except the
+    # schema's default, which validation fills in (a config is validated again by each command)
+    default = schema["$defs"]["erm"]["properties"]["sqrt_nD"]["default"]
     for name, exp in (config.get("erm") or {}).items():
-        if isinstance(exp.get("D"), list) and "sqrt_nD" in exp:
+        if isinstance(exp.get("D"), list) and exp.get("sqrt_nD", default) != default:
             raise ConfigError(f"config error: erm.{name}.sqrt_nD: not allowed with a D ladder (D = {exp['D']}); "
                               "allowed: either D or sqrt_nD")
     fill_defaults(config, str(Path(schema_path).resolve()), set_default=True)

@@ -43,6 +43,13 @@ BAD = {
                   "allowed: a finite number"),
     "replica variable L": (lambda c: c["replica"]["spiked_L2"].update(L={"uniform": [1, 2]}), "replica.spiked_L2.L",
                            "does not handle variable L"),
+    "ladder alpha*D not an integer": (lambda c: c["erm"]["spiked_L2"].update(D=[25, 40], alphas=[2.0, 8.1]),
+                                      "erm.spiked_L2.alphas", "α·D must be an integer"),
+    "ladder D below 2": (lambda c: c["erm"]["spiked_L2"].update(D=[1, 40]), "erm.spiked_L2.D", "ladder"),
+    "ladder of one D": (lambda c: c["erm"]["spiked_L2"].update(D=[40]), "erm.spiked_L2.D", "ladder"),
+    "ladder repeated D": (lambda c: c["erm"]["spiked_L2"].update(D=[40, 40]), "erm.spiked_L2.D", "ladder"),
+    "ladder with sqrt_nD": (lambda c: c["erm"]["spiked_L2"].update(D=[20, 40], sqrt_nD=100.0), "erm.spiked_L2.sqrt_nD",
+                            "either D or sqrt_nD"),
     "replica erf": (lambda c: c["replica"]["spiked_L2"].update(sigmas=["softmax", "erf"]), "replica.spiked_L2.sigmas[1]",
                     "'softmax', 'linear', 'softplus_norm'"),
 }

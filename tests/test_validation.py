@@ -131,3 +131,57 @@ def test_rs_stability_and_verdict_columns(tmp_path):
     assert all(r["verdict"] == "agrees" for r in good)
     plain = compare(open_store(store(tmp_path / "d", 0.1)), CONFIG)  # no stability in the store
     assert all(np.isnan(r["rs_stable"]) and r["verdict"] == "unexplained" for r in plain)
+
+
+LADDER = [100, 200, 400, 800]
+
+
+def ladder_store(tmp_path, informed, random):
+    """A store whose ERM experiment has a D ladder: per (D, seed) the informed and one random start
+    (objectives: the random start is lower), values ``informed(D)`` / ``random(D)`` + seed noise
+    (s.d. 0.002, centred per D so each seed mean is exact); replica 0.5 at α = 1, RS stable."""
+    from slrpipe.store.ground import add_ground_state
+
+    rng = np.random.default_rng(1)
+    noise = rng.normal(0, 0.002, size=(len(LADDER), 4))
+    noise -= noise.mean(-1, keepdims=True)
+    D = np.array(LADDER, float)[:, None]
+    te = np.stack([informed(D) + noise, random(D) + noise], axis=-1)  # (D, seed, init)
+    loss = np.stack([np.full_like(noise, 1.0), np.full_like(noise, 0.9)], axis=-1)
+    dims = ("sigma", "lam", "alpha", "D", "seed", "init", "restart", "optimizer")
+    shape = (1, 1, 1, len(LADDER), 4, 2, 1, 1)
+    erm = xr.Dataset({"test_error": (dims, te.reshape(shape)), "train_loss": (dims, loss.reshape(shape))},
+                     coords={"sigma": ["softmax"], "lam": [0.1], "alpha": [1.0], "D": LADDER, "seed": [0, 1, 2, 3],
+                             "init": ["informed", "random"], "restart": [0], "optimizer": ["lbfgs"]})
+    rep = xr.Dataset({v: (("sigma", "lam", "alpha"), np.full((1, 1, 1), x))
+                      for v, x in (("test_error", 0.5), ("converged", True), ("rs_stable", 1.0), ("replicon", 0.5))},
+                     coords={"sigma": ["softmax"], "lam": [0.1], "alpha": [1.0]})
+    tree = xr.DataTree.from_dict({"/erm/e": add_ground_state(erm), "/replica/r": rep})
+    return write_zarr(tree, tmp_path / "slr.zarr")
+
+
+def test_ladder_rows_extrapolate_and_decide_the_verdict(tmp_path):
+    """Informed start 0.5 + 40/D: 5 % off at the largest D (z ≈ 50), its exact 1/D limit is the
+    theory → "agrees after D → ∞". Informed flat at 0.6 but the lower-objective random start
+    0.5 + 40/D → "ERM not at its ground state". Both at 0.6 → "unexplained" (RS stable)."""
+    from slrpipe.store.aggregate import open_store
+    from slrpipe.store.validation import format_table
+
+    finite = lambda D: 0.5 + 40.0 / D  # noqa: E731
+    flat = lambda D: 0.6 + 0 * D  # noqa: E731
+    cfg = dict(CONFIG, validation=dict(CONFIG["validation"], rel_tol=0.01))
+    (r,) = compare(open_store(ladder_store(tmp_path, finite, finite)), cfg)
+    assert r["D"] == 800 and r["erm_mean"] == pytest.approx(0.55) and not r["agrees"]
+    assert r["ladder_D"] == LADDER and r["ladder_erm"] == pytest.approx([0.9, 0.7, 0.6, 0.55])
+    assert r["erm_law"] == "1/D" and r["erm_limit"] == pytest.approx(0.5, abs=1e-9) and r["erm_fit_ok"]
+    # exact 1/D data: the chosen law fits perfectly, its rival's χ² is large, so the law-choice systematic vanishes
+    assert r["erm_limit_se"] < 0.01 and abs(r["z_limit"]) < 1e-6
+    assert r["verdict"] == "agrees after D → ∞"
+    (r,) = compare(open_store(ladder_store(tmp_path / "b", flat, finite)), cfg)
+    assert r["ladder_erm"] == pytest.approx([0.6] * 4) and r["ladder_ground"] == pytest.approx([0.9, 0.7, 0.6, 0.55])
+    assert r["ground_limit"] == pytest.approx(0.5, abs=1e-9) and r["verdict"] == "ERM not at its ground state"
+    assert abs(r["z_limit"]) > 20
+    (r,) = compare(open_store(ladder_store(tmp_path / "c", flat, flat)), cfg)
+    assert r["verdict"] == "unexplained"
+    text = format_table([r])
+    assert "D ladder" in text and "D=800: 0.6000 ± " in text and "→  D=∞: 0.6000 ± " in text

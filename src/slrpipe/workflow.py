@@ -67,7 +67,8 @@ def _describe(err: jsonschema.ValidationError) -> str:
     if err.validator == "oneOf" and desc:
         return f"config error: {where}: {err.instance!r} is not valid; allowed: {desc}"
     msg = err.message
-    if err.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "type", "enum") and desc:
+    if err.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "type", "enum", "minItems",
+                         "uniqueItems") and desc:
         msg += f" ({desc})"
     return f"config error: {where}: {msg}"
 
@@ -106,6 +107,13 @@ def validate(config: dict, schema_path: Path = SCHEMA) -> dict:
     errors = list(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if errors:
         raise ConfigError(_describe(jsonschema.exceptions.best_match(errors)))
+    # a ladder sizes every α by its own D: a sqrt_nD beside it is a contradiction — except the
+    # schema's default, which validation fills in (a config is validated again by each command)
+    default = schema["$defs"]["erm"]["properties"]["sqrt_nD"]["default"]
+    for name, exp in (config.get("erm") or {}).items():
+        if isinstance(exp.get("D"), list) and exp.get("sqrt_nD", default) != default:
+            raise ConfigError(f"config error: erm.{name}.sqrt_nD: not allowed with a D ladder (D = {exp['D']}); "
+                              "allowed: either D or sqrt_nD")
     fill_defaults(config, str(Path(schema_path).resolve()), set_default=True)
     _cross_checks(config)
     return config
@@ -119,6 +127,12 @@ def _cross_checks(config: dict) -> None:
                 raise ConfigError(f"config error: {kind}.{name}.nu: ν = inf is allowed for model max only; spiked needs finite ν ≥ 0")
             if not name.replace("_", "").replace("-", "").isalnum():
                 raise ConfigError(f"config error: {kind}.{name}: experiment names may use letters, digits, '_' and '-' only")
+    for name, exp in config["erm"].items():
+        for D in ladder(exp) or []:
+            off = [a for a in exp["alphas"] if abs(a * D - round(a * D)) > 1e-9 * max(1.0, a * D)]
+            if off:  # n = αD exactly, so the realised α of every D is the config's α (one alpha coordinate)
+                raise ConfigError(f"config error: erm.{name}.alphas: α·D must be an integer at every D of the ladder; "
+                                  f"α = {off} at D = {D} is not")
     for fig, names in config["figures"].items():
         if fig not in FIGURES:
             raise ConfigError(f"config error: figures.{fig}: unknown figure; allowed: {sorted(FIGURES)}")
@@ -148,10 +162,25 @@ def _cross_checks(config: dict) -> None:
 # Job tables
 
 
+def ladder(exp: dict) -> list[int] | None:
+    """The D ladder of an ERM experiment (``D`` given as a list; sorted ascending), else None."""
+    return sorted(exp["D"]) if isinstance(exp.get("D"), list) else None
+
+
 def size(exp: dict, alpha: float) -> tuple[int, int]:
-    """(D, n) of an ERM point: fixed D, or the paper's rule √(nD) = const (D = √(nD)/√α, n = αD)."""
+    """(D, n) of an ERM point: fixed D, or the paper's rule √(nD) = const (D = √(nD)/√α, n = αD).
+
+    Raises: ValueError: ``exp`` has a D ladder (use :func:`sizes`)."""
+    if ladder(exp):
+        raise ValueError(f"D = {exp['D']} is a ladder: use sizes()")
     D = exp["D"] if exp.get("D") else max(2, round(exp["sqrt_nD"] / math.sqrt(alpha)))
     return D, max(1, round(alpha * D))
+
+
+def sizes(exp: dict, alpha: float) -> list[tuple[int, int]]:
+    """Every (D, n) of an ERM point: one per rung of a D ladder (n = αD, an integer by the config
+    check), else the one of :func:`size`."""
+    return [(D, round(alpha * D)) for D in ladder(exp)] if ladder(exp) else [size(exp, alpha)]
 
 
 def setting_dir(exp: dict) -> str:
@@ -200,8 +229,8 @@ def _add(table: dict, path: str, job: dict) -> None:
 
 def plan(config: dict, results: str = "results") -> Plan:
     """All jobs of a validated config. Population sweeps are one job per (experiment, σ) over the ν
-    grid; ERM one job per (setting, σ, λ, α, seed) and run of :func:`erm_runs` (init × restart ×
-    optimizer); replica one job per (setting, σ, λ) over the α grid
+    grid; ERM one job per (setting, σ, λ, α, D, seed) and run of :func:`erm_runs` (init × restart ×
+    optimizer; one D per α, or each rung of a D ladder); replica one job per (setting, σ, λ) over the α grid
     (warm-started along α) plus one Bayes-optimal job per setting."""
     p = Plan()
     pops = dict(config["population"])
@@ -221,8 +250,7 @@ def plan(config: dict, results: str = "results") -> Plan:
                                       "delta": exp["delta"], "nu": list(exp["nu"])})
             p.members.setdefault(("population", name), []).append(path)
     for name, exp in config["erm"].items():
-        for alpha in exp["alphas"]:
-            D, n = size(exp, alpha)
+        for alpha, (D, n) in ((a, dn) for a in exp["alphas"] for dn in sizes(exp, a)):
             for seed in exp["seeds"]:
                 dpath = f"{results}/data/{setting_dir(exp)}/D{D}_n{n}_seed{seed}.zarr"
                 data = {"model": exp["model"], "nu": exp["nu"], "L": _law(exp["L"]), "delta": exp["delta"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from slrpipe.store.ground import reference
+from slrpipe.store.ladder import largest_D
 
 from .style import COLORS, LABELS, legend_below, log_alpha_axis, log_error_axis, MARKERS, ordered, panels, save, setting_title
 
@@ -33,7 +34,7 @@ def draw_erm(ax, erm, lam_styles=True, label_suffix="", var="test_error"):
 def plot(tree, experiments, out_stem):
     fig, axes = panels(len(experiments), width=3.6, height=2.9)
     for ax, name in zip(axes, experiments):
-        erm = reference(tree[f"erm/{name}"].to_dataset())  # the informed start
+        erm = reference(largest_D(tree[f"erm/{name}"].to_dataset()))  # the informed start (largest D of a ladder)
         pop = tree[f"population/at_{name}"].to_dataset()
         sigmas = draw_erm(ax, erm)
         if "test_error_pop" in erm:

@@ -10,9 +10,15 @@ whose Monte Carlo s.d. exceeds the validation's ``max_theory_rel_sd`` of the val
 config the store carries; near a fold, where the RS prediction is ill-conditioned and not
 enforced by the validation) get a cross.
 
+RS stability (docs/theory.md §11): a theory line is solid between two grid points where the RS
+fixed point is stable (``rs_stable`` 1, or not checked) and dashed on every interval touching a
+point where it is unstable (``rs_stable`` 0) — there the replica-symmetric prediction need not be
+exact. λ values are told apart by line width (legend), not by dashes.
+
 With a λ grid (two or more λ), each σ is also drawn at its best λ per α, as the paper's figure is
-(:mod:`slrpipe.store.tuning`): the theory's minimum over the grid as a thick line, ERM at the λ of
-lowest validation (finite-test-set) error as stars; the fixed-λ lines stay, thinner.
+(:mod:`slrpipe.store.tuning`): the theory's minimum over the grid as a wide translucent band, ERM
+at the λ of lowest validation (finite-test-set) error as stars; the fixed-λ lines stay on top.
+For an ERM experiment with a D ladder the markers are its largest D (slrpipe.store.ladder).
 """
 
 from __future__ import annotations
@@ -22,13 +28,36 @@ import json
 import numpy as np
 
 from slrpipe.store.ground import reference
+from slrpipe.store.ladder import largest_D
 from slrpipe.store.tuning import at_best_lam
 from slrpipe.store.validation import max_theory_rel_sd
 
 from .erm_vs_population import draw_erm, mean_se
 from .style import COLORS, LABELS, legend_below, log_alpha_axis, log_error_axis, ordered, panels, save, setting_title
 
-LAM_STYLES = ["-", "--", "-.", ":"]
+#: line width of the i-th λ of the grid (dashes are reserved for RS-unstable stretches)
+LAM_WIDTHS = [1.6, 0.8, 2.4, 1.2]
+
+
+def draw_theory(ax, alpha, err, stable, **kw) -> bool:
+    """Plot ``err`` (α grid, NaN = no point) solid between RS-stable neighbours and dashed on each
+    interval with an RS-unstable end (``stable``: per-point bool, or None for all stable). ``kw``:
+    line properties (label goes on the solid part). Returns whether a dashed interval was drawn."""
+    err = np.asarray(err, float)
+    unstable = np.zeros(err.shape, bool) if stable is None else ~np.asarray(stable, bool)
+    ax.plot(alpha, np.where(unstable, np.nan, err), ls="-", **kw)
+    kw = {k: v for k, v in kw.items() if k != "label"}
+    dashed = False
+    for i in range(len(err) - 1):
+        if (unstable[i] or unstable[i + 1]) and np.isfinite(err[i:i + 2]).all():
+            ax.plot(alpha[i:i + 2], err[i:i + 2], ls=(0, (3, 2)), **kw)
+            dashed = True
+    lone = unstable & np.isfinite(err)  # an unstable point without a finite neighbour still shows
+    lone &= ~(np.isfinite(np.r_[np.nan, err[:-1]]) | np.isfinite(np.r_[err[1:], np.nan]))
+    if lone.any():
+        ax.plot(alpha[lone], err[lone], ls="none", marker="_", ms=8, **{k: v for k, v in kw.items() if k != "lw"})
+        dashed = True
+    return dashed
 
 
 def plot(tree, experiments, out_stem):
@@ -38,17 +67,20 @@ def plot(tree, experiments, out_stem):
         rep = tree[f"replica/{name}"].to_dataset()
         alpha = rep["alpha"].values
         tuned = "lam" in rep.dims and rep.sizes["lam"] > 1
+        any_unstable = False
         for s in ordered(rep["sigma"].values) if "sigma" in rep.dims else []:
             if tuned:
-                ax.plot(alpha, rep["test_error_opt_lam"].sel(sigma=s), color=COLORS.get(s), lw=2.4, alpha=0.8,
-                        label=f"theory {LABELS.get(s, s)}, best λ per α")
+                ax.plot(alpha, rep["test_error_opt_lam"].sel(sigma=s), color=COLORS.get(s), lw=5, alpha=0.25,
+                        solid_capstyle="round", label=f"theory {LABELS.get(s, s)}, best λ per α")
             for i, lam in enumerate(rep["lam"].values):
                 err = rep["test_error"].sel(sigma=s, lam=lam)
                 if "test_error_seed_mean" in rep:  # the mean over Monte Carlo draws, where measured
                     err = rep["test_error_seed_mean"].sel(sigma=s, lam=lam).fillna(err)
                 conv = rep["converged"].sel(sigma=s, lam=lam).astype(bool) if "converged" in rep else True
-                ax.plot(alpha, err.where(conv), color=COLORS.get(s), ls=LAM_STYLES[i % 4], lw=0.9 if tuned else 1.5,
-                        label=f"theory {LABELS.get(s, s)}, λ = {lam:g}")
+                # rs_stable: 1/0, NaN where not checked (drawn as stable)
+                stable = rep["rs_stable"].sel(sigma=s, lam=lam).values != 0 if "rs_stable" in rep else None
+                any_unstable |= draw_theory(ax, alpha, err.where(conv).values, stable, color=COLORS.get(s),
+                                            lw=LAM_WIDTHS[i % 4], label=f"theory {LABELS.get(s, s)}, λ = {lam:g}")
                 if "test_error_mc_sd" in rep:
                     ill = rep["test_error_mc_sd"].sel(sigma=s, lam=lam) > rel_sd * abs(err)
                     if bool((ill & conv).any()):
@@ -57,6 +89,8 @@ def plot(tree, experiments, out_stem):
                 if "n_branches" in rep and bool((rep["n_branches"].sel(sigma=s, lam=lam) > 1).any()):
                     ax.plot(alpha, rep["test_error_alt"].sel(sigma=s, lam=lam), ls="none", marker="d", ms=3,
                             fillstyle="none", color=COLORS.get(s), label=f"second RS fixed point, {LABELS.get(s, s)}")
+        if any_unstable:
+            ax.plot([], [], color="grey", ls=(0, (3, 2)), lw=1.2, label="theory where RS is unstable (docs/theory.md §11)")
         if "bayes_optimal_test_error" in rep:
             ax.plot(alpha, rep["bayes_optimal_test_error"], color="black", lw=1.2, label="Bayes-optimal")
             # first-order transition: where the branch reached from an uninformed start differs
@@ -68,7 +102,7 @@ def plot(tree, experiments, out_stem):
                         label="Bayes-optimal SE, uninformed branch")
         erm_name = json.loads(rep.attrs.get("erm", "null"))
         if erm_name and erm_name in tree.get("erm", {}):
-            erm = reference(tree[f"erm/{erm_name}"].to_dataset())  # the informed start
+            erm = reference(largest_D(tree[f"erm/{erm_name}"].to_dataset()))  # informed start, largest D of a ladder
             pop = "test_error_pop" in erm and bool(erm["test_error_pop"].notnull().any())
             var = "test_error_pop" if pop else "test_error"
             draw_erm(ax, erm, var=var, label_suffix=" (R at learned k, v)" if pop else "")

@@ -26,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.store.ground import reached, reference
+from slrpipe.store.ladder import largest_D
 
 from .style import COLORS, LABELS, MARKERS, legend_below, log_alpha_axis, ordered, panels, save, setting_title
 
@@ -70,7 +71,7 @@ def _err_var(ds) -> str:
 
 
 def plot(tree, experiments, out_stem):
-    nodes = [tree[f"erm/{name}"].to_dataset() for name in experiments]
+    nodes = [largest_D(tree[f"erm/{name}"].to_dataset()) for name in experiments]  # largest D of a ladder
     if not nodes:
         raise ValueError("experiments: the optimization figure needs at least one erm experiment")
     setting = _setting(nodes[0])

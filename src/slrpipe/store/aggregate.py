@@ -6,7 +6,8 @@ experiment's config entry and provenance as attributes):
 
 - ``/population/<exp>``: dims (sigma, nu) — optimal population risk and the optimal overlaps
   (model.md §4); sigma includes "bayes".
-- ``/erm/<exp>``: dims (sigma, lam, alpha, seed, init, restart, optimizer) — ERM metrics of each run
+- ``/erm/<exp>``: dims (sigma, lam, alpha, seed, init, restart, optimizer) — with a D ladder
+  (``D: [D₁, D₂, …]`` in the config) also ``D`` after alpha — ERM metrics of each run
   (model.md §5); alpha is the realised n/D of the run (within 1/(2D) of the config's value), seed the
   experiment seed, (init, restart, optimizer) the start (slrpipe.workflow.erm_runs; NaN where a start
   does not exist, e.g. restarts of the informed start); plus ``test_error_pop``, the population
@@ -87,27 +88,31 @@ def length_node(files) -> xr.Dataset:
     return node.assign_coords({k: ds[k].values.item() for k in ("model", "delta")})
 
 
-def _erm_index(ds: xr.Dataset) -> dict:
-    """Index of one ERM run read from its own coordinates: σ, λ, the realised α = n/D, and the
-    experiment seed (the teacher seed less its offset, docs/model.md §5)."""
-    return {"sigma": [str(ds["sigma"].values)], "lam": [float(ds["lam"])],
-            "alpha": [int(ds["n"]) / int(ds["D"])], "seed": [int(ds["teacher_seed"]) - TEACHER_SEED_OFFSET],
-            # the start (slrpipe.workflow.erm_runs); files written before restarts existed are restart 0
-            "init": [str(ds["init"].values)], "restart": [int(ds["restart"]) if "restart" in ds.coords else 0],
-            "optimizer": [str(ds["optimizer"].values)]}
+def _erm_index(ds: xr.Dataset, by_D: bool = False) -> dict:
+    """Index of one ERM run read from its own coordinates: σ, λ, the realised α = n/D, the
+    experiment seed (the teacher seed less its offset, docs/model.md §5), and D itself when
+    ``by_D`` (a D ladder, where n = αD exactly so every rung shares the α coordinate)."""
+    index = {"sigma": [str(ds["sigma"].values)], "lam": [float(ds["lam"])],
+             "alpha": [int(ds["n"]) / int(ds["D"])], "seed": [int(ds["teacher_seed"]) - TEACHER_SEED_OFFSET],
+             # the start (slrpipe.workflow.erm_runs); files written before restarts existed are restart 0
+             "init": [str(ds["init"].values)], "restart": [int(ds["restart"]) if "restart" in ds.coords else 0],
+             "optimizer": [str(ds["optimizer"].values)]}
+    return index | {"D": [int(ds["D"])]} if by_D else index
 
 
-def erm_node(files) -> xr.Dataset:
-    """ERM runs (one file each) on dims (sigma, lam, alpha, seed, init, restart, optimizer): scalar
-    variables, D, n, the step size ``lr`` (NaN for L-BFGS) and the trajectories ``traj_*`` on a
-    ``step`` dim (the union of the recorded steps; NaN where a run recorded no such step)."""
+def erm_node(files, by_D: bool = False) -> xr.Dataset:
+    """ERM runs (one file each) on dims (sigma, lam, alpha, seed, init, restart, optimizer) — with
+    ``by_D`` (an experiment with a D ladder, slrpipe.workflow.ladder) also ``D`` after alpha:
+    (sigma, lam, alpha, D, seed, init, restart, optimizer). Scalar variables, n (and D where it is
+    not a dim), the step size ``lr`` (NaN for L-BFGS) and the trajectories ``traj_*`` on a ``step``
+    dim (the union of the recorded steps; NaN where a run recorded no such step)."""
     parts, order = [], {}
     for f in files:
         ds = _open(f)
-        index = _erm_index(ds)
+        index = _erm_index(ds, by_D)
         for k in ("init", "optimizer"):  # keep the config's order (reference() takes the first optimiser)
             order.setdefault(k, []).extend(v for v in index[k] if v not in order.get(k, []))
-        extra = {k: ds[k].astype("int64").reset_coords(drop=True) for k in ("D", "n")}
+        extra = {k: ds[k].astype("int64").reset_coords(drop=True) for k in (("n",) if by_D else ("D", "n"))}
         extra["lr"] = float(ds["lr"]) if "lr" in ds.coords else np.nan
         traj = ds[[v for v in ds.data_vars if v.startswith("traj_")]].reset_coords(drop=True)
         run = _scalars(ds).drop_vars("test_error_theory", errors="ignore").assign(extra)
@@ -119,8 +124,9 @@ def erm_node(files) -> xr.Dataset:
              for run, traj, index in parts]
     out = xr.combine_by_coords(parts, combine_attrs="drop", join="outer", data_vars="all")
     out = out.reindex(init=order["init"], optimizer=order["optimizer"])
-    out = out.transpose("sigma", "lam", "alpha", "seed", "init", "restart", "optimizer", ...)
-    return out.sortby(["lam", "alpha", "seed", "restart"]).assign_coords(_setting(ds))
+    dims = ("sigma", "lam", "alpha", *(("D",) if by_D else ()), "seed", "init", "restart", "optimizer")
+    out = out.transpose(*dims, ...)
+    return out.sortby(["lam", "alpha", *(["D"] if by_D else []), "seed", "restart"]).assign_coords(_setting(ds))
 
 
 def add_population_prediction(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
@@ -213,7 +219,8 @@ def _build_store(members: dict, config: dict, out) -> Path:
             node = length_node(files)
         elif kind == "erm":
             task = _erm_task(files)
-            node = add_ground_state(add_trajectory_risk(add_population_prediction(erm_node(files), task), task))
+            by_D = isinstance((config.get("erm") or {}).get(name, {}).get("D"), list)  # a D ladder
+            node = add_ground_state(add_trajectory_risk(add_population_prediction(erm_node(files, by_D), task), task))
         else:
             node = replica_node(files)
         exp = (config.get(kind) or {}).get(name, {})

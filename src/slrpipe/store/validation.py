@@ -35,6 +35,15 @@ optimisers), ``ground_mean`` ± ``ground_se`` is the same quantity at each seed'
 run, ``ground_objective`` its α·J, and ``ground_starts`` how many seeds' ground states are not the
 informed start — the replica theory predicts the global minimum, so this is its proper comparison;
 the verdict stays on the informed start (the ground state equals it where there is one start).
+
+D ladder (an ERM experiment with ``D: [D₁, D₂, …]``, a ``D`` dim in the store): the row's ERM and
+ground-state values are those of the largest D; beside them each quantity's per-D seed means
+(``ladder_D``, ``ladder_erm``/``_se``, ``ladder_ground_D``, ``ladder_ground``/``_se``; s.e. t-corrected) and its
+extrapolation D → ∞ (slrpipe.store.ladder.point_ladder, rule of slrpipe.store.extrapolate):
+``erm_limit`` ± ``erm_limit_se`` with its law, χ²/dof, p-value and ``z_limit`` against the theory
+(the same for ``ground_limit``). The issue-#14 verdict (slrpipe.store.verdict) then sees both
+limits; the enforced check (``agrees``) stays on the largest D. :func:`format_table` adds a
+second section with one line per ladder row.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ import xarray as xr
 
 from slrpipe.io import write_text
 from slrpipe.store.ground import reference
+from slrpipe.store.ladder import largest_D, point_ladder
 from slrpipe.store.verdict import verdict as point_verdict
 
 COLUMNS = ["experiment", "sigma", "lam", "alpha", "D", "n_seeds", "erm_quantity", "erm_mean", "erm_se",
@@ -53,6 +63,11 @@ COLUMNS = ["experiment", "sigma", "lam", "alpha", "D", "n_seeds", "erm_quantity"
            "theory", "theory_mc_se", "theory_objective", "n_branches",
            "theory_alt", "theory_mc_sd", "z", "rel_diff", "theory_converged", "ill_conditioned", "enforced", "agrees",
            "reached_down", "reached_up", "replicon", "rs_stable", "verdict"]
+#: extra columns of a D-ladder row (module docstring), ``erm_`` and ``ground_`` each
+LADDER_COLUMNS = ["ladder_D", "ladder_erm", "ladder_erm_se", "ladder_ground_D", "ladder_ground", "ladder_ground_se",
+                  *(f"{w}_{c}" for w in ("erm", "ground")
+                    for c in ("limit", "limit_se", "law", "chi2_dof", "fit_p", "fit_ok")),
+                  "z_limit", "z_ground_limit"]
 _THEORY = {"theory": "test_error", "theory_seed_mean": "test_error_seed_mean", "theory_mc_sd": "test_error_mc_sd",
            "theory_objective": "objective", "theory_alt": "test_error_alt",
            "reached_down": "alpha_reached_down", "reached_up": "alpha_reached_up",
@@ -130,6 +145,28 @@ def _ground_at(full: xr.Dataset, sigma, lam, alpha, quantity: str) -> dict:
             "ground_starts": f"{other}/{len(starts)} not informed"}
 
 
+def _ladder_at(by_D: xr.Dataset, sigma, lam, alpha, quantity: str, theory: float, theory_se: float) -> dict:
+    """The ``LADDER_COLUMNS`` of one (σ, λ, α) point of a node with a D dim: per-D seed means of
+    the informed start's ``quantity`` and of the ground state's, and their D → ∞ limits."""
+    tse = theory_se if np.isfinite(theory_se) else 0.0
+    out = {}
+    sources = {"erm": reference(by_D)[quantity]}
+    if f"{quantity}_ground" in by_D:
+        sources["ground"] = by_D[f"{quantity}_ground"]
+    for who in ("erm", "ground"):
+        pl = point_ladder(sources[who].sel(sigma=sigma, lam=lam, alpha=alpha)) if who in sources else None
+        out["ladder_D" if who == "erm" else "ladder_ground_D"] = [int(d) for d in pl.D] if pl is not None else []
+        out[f"ladder_{who}"] = [float(x) for x in pl.mean] if pl is not None else []
+        out[f"ladder_{who}_se"] = [float(x) for x in pl.se] if pl is not None else []
+        fit = pl.fit if pl is not None else None
+        out.update({f"{who}_limit": fit.limit if fit else np.nan, f"{who}_limit_se": fit.limit_se if fit else np.nan,
+                    f"{who}_law": fit.law if fit else "", f"{who}_chi2_dof": fit.chi2_dof if fit else np.nan,
+                    f"{who}_fit_p": fit.p_value if fit else np.nan, f"{who}_fit_ok": bool(fit.fit_ok) if fit else False})
+        key = "z_limit" if who == "erm" else "z_ground_limit"
+        out[key] = fit.z(theory, tse) if fit and np.isfinite(theory) else np.nan
+    return out
+
+
 def compare(tree: xr.DataTree, config: dict) -> list[dict]:
     """Rows of the comparison table (see module doc) for every replica experiment with an ERM link."""
     v = config.get("validation", {})
@@ -141,7 +178,8 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
         if not exp.get("erm") or exp["erm"] not in tree.get("erm", {}):
             continue
         rep = tree[f"replica/{name}"].to_dataset()
-        full = tree[f"erm/{exp['erm']}"].to_dataset()
+        by_D = tree[f"erm/{exp['erm']}"].to_dataset()
+        full = largest_D(by_D)  # a D ladder: the row's values at its largest D, the ladder beside them
         erm = reference(full)  # the informed start; the ground state over all starts beside it
         for sigma in erm["sigma"].values:
             for lam in erm["lam"].values:
@@ -164,13 +202,18 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
                                     and not th["ill_conditioned"] and alpha >= min_alpha and lam >= min_lam and k > 1)
                     ok = bool(abs(z) <= max_z or abs(rel) <= rel_tol) if np.isfinite(theory) else False
                     D = int(pt["D"].max()) if "D" in pt else -1
-                    # issue #14 verdict from what the store has (no D ladder yet: no D → ∞ limits)
+                    lad = _ladder_at(by_D, sigma, lam, alpha, quantity, theory, sd) if "D" in by_D.dims else {}
+                    # issue #14 verdict: the D → ∞ limits where the experiment has a ladder
                     th["verdict"] = point_verdict(theory, sd, mean, se, ground=ground["ground_mean"],
                                                   ground_se=ground["ground_se"], rs_stable=th["rs_stable"],
+                                                  erm_limit=lad.get("erm_limit"), erm_limit_se=lad.get("erm_limit_se"),
+                                                  ground_limit=lad.get("ground_limit"),
+                                                  ground_limit_se=lad.get("ground_limit_se"),
                                                   max_abs_z=max_z, rel_tol=rel_tol)
                     rows.append(dict(experiment=name, sigma=str(sigma), lam=float(lam), alpha=float(alpha), D=D,
                                      n_seeds=k, erm_quantity=quantity, erm_mean=mean, erm_se=se, erm_test=test,
-                                     erm_objective=obj, **ground, **th, z=z, rel_diff=rel, enforced=enforced, agrees=ok))
+                                     erm_objective=obj, **ground, **th, z=z, rel_diff=rel, enforced=enforced, agrees=ok,
+                                     **lad))
     return rows
 
 
@@ -219,7 +262,42 @@ def format_table(rows: list[dict]) -> str:
                      f"{r['erm_objective']:>9.4f}{r['theory_objective']:>8.4f}{r['z']:>8.2f}{r['rel_diff']:>7.3f}"
                      f"{r['ground_mean']:>9.4f} ± {r['ground_se']:<6.4f}{r['ground_objective']:>8.4f}  "
                      f"{_verdict(r)}{_rs(r)}")
+    ladder = [r for r in rows if r.get("ladder_D")]
+    if ladder:
+        lines += ["", *format_ladder(ladder)]
     return "\n".join(lines)
+
+
+def _pm(x: float, se: float) -> str:
+    return f"{x:.4f} ± {se:.4f}" if np.isfinite(x) else "—"
+
+
+def _fit(r: dict, who: str) -> str:
+    if not np.isfinite(r[f"{who}_limit"]):
+        return "no fit"
+    chi = f", χ²/dof {r[f'{who}_chi2_dof']:.2f}, p {r[f'{who}_fit_p']:.2f}" if np.isfinite(r[f"{who}_chi2_dof"]) else ""
+    return f"{_pm(r[f'{who}_limit'], r[f'{who}_limit_se'])} [{r[f'{who}_law']}{chi}{'' if r[f'{who}_fit_ok'] else ', poor fit'}]"
+
+
+def format_ladder(rows: list[dict]) -> list[str]:
+    """The D-ladder section of the table: per row the theory, the informed start's and the ground
+    state's seed mean ± s.e. at each D, their D → ∞ limits (law, χ²/dof, p) with z against the
+    theory, RS stability and the verdict (module docstring)."""
+    out = ["D ladder: ERM (informed start) and ground state (lowest objective over starts) at each D, "
+           "extrapolated D → ∞ (a + b/D or a + b/√D, slrpipe.store.extrapolate)"]
+    for r in rows:
+        rs = "" if not np.isfinite(r.get("rs_stable", np.nan)) else ("RS stable" if r["rs_stable"] else "RS unstable")
+        out.append(f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g}: theory "
+                   f"{_pm(r['theory'], r['theory_mc_se'] if np.isfinite(r['theory_mc_se']) else 0.0)}"
+                   f"{'; ' + rs if rs else ''}; verdict: {r['verdict']}")
+        for who, label in (("erm", "informed"), ("ground", "ground")):
+            if not r[f"ladder_{who}"]:
+                continue
+            Ds = r["ladder_D" if who == "erm" else "ladder_ground_D"]
+            per_D = "  ".join(f"D={d}: {_pm(m, e)}" for d, m, e in zip(Ds, r[f"ladder_{who}"], r[f"ladder_{who}_se"]))
+            z = r["z_limit" if who == "erm" else "z_ground_limit"]
+            out.append(f"    {label:<9}{per_D}  →  D=∞: {_fit(r, who)}  z {z:.2f}")
+    return out
 
 
 def failures(rows: list[dict]) -> list[dict]:

@@ -25,7 +25,12 @@ def test_order_of_the_rules():
     # a limit 3 % away with a small error bar does not agree (no relative clause after D → ∞) ...
     v = verdict(T, TSE, **far, erm_limit=1.03, erm_limit_se=0.002, ground=1.0, ground_se=0.01)
     assert v == "ERM not at its ground state"   # ... but the ground state does
-    assert verdict(T, TSE, **far, ground_limit=0.99, ground_limit_se=0.01) == "ERM not at its ground state"
+    assert verdict(T, TSE, **far, ground=1.3, ground_se=0.01, ground_limit=0.99,
+                   ground_limit_se=0.01) == "ERM not at its ground state"
+    # a limit whose error bar also covers the largest-D value (|1.3 − 1| < 4 × 0.1) shows no gap
+    # closing: not "agrees after D → ∞"
+    assert verdict(T, TSE, **far, erm_limit=1.05, erm_limit_se=0.1, rs_stable=True) == "unexplained"
+    assert verdict(T, TSE, **far, erm_limit=1.05, erm_limit_se=0.07, rs_stable=True) == "agrees after D → ∞"
     assert verdict(T, TSE, **far, erm_limit=1.2, erm_limit_se=0.01, rs_stable=False) == "RS unstable"
     assert verdict(T, TSE, **far, erm_limit=1.2, erm_limit_se=0.01, rs_stable=True) == "unexplained"
     assert verdict(T, TSE, **far, rs_stable=math.nan) == "unexplained"   # stability not checked

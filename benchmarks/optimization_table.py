@@ -12,7 +12,7 @@ import argparse
 
 import numpy as np
 
-from slrpipe.figures.optimization import RTOL, _replica, _setting, best_random
+from slrpipe.figures.optimization import RTOL, _replica, _setting, best_random, replica_at
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ground import reached, reference
 
@@ -40,20 +40,14 @@ def main():
     var = "test_error_pop" if "test_error_pop" in node else "test_error"
     ref, hit = reference(node), reached(node, RTOL).sel(init="random", optimizer=a.optimizer)
     exists = node["train_loss"].sel(init="random", optimizer=a.optimizer).notnull()
-    print(f"{a.experiment}: λ = {lam:g}, seeds {list(node['seed'].values)}, random starts per seed "
+    print(f"{a.experiment}: λ = {lam:g}, seeds {[int(x) for x in node['seed'].values]}, random starts per seed "
           f"{int(exists.sum('restart').max())}; test error = {var}; objective α·J = 𝓛/D")
     print(f"{'sigma':<8}{'alpha':>6}{'informed':>16}{'best random':>16}{'ground':>16}{'replica':>9}"
           f"{'obj inf':>16}{'obj best rnd':>16}{'obj ground':>16}{'obj RS':>8}{'reached':>9}  ground starts")
     for s in node["sigma"].values:
         for al in node["alpha"].values:
             pt, r = node.sel(sigma=s, alpha=al), ref.sel(sigma=s, alpha=al)
-            th, tho = np.nan, np.nan
-            if rep is not None and s in rep["sigma"].values and np.isclose(rep["lam"].values, lam).any():
-                rp = rep.sel(sigma=s).isel(lam=int(np.argmax(np.isclose(rep["lam"].values, lam))))
-                la, lr = np.log(rep["alpha"].values), np.log(al)
-                if la.min() <= lr <= la.max():
-                    th = float(np.interp(lr, la, rp["test_error"].values))
-                    tho = float(np.interp(lr, la, rp["objective"].values)) if "objective" in rp else np.nan
+            th, tho = replica_at(rep, s, lam, al), replica_at(rep, s, lam, al, "objective")
             best = best_random(node, var, a.optimizer).sel(sigma=s, alpha=al)
             best_obj = best_random(node, "train_loss", a.optimizer).sel(sigma=s, alpha=al) * al
             frac = float(hit.sel(sigma=s, alpha=al).where(exists.sel(sigma=s, alpha=al)).sum()

@@ -51,6 +51,23 @@ def _replica(tree, setting):
     return None
 
 
+#: realised α = n/D differs from the nominal grid by rounding (0.4994 for 0.5 at D = 849): a point
+#: this close (relative) to the replica grid's ends still reads the end value
+ALPHA_RTOL = 0.01
+
+
+def replica_at(rep, sigma, lam, alpha, var="test_error") -> float:
+    """``var`` of the replica node at (σ, λ), interpolated in log α to ``alpha``; NaN where the node
+    lacks σ or λ or ``alpha`` lies outside its α grid (beyond ``ALPHA_RTOL``)."""
+    if rep is None or var not in rep or sigma not in rep["sigma"].values or not np.isclose(rep["lam"].values, lam).any():
+        return np.nan
+    r = rep[var].sel(sigma=sigma).isel(lam=int(np.argmax(np.isclose(rep["lam"].values, lam))))
+    grid = rep["alpha"].values
+    if not grid.min() * (1 - ALPHA_RTOL) <= alpha <= grid.max() * (1 + ALPHA_RTOL):
+        return np.nan
+    return float(np.interp(np.log(alpha), np.log(grid), r.values))
+
+
 def mean_se(da: xr.DataArray, dim="seed"):
     n = da.count(dim)
     return da.mean(dim), (da.std(dim, ddof=1) / np.sqrt(n)).where(n > 1)
@@ -134,12 +151,9 @@ def plot(tree, experiments, out_stem):
                 if "informed" in pt["init"].values:
                     inf = pt["test_error_pop"].sel(sigma=s, init="informed", restart=0).mean("seed")
                     ax.axhline(float(inf), color=c, ls="--", lw=1, label=f"{LABELS.get(s, s)}, informed start ({opt}, end)")
-                if rep is not None and s in rep["sigma"].values and np.isclose(rep["lam"].values, lam).any():
-                    li = int(np.argmax(np.isclose(rep["lam"].values, lam)))
-                    r = rep["test_error"].sel(sigma=s).isel(lam=li)
-                    if rep["alpha"].values.min() <= a <= rep["alpha"].values.max():
-                        val = float(np.interp(np.log(a), np.log(rep["alpha"].values), r.values))
-                        ax.axhline(val, color=c, ls=":", lw=1.2, label=f"{LABELS.get(s, s)}, replica (RS) at this α")
+                val = replica_at(rep, s, lam, a)
+                if np.isfinite(val):
+                    ax.axhline(val, color=c, ls=":", lw=1.2, label=f"{LABELS.get(s, s)}, replica (RS) at this α")
             _plain_log(ax.xaxis)
             _plain_log(ax.yaxis)
             ax.set_xlabel(f"{opt} steps (step size {lr:g}·D on k, v)" if opt != "adam" else f"adam steps (lr {lr:g})")

@@ -10,7 +10,7 @@ CPU a transposed copy used by the gradient, which makes an evaluation ~3× faste
   ``optax.value_and_grad_from_state``; iterations run inside ``lax.while_loop`` in blocks of
   ``record_every`` so that progress can be logged between blocks.
 - ``gd``: full-batch gradient descent. The Hessian of J in (k, v) scales as 1/D (f depends on k, v
-  through x·k/√D), so the step on k, v is lr·D·∇J (lr ≈ 0.1–1 is the natural range); c gets lr·∇J.
+  through x·k/√D), so the step on k, v is lr·D·∇J (lr ≈ 0.05: linear σ diverges from 0.2 on at spiked L = 3, ν = 1); c gets lr·∇J.
 - ``sgd``: the same with minibatches of ``batch_size`` sequences drawn with replacement, the batch of
   step t from ``jax.random.fold_in(PRNGKey(sgd_seed), t)``; the penalty enters as λ/(2n)|θ|².
 - ``adam``: ``optax.adam(lr)`` on J, full batch (scale invariant, no D factor).

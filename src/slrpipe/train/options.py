@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from slrpipe.vocabulary import DTYPES, INITS, OPTIMIZERS, check_choice, check_sigma
 
 #: step sizes of the first-order optimisers when none is given (slrpipe.train.erm docstring).
-DEFAULT_LR = {"gd": 0.5, "sgd": 0.2, "adam": 1e-2}
+DEFAULT_LR = {"gd": 0.05, "sgd": 0.2, "adam": 1e-2}  # gd 0.5 diverges for linear σ at L = 3 (from 0.2 on)
 #: tolerance on |∇J|₂ per dtype when none is given.
 DEFAULT_TOL = {"float32": 1e-5, "float64": 1e-8}
 #: key scale of the informed initialisation at ν = inf (max-SLR): softmax(10 χ*) puts weight

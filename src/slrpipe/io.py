@@ -61,12 +61,17 @@ def _vlen_strings(ds):
 
 
 def write_zarr(obj, path, **kwargs) -> Path:
-    """Write an ``xarray.Dataset`` or ``xarray.DataTree`` to a zarr v3 store atomically; string
-    variables are stored as zarr's variable-length "string" type (read back as Python str)."""
+    """Write an ``xarray.Dataset`` or ``xarray.DataTree`` to a zarr v3 store atomically, with
+    xarray's default encodings (those carried from source files are dropped); string variables are
+    stored as zarr's variable-length "string" type (read back as Python str)."""
     import xarray as xr
 
     path = Path(path)
-    obj = obj.map_over_datasets(_vlen_strings) if isinstance(obj, xr.DataTree) else _vlen_strings(obj)
+    # encodings read from the result files would be reapplied here: an int variable that an outer
+    # join promoted to float with NaN (e.g. ``iterations`` of a start that does not exist) would be
+    # cast back to int, NaN becoming −2⁶³
+    prep = lambda ds: _vlen_strings(ds.drop_encoding())  # noqa: E731
+    obj = obj.map_over_datasets(prep) if isinstance(obj, xr.DataTree) else prep(obj)
     tmp = _tmp_sibling(path, is_dir=True)
     try:
         shutil.rmtree(tmp)

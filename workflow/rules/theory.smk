@@ -40,6 +40,9 @@ rule replica:
         "results/logs/replica/{key}.log",
     benchmark:
         "results/benchmarks/replica/{key}.tsv"
+    # the longest jobs of a run (fold searches: up to ~2 min on CPU) start first, so that they do
+    # not finish alone at the end while the other core idles
+    priority: 10
     threads: 1
     shell:
         f"{THREAD_ENV} {SLRPIPE} replica {{params.args}} --out {{output}} > {{log}} 2>&1"

@@ -251,12 +251,13 @@ def _rs(r: dict) -> str:
 
 def format_table(rows: list[dict]) -> str:
     """Fixed-width text table of ``compare`` rows (ERM: risk at the learned weights, test: finite test set)."""
-    head = (f"{'experiment':<15}{'sigma':<8}{'lam':>5}{'alpha':>6}{'D':>5}{'seeds':>6}{'ERM ± s.e.':>17}{'test':>8}"
+    w = max([15] + [len(r["experiment"]) + 1 for r in rows])  # names never run into the σ column
+    head = (f"{'experiment':<{w}}{'sigma':<8}{'lam':>5}{'alpha':>7}{'D':>5}{'seeds':>6}{'ERM ± s.e.':>17}{'test':>8}"
             f"{'theory ± MC':>17}{'alt':>8}{'obj ERM':>9}{'obj th':>8}{'z':>8}{'rel':>7}{'ground ± s.e.':>17}{'obj gr':>8}"
             "  verdict")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['experiment']:<15}{r['sigma']:<8}{r['lam']:>5g}{r['alpha']:>6g}{r['D']:>5}{r['n_seeds']:>6}"
+        lines.append(f"{r['experiment']:<{w}}{r['sigma']:<8}{r['lam']:>5g}{r['alpha']:>7.4g}{r['D']:>5}{r['n_seeds']:>6}"
                      f"{r['erm_mean']:>9.4f} ± {r['erm_se']:<6.4f}{r['erm_test']:>7.4f}"
                      f"{r['theory']:>9.4f} ± {r['theory_mc_se']:<6.4f}{r['theory_alt']:>7.4f}"
                      f"{r['erm_objective']:>9.4f}{r['theory_objective']:>8.4f}{r['z']:>8.2f}{r['rel_diff']:>7.3f}"

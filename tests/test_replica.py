@@ -475,14 +475,23 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
     opts = SolverOptions.build(tol=1e-6)
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [5, 10], n_samples=64, two_way=False, options=opts)
     assert ds.converged.values.tolist() == [[True, True]]
+    cheap = opts.replace(tol=1e-4, polish=False, patience=15)
     grid = [(a, o, w) for a, o, w in calls[1:] if a in (5.0, 10.0)]
     mid = [(a, o, w) for a, o, w in calls if a not in (5.0, 10.0)]
-    assert mid and all(o.iterate.tol == 1e-4 and not o.polish.enabled and o.iterate.patience == 15 for _, o, _ in mid)
-    assert grid and all(o == opts for _, o, _ in grid)
+    assert mid and all(o == cheap for _, o, _ in mid)
     # the cold start: the solver's options with the cap on wasted work (cold_far_patience)
     assert calls[0] == (10.0, opts.replace(far_patience=30), None)
-    assert calls[1][2] == "warm@10"  # first try of 10 → 5, then halved steps from 10, then from 7.5
-    assert [w for a, _, w in calls if a == 5.0][-1] == f"warm@{mid[-1][0]:g}"
+    # first try of 10 → 5 in full; then halved steps from 10, and after each converged intermediate
+    # point a cheap probe of 5 (sw.probe), solved in full only from a probe that converged
+    assert calls[1] == (5.0, opts, "warm@10")
+    retries = grid[1:]
+    assert retries and all(o in (opts, cheap) for _, o, _ in retries)
+    for i, (a, o, w) in enumerate(retries):
+        if o == opts:  # a full retry always follows a probe of the same point, from its state
+            assert retries[i - 1][:2] == (a, cheap) and w == f"warm@{a:g}"
+    probes = [w for a, o, w in retries if o == cheap]
+    assert probes and probes[-1] == f"warm@{mid[-1][0]:g}"  # the last probe starts from the last intermediate point
+    assert retries[-1][1] == opts  # and the reported solve is a full one
 
 
 def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):

@@ -45,3 +45,18 @@ def snakemake(workdir: Path, *args, check=True, timeout=900):
 @pytest.fixture
 def workflow_dir(tmp_path):
     return copy_workflow(tmp_path)
+
+
+@pytest.fixture
+def fig3_legend(monkeypatch):
+    """The legend texts of every figure saved through ``slrpipe.figures.fig3`` (a list, appended)."""
+    from slrpipe.figures import fig3
+
+    labels, real_save = [], fig3.save
+
+    def save(fig, out):
+        labels.extend(t.get_text() for leg in fig.legends for t in leg.get_texts())
+        return real_save(fig, out)
+
+    monkeypatch.setattr(fig3, "save", save)
+    return labels

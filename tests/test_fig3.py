@@ -49,15 +49,8 @@ def test_a_missing_point_breaks_the_dashed_interval():
     plt.close(fig)
 
 
-def test_fig3_legend_names_the_unstable_stretches(tmp_path, monkeypatch):
-    labels = []
-
-    def save(fig, out):
-        labels.extend(t.get_text() for leg in fig.legends for t in leg.get_texts())
-        return real_save(fig, out)
-
-    real_save = fig3.save
-    monkeypatch.setattr(fig3, "save", save)
+def test_fig3_legend_names_the_unstable_stretches(tmp_path, fig3_legend):
+    labels = fig3_legend
     dims = ("sigma", "lam", "alpha")
     err = np.linspace(1, 0.2, 5)[None, None, :] * np.ones((2, 1, 1))
     rs = np.ones_like(err)

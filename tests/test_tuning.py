@@ -41,17 +41,10 @@ def test_a_point_without_runs_has_no_best_lam():
     assert at_best_lam(erm).sel(sigma="linear", alpha=4.0).isnull().all()
 
 
-def test_fig3_draws_the_tuned_curves(tmp_path, monkeypatch):
+def test_fig3_draws_the_tuned_curves(tmp_path, fig3_legend):
     from slrpipe.figures import fig3
 
-    labels = []
-
-    def save(fig, out):
-        labels.extend(t.get_text() for leg in fig.legends for t in leg.get_texts())
-        return real_save(fig, out)
-
-    real_save = fig3.save
-    monkeypatch.setattr(fig3, "save", save)
+    labels = fig3_legend
 
     erm = _erm()
     dims = ("sigma", "lam", "alpha")

@@ -18,8 +18,10 @@ Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on th
  (4) ``lowlam``: the λ = 0.01 sweep of issue #12 (spiked L = 3, ν = 2, α ∈ {1, 5}, 8192 samples,
      2 scrambles, two-way; --lowlam-sigmas) with the solver policies of ``--policy``: 'new'
      (defaults: far_patience cap, loose unpolished intermediate continuation points, prox warm
-     starts reused along α, grid points retried by a cheap probe first), 'noprobe' (new without the
-     probe) or 'old' (all off: the solver before issue #12). Prints wall
+     starts reused along α, every try of a grid point a cheap probe first, intermediate points and
+     probes given up after 10 evaluations that do not halve a residual ≥ 10⁻²), 'prev' (the
+     previous policy: probes only on retries, no such cap), 'noprobe' (prev without the probe) or
+     'old' (all off: the solver before issue #12). Prints wall
      and CPU time, channel evaluations (in converged solves / wasted in failed ones) and the
      values (test error of seed 0, seed mean and s.d., order parameters).
  (5) ``default``: one default workflow replica job (config/config.yaml: spiked L = 3, ν = 1,
@@ -62,7 +64,8 @@ from slrpipe.theory.replica.solver import STATE  # noqa: E402
 #: the solver policies before issue #12 (no cap on far-from-root work, intermediate continuation
 #: points solved like grid points, every solve starting with a cold prox search)
 OLD_POLICY = (SolverOptions.build(far_patience=None, far_stall=None),
-              SweepOptions(step_tol=None, step_patience=None, cold_far_patience=None, reuse_warm=False))
+              SweepOptions(step_tol=None, step_patience=None, cold_far_patience=None, reuse_warm=False,
+                           probe=False, probe_first=False, step_far_patience=None))
 
 
 def _psi_np(chi, wk, wv, y, Vk, Vv, sigma):
@@ -155,8 +158,14 @@ def bench_panel(a):
     print(f"(3) Fig. 3 panel (softmax + linear, one λ): {total:.0f} s = {total / 60:.1f} min", flush=True)
 
 
+#: the policies of the previous stop (probe only on retries, no cap on far-from-root intermediate work)
+PREV_SWEEP = dict(probe_first=False, step_far_patience=None)
+
+
 def _policy(a, **sweep_kw):
-    opts, sw = OLD_POLICY if a.policy == "old" else (SolverOptions(), SweepOptions(probe=a.policy != "noprobe"))
+    sw = {"old": OLD_POLICY[1], "noprobe": SweepOptions(probe=False, **PREV_SWEEP),
+          "prev": SweepOptions(**PREV_SWEEP)}.get(a.policy, SweepOptions())
+    opts = OLD_POLICY[0] if a.policy == "old" else SolverOptions()
     return dict(options=opts, sweep=dataclasses.replace(sw, **sweep_kw))
 
 
@@ -287,7 +296,7 @@ def main():
     p.add_argument("--panel-points", type=int, default=30)
     p.add_argument("--parts", default="channel,sweep,panel",
                    help="comma-separated: channel, sweep, panel, lowlam, default, device, length, compile")
-    p.add_argument("--policy", choices=("new", "noprobe", "old"), default="new", help="solver policies (lowlam, default)")
+    p.add_argument("--policy", choices=("new", "prev", "noprobe", "old"), default="new", help="solver policies (lowlam, default)")
     p.add_argument("--lowlam-sigmas", default="softmax,linear")
     p.add_argument("--default-sigmas", default="softmax,linear")
     p.add_argument("--Ls", default="3,8,16,64", help="lengths of the length part")

@@ -408,6 +408,44 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
     assert sorted({a for a in calls if 1 < a < 3}) == [2.0, 2.5, 2.75]
 
 
+def test_cheap_finish_keeps_the_passes_near_the_root_cheap(monkeypatch):
+    # Toy contraction F(x) = (x + x*)/2: the damped residual halves per pass. By default every pass
+    # with residual < 10⁻² is a full multi-start search and convergence is declared on one; with
+    # cheap_finish (intermediate continuation points) the passes near the root stay cheap and the
+    # solve ends on a cheap one, at the same point within tol.
+    from slrpipe.theory.replica import solver as S
+
+    target = np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0])
+    log = []
+
+    def channel(*a, multistart=True, **k):
+        log.append(multistart)
+        return {"warm": "w"}
+
+    def residual(lam, ch, x):
+        f = 0.5 * (target - x)
+        r = float(np.max(np.abs(f) / (1 + np.abs(x))))
+        log[-1] = (log[-1], r)
+        return f, r
+
+    monkeypatch.setattr(S, "channel", channel)
+    monkeypatch.setattr(S, "_residual", residual)
+    f = draw_fields("spiked", 1.0, 2, 0.0, 64, seed=0)
+    o = S.SolverOptions.build(polish=False, method="damped", damping=1.0, tol=1e-6, full_every=3)
+    for cheap in (False, True):
+        log.clear()
+        run = S._iterate("softmax", f, 1.0, 0.1, target + 1.0, o.replace(cheap_finish=cheap))
+        assert run.converged and np.max(np.abs(run.x - target) / (1 + target)) < 2e-6
+        near = [full for full, r in log if r < 1e-2]
+        far = [(i + 1, full) for i, (full, r) in enumerate(log) if r >= 1e-2]
+        # far from the root: the first pass and every full_every-th are full, either way
+        assert all(full == (i == 1 or i % 3 == 0) for i, full in far)
+        if cheap:
+            assert near and not any(near)
+        else:
+            assert all(near[1:]) and log[-1][0]  # converged on a full pass
+
+
 def test_far_patience_ends_a_hopeless_solve_with_an_honest_flag(monkeypatch):
     # Toy map whose residual F(x) − x is a constant 0.5 (a start outside every basin): the best
     # residual never halves, so the solve must stop after far_patience further evaluations with
@@ -445,10 +483,17 @@ def test_options_are_checked_and_grouped():
             SolverOptions.build(**bad)
     with pytest.raises(ValueError, match="step_tol"):
         SweepOptions(step_tol=-1)
-    mid = SweepOptions(step_tol=1e-4, step_patience=15).intermediate(o)
+    sw = SweepOptions(step_tol=1e-4, step_patience=15, probe_far_patience=10)
+    mid = sw.intermediate(o)
     assert (mid.iterate.tol, mid.polish.enabled, mid.iterate.patience) == (1e-4, False, 15)
+    assert (mid.iterate.far_patience, mid.iterate.cheap_finish) == (o.iterate.far_patience, True)
+    assert sw.probing(o) == mid.replace(far_patience=10)
+    with pytest.raises(ValueError, match="probe_far_patience"):
+        SweepOptions(probe_far_patience=0)
     assert SweepOptions(cold_far_patience=12).cold(o).iterate.far_patience == 12
-    assert SweepOptions(step_tol=None, step_patience=None).intermediate(o) == o
+    assert SweepOptions(step_tol=None, step_patience=None, step_cheap=False,
+                        step_full_every=None).intermediate(o) == o
+    assert SweepOptions(step_full_every=10).intermediate(o).iterate.full_every == 10
 
 
 def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(monkeypatch):
@@ -475,21 +520,24 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
     opts = SolverOptions.build(tol=1e-6)
     ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [5, 10], n_samples=64, two_way=False, options=opts)
     assert ds.converged.values.tolist() == [[True, True]]
-    cheap = opts.replace(tol=1e-4, polish=False, patience=15)
+    cheap = opts.replace(tol=1e-4, polish=False, patience=15, cheap_finish=True, full_every=10)
+    probe = cheap  # probe_far_patience is off by default
     grid = [(a, o, w) for a, o, w in calls[1:] if a in (5.0, 10.0)]
     mid = [(a, o, w) for a, o, w in calls if a not in (5.0, 10.0)]
     assert mid and all(o == cheap for _, o, _ in mid)
     # the cold start: the solver's options with the cap on wasted work (cold_far_patience)
     assert calls[0] == (10.0, opts.replace(far_patience=30), None)
-    # first try of 10 → 5 in full; then halved steps from 10, and after each converged intermediate
-    # point a cheap probe of 5 (sw.probe), solved in full only from a probe that converged
-    assert calls[1] == (5.0, opts, "warm@10")
+    # first try of 10 → 5 a cheap probe (probe_first; it fails: the step is too long); then halved
+    # steps from 10, and after each converged intermediate point a cheap probe of 5 (sw.probe),
+    # solved in full only from a probe that converged
+    assert calls[1] == (5.0, probe, "warm@10")
+    assert not [c for c in calls if c[1] == opts and c[0] == 5.0 and c[2] == "warm@10"]  # no full try from 10
     retries = grid[1:]
-    assert retries and all(o in (opts, cheap) for _, o, _ in retries)
+    assert retries and all(o in (opts, probe) for _, o, _ in retries)
     for i, (a, o, w) in enumerate(retries):
         if o == opts:  # a full retry always follows a probe of the same point, from its state
-            assert retries[i - 1][:2] == (a, cheap) and w == f"warm@{a:g}"
-    probes = [w for a, o, w in retries if o == cheap]
+            assert retries[i - 1][:2] == (a, probe) and w == f"warm@{a:g}"
+    probes = [w for a, o, w in retries if o == probe]
     assert probes and probes[-1] == f"warm@{mid[-1][0]:g}"  # the last probe starts from the last intermediate point
     assert retries[-1][1] == opts  # and the reported solve is a full one
 

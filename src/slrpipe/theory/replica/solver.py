@@ -21,7 +21,10 @@ Iteration (``method``):
   * "damped": x ← (1 − d) x + d F(x), d halved whenever the residual grows three times running.
 Prox passes: the first, every ``full_every``-th and, once the residual is below ``_FULL_BELOW``,
 every pass is a full multi-start search; the others start from the centre and the previous
-pass's minima only. Convergence is declared on full passes only.
+pass's minima only. Convergence is declared on full passes only, except with ``cheap_finish``
+(intermediate continuation points, which only provide warm starts): there the passes stay cheap
+near the root and convergence is that of the cheap map (within ~10⁻³ of the full one where a new
+prox branch appears; a full pass costs ~7 cheap ones).
 Polish (``PolishOptions``): when the iteration ends unconverged with its best residual below
 ``below`` (10⁻²) — a near miss, e.g. Anderson stalling at 4e-5 where the map is steep (softmax,
 λ = 0.01, spiked ν = 2, α = 5: a relative change of 1e-4 in x moves F(x) − x by 1e-3) — the root
@@ -163,19 +166,20 @@ def _iterate(sigma, fields, alpha, lam, x, opts: SolverOptions, warm=None) -> _I
         # full multi-start searches; once near the solution every pass is full, so that the
         # accelerated iteration sees one consistent map (cheap and full passes differ by ~1e-3
         # where a new branch appears)
-        full = warm is None or near or it % o.full_every == 0
+        full = warm is None or (near and not o.cheap_finish) or (it % o.full_every == 0 and not near)
         ch = channel(sigma, fields, alpha, *x, warm=warm, multistart=full, **chkw)
         warm = ch["warm"]
         f, resid = _residual(lam, ch, x)
         log.debug("iteration %d full=%s residual %.3e x=%s", it, full, resid, np.round(x, 5).tolist())
-        if resid < o.tol and full:
+        if resid < o.tol and (full or o.cheap_finish):
             # x is reported, with this (full) pass's conjugates and train loss
             return _Iterated(x, resid, True, ch, warm, it, d, n_rej)
         if not near and resid < max(_FULL_BELOW, 10 * o.tol):
             near = True
-            hist, xs, fs, best = [], [], [], None
-            if not full:
-                continue  # evaluate the same point again, with the full search
+            if not o.cheap_finish:  # the map changes (full passes from here): a fresh memory
+                hist, xs, fs, best = [], [], [], None
+                if not full:
+                    continue  # evaluate the same point again, with the full search
         if o.method == "damped":
             if f is None:
                 break

@@ -89,38 +89,44 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
     2^-``MAX_HALVINGS`` of |a_to − a_from|, and after each success the rest of the way is tried
     again: this follows a branch up to a fold between grid points. The intermediate points only
     provide warm starts: they are solved to ``sw.step_tol`` without polish (``SweepOptions``), and
-    with ``sw.probe`` a_to is retried from them the same cheap way before a full solve.
+    with ``sw.probe`` a_to is retried from them the same cheap way before a full solve (with
+    ``sw.probe_first`` its first try from a_from too).
     ``warm``: prox warm starts of the solve at a_from (``sw.reuse_warm``). Returns (result at
     a_to, with ``iterations`` and ``wall_time`` summed over all the solves; the α nearest a_to
     reached on the branch)."""
-    mid_opts = sw.intermediate(opts)
-    solve = lambda a, o, ini, w: solve_replica(sigma, model, nu, L, delta, lam, a, fields=fields,  # noqa: E731
-                                               init=ini, options=o, warm=w if sw.reuse_warm else None)
-    r = solve(a_to, opts, init, warm)
-    iters, wall = r["iterations"], r["wall_time"]
+    mid_opts, probe_opts = sw.intermediate(opts), sw.probing(opts)
+    cost = [0, 0.0]  # channel evaluations and seconds of every solve of this step
+
+    def solve(a, o, ini, w):
+        r = solve_replica(sigma, model, nu, L, delta, lam, a, fields=fields, init=ini, options=o,
+                          warm=w if sw.reuse_warm else None)
+        cost[0], cost[1] = cost[0] + r["iterations"], cost[1] + r["wall_time"]
+        return r
+
+    def attempt(ini, w, probe):
+        # a_to from (ini, w); with ``probe`` a cheap solve first, finished in full from its state
+        # only if it reached step_tol: past a fold every attempt fails, and a failed full solve
+        # (patience, polish) costs ~5× a failed probe
+        if not probe:
+            return solve(a_to, opts, ini, w)
+        p = solve(a_to, probe_opts, ini, w)
+        return solve(a_to, opts, {k: p[k] for k in STATE}, p.get("prox_warm")) if p["converged"] else p
+
+    r = attempt(init, warm, sw.probe and sw.probe_first)
     a, h, h_min = a_from, a_to - a_from, abs(a_to - a_from) * 2.0**-MAX_HALVINGS * (1 - 1e-9)
     while not r["converged"]:
         h *= 0.5
         if abs(h) < h_min:
             break
         mid = solve(a + h, mid_opts, init, warm)
-        iters, wall = iters + mid["iterations"], wall + mid["wall_time"]
         if mid["converged"]:
             a, init, warm = a + h, {k: mid[k] for k in STATE}, mid.get("prox_warm")
             log.info("replica %s λ=%g: branch followed to α=%g on the way to α=%g", sigma, lam, a, a_to)
-            # retry a_to with the cheap options first: past a fold every retry fails, and a full
-            # solve (patience, polish) there costs ~5× a probe; only a probe that reaches
-            # step_tol is finished by the full solve, from the probe's state
-            probe = solve(a_to, mid_opts, init, warm) if sw.probe else None
-            if probe is not None:
-                iters, wall = iters + probe["iterations"], wall + probe["wall_time"]
-            if probe is None or probe["converged"]:
-                start = init if probe is None else {k: probe[k] for k in STATE}
-                full = solve(a_to, opts, start, warm if probe is None else probe.get("prox_warm"))
-                iters, wall = iters + full["iterations"], wall + full["wall_time"]
-                if full["converged"] or probe is None:
-                    r = full
+            retry = attempt(init, warm, sw.probe)
+            if retry["converged"] or not sw.probe:
+                r = retry
             h = a_to - a
+    iters, wall = cost
     return dict(r, iterations=iters, wall_time=wall), (a_to if r["converged"] else a)
 
 
@@ -268,7 +274,7 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
                             pick[1]["test_error"], other[0][1]["objective"], other[0][1]["test_error"])
             if mc_seeds > 1 and pick[1]["converged"]:
                 mc_mean[i, j], mc_sd[i, j] = _mc_sd(sigma, model, nu, L, delta, lam, alphas[j], pick[1],
-                                                    n_samples, seed, qmc, int(mc_seeds), opts)
+                                                    n_samples, seed, qmc, int(mc_seeds), opts, sw)
     te = np.where(data["converged"], data["test_error"], np.inf)
     best = np.argmin(te, axis=0)
     opt = te[best, np.arange(alphas.size)]
@@ -304,14 +310,20 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
     return ds
 
 
-def _mc_sd(sigma, model, nu, L, delta, lam, alpha, r0, n_samples, seed, qmc, mc_seeds, opts):
+def _mc_sd(sigma, model, nu, L, delta, lam, alpha, r0, n_samples, seed, qmc, mc_seeds, opts, sw):
     """(mean, s.d.) of test_error over seeds seed, …, seed + mc_seeds − 1 (the others
-    warm-started from r0, the seed-``seed`` solution); NaN if any of them does not converge."""
+    warm-started from r0, the seed-``seed`` solution; with ``sw.probe`` through a cheap probe
+    first, as a continuation step); NaN if any of them does not converge."""
     init = {k: r0[k] for k in STATE}
     errs = [r0["test_error"]]
     for s in range(seed + 1, seed + mc_seeds):
         f = draw_fields(model, float(nu), int(L), float(delta), n_samples, s, qmc=qmc)
-        r = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=init, options=opts)
+        start, warm = init, None
+        if sw.probe:
+            p = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=init, options=sw.probing(opts))
+            if p["converged"]:
+                start, warm = {k: p[k] for k in STATE}, p.get("prox_warm")
+        r = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=start, options=opts, warm=warm)
         if not r["converged"]:
             return math.nan, math.nan
         errs.append(r["test_error"])

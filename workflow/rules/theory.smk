@@ -45,4 +45,4 @@ rule replica:
     priority: 10
     threads: 1
     shell:
-        f"{THREAD_ENV} {SLRPIPE} replica {{params.args}} --out {{output}} > {{log}} 2>&1"
+        f"{THREAD_ENV} {JAX_CACHE_ENV} {SLRPIPE} replica {{params.args}} --out {{output}} > {{log}} 2>&1"

@@ -1,11 +1,5 @@
 # ERM: one job per (setting, σ, λ, α, seed) and start (init × restart × optimizer); writes one netCDF of metrics and overlaps.
 
-# JAX's persistent compilation cache, shared by every train job (concurrent jobs and Slurm nodes on
-# one filesystem included): a job loads the XLA programs an earlier job of the same shapes compiled
-# instead of compiling them again (seconds per job). Entries are keyed by the program, the jax/XLA
-# versions and XLA_FLAGS; a loaded program is the compiled one, so results are bit-identical
-# (tests/test_train.py). The threshold is 0 s: our programs compile in well under JAX's default 1 s.
-JAX_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR=results/cache/jax JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0"
 
 
 def _erm(wc):

@@ -46,10 +46,31 @@ def atomic_file(path):
 
 
 def write_netcdf(ds, path) -> Path:
-    """Write an ``xarray.Dataset`` to netCDF4 (h5netcdf engine) atomically; returns the path."""
+    """Write an ``xarray.Dataset`` to netCDF3 (64-bit offset, scipy engine) atomically; returns the path.
+
+    netCDF3 rather than netCDF4: a job's result opens ~10× faster (a train job's file: 7.6 ms
+    against 80 ms through h5netcdf/HDF5), which the aggregation of hundreds of files pays. The
+    format has no 64-bit integer or string types: integers are written as int32 (xarray refuses
+    values that do not fit; our seeds are 31-bit) and strings as character arrays;
+    :func:`read_netcdf` gives both back as int64 and str.
+    """
     with atomic_file(path) as tmp:
-        ds.to_netcdf(tmp, engine="h5netcdf")
+        ds.to_netcdf(tmp, engine="scipy", format="NETCDF3_64BIT")
     return Path(path)
+
+
+def read_netcdf(path):
+    """The ``xarray.Dataset`` of a result file, loaded and closed: netCDF3 (:func:`write_netcdf`)
+    or netCDF4 (results of earlier versions), with the int64 and str dtypes of the written
+    dataset restored (int32 → int64, character arrays → fixed-width str)."""
+    import xarray as xr
+
+    with xr.open_dataset(path) as ds:  # the engine from the file's signature
+        ds = ds.load()
+    fix = {k: v.astype("int64") if v.dtype == "int32" else v.astype(str)
+           for k, v in ds.variables.items() if v.dtype == "int32" or v.dtype == object}
+    coords = {k: v for k, v in fix.items() if k in ds.coords}
+    return ds.assign_coords(coords).assign({k: v for k, v in fix.items() if k not in coords})
 
 
 def _vlen_strings(ds):

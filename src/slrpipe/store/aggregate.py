@@ -33,7 +33,7 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.data import SLRTask
-from slrpipe.io import write_zarr
+from slrpipe.io import read_netcdf, write_zarr
 from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
 from slrpipe.store.ground import add_ground_state
@@ -44,9 +44,6 @@ from slrpipe.vocabulary import TEACHER_SEED_OFFSET
 log = logging.getLogger(__name__)
 
 
-def _open(path) -> xr.Dataset:
-    with xr.open_dataset(path, engine="h5netcdf") as ds:
-        return ds.load()
 
 
 def _scalars(ds: xr.Dataset) -> xr.Dataset:
@@ -72,7 +69,7 @@ def population_node(files) -> xr.Dataset:
     """Population sweeps (one file per σ, dim nu) stacked along ``sigma``, from each file's own coordinate."""
     parts = []
     for f in files:
-        ds = _open(f)
+        ds = read_netcdf(f)
         parts.append(ds.reset_coords(drop=True).expand_dims(sigma=[str(ds["sigma"].values)]))
     return xr.concat(parts, dim="sigma", combine_attrs="drop_conflicts").assign_coords(_setting(ds))
 
@@ -82,7 +79,7 @@ def length_node(files) -> xr.Dataset:
     along ``sigma``; a variable a σ's file lacks is NaN for that σ."""
     parts = []
     for f in files:
-        ds = _open(f)
+        ds = read_netcdf(f)
         parts.append(ds.reset_coords(["sigma", "model", "delta"], drop=True).expand_dims(sigma=[str(ds["sigma"].values)]))
     node = xr.merge(parts, combine_attrs="drop_conflicts", join="outer", compat="no_conflicts")
     return node.assign_coords({k: ds[k].values.item() for k in ("model", "delta")})
@@ -108,7 +105,7 @@ def erm_node(files, by_D: bool = False) -> xr.Dataset:
     dim (the union of the recorded steps; NaN where a run recorded no such step)."""
     parts, order = [], {}
     for f in files:
-        ds = _open(f)
+        ds = read_netcdf(f)
         index = _erm_index(ds, by_D)
         for k in ("init", "optimizer"):  # keep the config's order (reference() takes the first optimiser)
             order.setdefault(k, []).extend(v for v in index[k] if v not in order.get(k, []))
@@ -150,7 +147,7 @@ def add_population_prediction(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
 
 def _erm_task(files) -> SLRTask:
     """The data law shared by an experiment's ERM files, from the first file's coordinates."""
-    ds = _open(files[0])
+    ds = read_netcdf(files[0])
     law = json.loads(ds.attrs["L_law"])
     return SLRTask(str(ds["model"].values), float(ds["nu"]), law, float(ds["delta"]), 2)
 
@@ -160,7 +157,7 @@ def replica_node(files) -> xr.Dataset:
     state evolution (no σ coordinate) as ``bayes_optimal_*`` variables on alpha."""
     parts, bo, setting = [], None, {}
     for f in files:
-        ds = _open(f)
+        ds = read_netcdf(f)
         setting = _setting(ds)
         if "sigma" not in ds.coords:  # the Bayes-optimal sweep
             ds = ds.reset_coords(drop=True)

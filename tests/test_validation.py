@@ -30,6 +30,8 @@ def store(tmp_path, erm_shift, converged=True, extra_rep=None, pop_shift=None):
         rep[k] = (("sigma", "lam", "alpha"), np.full((1, 1, 2), v))
     if "test_error_seed_mean" in rep:
         rep.attrs["mc_seeds"] = "4"  # as the aggregation writes experiment fields (JSON text)
+    if "prox_tie_fraction" in rep:
+        rep.attrs["n_samples"] = "4096"
     tree = xr.DataTree.from_dict({"/erm/e": erm, "/replica/r": rep})
     return write_zarr(tree, tmp_path / "slr.zarr")
 
@@ -129,6 +131,11 @@ def test_rs_stability_and_verdict_columns(tmp_path):
     assert all(r["verdict"] == "unexplained" for r in odd)
     good = compare(open_store(store(tmp_path / "c", 0.0, extra_rep={"rs_stable": 0.0, "replicon": 1.3})), CONFIG)
     assert all(r["verdict"] == "agrees" for r in good)
+    # the prox ties as a count among the theory's samples (one tie flags the point, docs/theory.md §11)
+    ties = compare(open_store(store(tmp_path / "e", 0.1, extra_rep={"rs_stable": 0.0, "replicon": 0.8,
+                                                                    "prox_tie_fraction": 3 / 4096})), CONFIG)
+    assert all(r["prox_ties"] == 3 and r["theory_n_samples"] == 4096 for r in ties)
+    assert "RS unstable (replicon 0.80, 3 prox ties in 4096) | RS unstable" in format_table(ties)
     plain = compare(open_store(store(tmp_path / "d", 0.1)), CONFIG)  # no stability in the store
     assert all(np.isnan(r["rs_stable"]) and r["verdict"] == "unexplained" for r in plain)
 

@@ -62,7 +62,7 @@ COLUMNS = ["experiment", "sigma", "lam", "alpha", "D", "n_seeds", "erm_quantity"
            "erm_test", "erm_objective", "ground_mean", "ground_se", "ground_objective", "ground_starts",
            "theory", "theory_mc_se", "theory_objective", "n_branches",
            "theory_alt", "theory_mc_sd", "z", "rel_diff", "theory_converged", "ill_conditioned", "enforced", "agrees",
-           "reached_down", "reached_up", "replicon", "rs_stable", "verdict"]
+           "reached_down", "reached_up", "replicon", "rs_stable", "prox_ties", "theory_n_samples", "verdict"]
 #: extra columns of a D-ladder row (module docstring), ``erm_`` and ``ground_`` each
 LADDER_COLUMNS = ["ladder_D", "ladder_erm", "ladder_erm_se", "ladder_ground_D", "ladder_ground", "ladder_ground_se",
                   *(f"{w}_{c}" for w in ("erm", "ground")
@@ -71,7 +71,7 @@ LADDER_COLUMNS = ["ladder_D", "ladder_erm", "ladder_erm_se", "ladder_ground_D", 
 _THEORY = {"theory": "test_error", "theory_seed_mean": "test_error_seed_mean", "theory_mc_sd": "test_error_mc_sd",
            "theory_objective": "objective", "theory_alt": "test_error_alt",
            "reached_down": "alpha_reached_down", "reached_up": "alpha_reached_up",
-           "replicon": "replicon", "rs_stable": "rs_stable"}
+           "replicon": "replicon", "rs_stable": "rs_stable", "prox_tie_fraction": "prox_tie_fraction"}
 #: default ``validation.max_theory_rel_sd``: MC s.d. of one draw above this fraction of the value
 #: marks an ill-conditioned theory point (near a fold; docs/theory.md §10 (ii))
 MAX_THEORY_REL_SD = 0.03
@@ -86,7 +86,8 @@ def max_theory_rel_sd(config: dict) -> float:
 ALPHA_RTOL = 5e-3
 
 #: not interpolated: how far each continuation pass got towards a grid point (docs/theory.md §9)
-_AT_GRID_ONLY = ("reached_down", "reached_up", "replicon", "rs_stable")  # + RS stability: per fixed point
+_AT_GRID_ONLY = ("reached_down", "reached_up", "replicon", "rs_stable",  # + RS stability: per fixed point
+                 "prox_tie_fraction")
 
 
 def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
@@ -115,6 +116,11 @@ def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
         out[col] = out[col] if w == 0.0 else np.nan
     out["theory_converged"] = bool(pt["converged"].values.all()) if "converged" in pt else True
     out["n_branches"] = int(pt["n_branches"].values.max()) if "n_branches" in pt else 1
+    # prox ties as a count among the theory's N samples (a Poisson count: none seen bounds the
+    # tie rate below 3/N at 95 %; docs/theory.md §11)
+    n = int(rep.attrs.get("n_samples", 0))
+    tie = out.pop("prox_tie_fraction")
+    out["theory_n_samples"], out["prox_ties"] = n, float(np.round(tie * n)) if np.isfinite(tie) and n else np.nan
     seed_mean = out.pop("theory_seed_mean")
     k = int(rep.attrs.get("mc_seeds", 1)) if np.isfinite(seed_mean) else 1
     if k > 1:
@@ -245,8 +251,15 @@ def _rs(r: dict) -> str:
     """RS stability and the issue-#14 verdict (docs/theory.md §11), when the replica output has them."""
     if not np.isfinite(r.get("rs_stable", np.nan)):
         return ""
-    rs = "stable" if r["rs_stable"] else "unstable"
-    return f" | RS {rs} (replicon {r['replicon']:.2f}) | {r['verdict']}"
+    return f" | RS {_rs_words(r)} | {r['verdict']}"
+
+
+def _rs_words(r: dict) -> str:
+    """'stable'/'unstable' with the replicon and the prox ties among the N samples (docs/theory.md §11:
+    one tie shows a switching surface, none bounds its rate below 3/N at 95 %)."""
+    ties = r.get("prox_ties", np.nan)
+    tie = f", {int(ties)} prox ties in {r['theory_n_samples']}" if np.isfinite(ties) else ""
+    return f"{'stable' if r['rs_stable'] else 'unstable'} (replicon {r['replicon']:.2f}{tie})"
 
 
 def format_table(rows: list[dict]) -> str:
@@ -287,7 +300,7 @@ def format_ladder(rows: list[dict]) -> list[str]:
     out = ["D ladder: ERM (informed start) and ground state (lowest objective over starts) at each D, "
            "extrapolated D → ∞ (a + b/D or a + b/√D, slrpipe.store.extrapolate)"]
     for r in rows:
-        rs = "" if not np.isfinite(r.get("rs_stable", np.nan)) else ("RS stable" if r["rs_stable"] else "RS unstable")
+        rs = "" if not np.isfinite(r.get("rs_stable", np.nan)) else f"RS {_rs_words(r)}"
         out.append(f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g}: theory "
                    f"{_pm(r['theory'], r['theory_mc_se'] if np.isfinite(r['theory_mc_se']) else 0.0)}"
                    f"{'; ' + rs if rs else ''}; verdict: {r['verdict']}")

@@ -127,8 +127,12 @@ def test_rs_stability_and_verdict_columns(tmp_path):
     assert all(r["rs_stable"] == 0.0 and r["replicon"] == pytest.approx(1.3) for r in bad)
     assert all(r["verdict"] == "RS unstable" for r in bad)
     assert "RS unstable (replicon 1.30) | RS unstable" in format_table(bad)
-    odd = compare(open_store(store(tmp_path / "b", 0.1, extra_rep={"rs_stable": 1.0, "replicon": 0.5})), CONFIG)
+    mc = {"test_error_seed_mean": 0.5, "test_error_mc_sd": 0.002}  # the theory's MC error measured
+    odd = compare(open_store(store(tmp_path / "b", 0.1, extra_rep={"rs_stable": 1.0, "replicon": 0.5, **mc})),
+                  CONFIG)
     assert all(r["verdict"] == "unexplained" for r in odd)
+    one_draw = compare(open_store(store(tmp_path / "f", 0.1, extra_rep={"rs_stable": 1.0, "replicon": 0.5})), CONFIG)
+    assert all(r["verdict"] == "theory MC error not measured" for r in one_draw)
     good = compare(open_store(store(tmp_path / "c", 0.0, extra_rep={"rs_stable": 0.0, "replicon": 1.3})), CONFIG)
     assert all(r["verdict"] == "agrees" for r in good)
     # the prox ties as a count among the theory's samples (one tie flags the point, docs/theory.md §11)
@@ -137,7 +141,7 @@ def test_rs_stability_and_verdict_columns(tmp_path):
     assert all(r["prox_ties"] == 3 and r["theory_n_samples"] == 4096 for r in ties)
     assert "RS unstable (replicon 0.80, 3 prox ties in 4096) | RS unstable" in format_table(ties)
     plain = compare(open_store(store(tmp_path / "d", 0.1)), CONFIG)  # no stability in the store
-    assert all(np.isnan(r["rs_stable"]) and r["verdict"] == "unexplained" for r in plain)
+    assert all(np.isnan(r["rs_stable"]) and r["verdict"] == "theory MC error not measured" for r in plain)
 
 
 LADDER = [100, 200, 400, 800]
@@ -161,8 +165,9 @@ def ladder_store(tmp_path, informed, random):
                      coords={"sigma": ["softmax"], "lam": [0.1], "alpha": [1.0], "D": LADDER, "seed": [0, 1, 2, 3],
                              "init": ["informed", "random"], "restart": [0], "optimizer": ["lbfgs"]})
     rep = xr.Dataset({v: (("sigma", "lam", "alpha"), np.full((1, 1, 1), x))
-                      for v, x in (("test_error", 0.5), ("converged", True), ("rs_stable", 1.0), ("replicon", 0.5))},
-                     coords={"sigma": ["softmax"], "lam": [0.1], "alpha": [1.0]})
+                      for v, x in (("test_error", 0.5), ("converged", True), ("rs_stable", 1.0), ("replicon", 0.5),
+                                   ("test_error_seed_mean", 0.5), ("test_error_mc_sd", 0.001))},
+                     coords={"sigma": ["softmax"], "lam": [0.1], "alpha": [1.0]}, attrs={"mc_seeds": "4"})
     tree = xr.DataTree.from_dict({"/erm/e": add_ground_state(erm), "/replica/r": rep})
     return write_zarr(tree, tmp_path / "slr.zarr")
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from slrpipe.store.verdict import MISSING, VERDICTS, agrees, verdict
+from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS, agrees, verdict
 
 T, TSE = 1.0, 0.005  # theory value and its Monte Carlo error
 
@@ -42,5 +42,9 @@ def test_order_of_the_rules():
 def test_missing_theory_and_bad_rule():
     assert verdict(math.nan, TSE, 1.0, 0.01) == MISSING
     assert verdict(T, math.nan, 1.01, 0.01) == "agrees"   # a NaN MC error counts as 0
+    # ... but a gap with the theory's MC error unknown (one draw) is not called unexplained
+    assert verdict(T, math.nan, 1.3, 0.01, rs_stable=True) == UNMEASURED
+    assert verdict(T, math.nan, 1.3, 0.01, rs_stable=False) == "RS unstable"
+    assert verdict(T, TSE, 1.3, 0.01, rs_stable=True) == "unexplained"
     with pytest.raises(ValueError, match="max_abs_z"):
         verdict(T, TSE, 1.0, 0.01, max_abs_z=0.0)

@@ -17,7 +17,10 @@ Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order
      to be exact there;
   5. ``unexplained``: none of the above — a bug until shown otherwise.
 ``theory missing`` (not one of the issue's five) is returned where the theory has no converged
-value: nothing is compared there. Missing ERM data (None/NaN) simply cannot make a rule hold, so a
+value: nothing is compared there; ``theory MC error not measured`` where the point would be
+``unexplained`` but the theory's Monte Carlo error is unknown (one draw, ``mc_seeds`` = 1): a gap
+there may be that error (near a fold, or where the fixed point depends on the draw: docs/theory.md
+§9–10), so it is not called a bug before the error is measured. Missing ERM data (None/NaN) simply cannot make a rule hold, so a
 point with RS stable and only the informed ERM disagreeing is ``unexplained`` until the D ladder
 and the ground state are measured.
 """
@@ -28,6 +31,7 @@ import math
 
 VERDICTS = ("agrees", "agrees after D → ∞", "ERM not at its ground state", "RS unstable", "unexplained")
 MISSING = "theory missing"
+UNMEASURED = "theory MC error not measured"
 #: defaults of the agreement rule (those of config/validation.yaml's enforcement)
 MAX_ABS_Z, REL_TOL = 4.0, 0.05
 
@@ -70,7 +74,7 @@ def verdict(theory, theory_se, erm, erm_se, *, erm_limit=None, erm_limit_se=None
         ground, ground_se, ground_limit, ground_limit_se: the same for the ERM ground state.
         rs_stable: True/False from the replica output (NaN/None: not checked).
         max_abs_z, rel_tol: the agreement rule.
-    Returns: one of ``VERDICTS``, or ``MISSING``.
+    Returns: one of ``VERDICTS``, or ``MISSING`` / ``UNMEASURED``.
     Raises: ValueError: max_abs_z ≤ 0 or rel_tol < 0.
     """
     if not max_abs_z > 0 or not rel_tol >= 0:
@@ -93,4 +97,4 @@ def verdict(theory, theory_se, erm, erm_se, *, erm_limit=None, erm_limit_se=None
         else bool(rs_stable)
     if stable is False:
         return VERDICTS[3]
-    return VERDICTS[4]
+    return VERDICTS[4] if _finite(theory_se) else UNMEASURED

@@ -60,3 +60,31 @@ def fig3_legend(monkeypatch):
 
     monkeypatch.setattr(fig3, "save", save)
     return labels
+
+
+def cold_and_warm_runs(tmp_path: Path, command: list[str]):
+    """Run ``python -m slrpipe <command> --out …`` twice with the workflow's persistent compilation
+    cache in ``tmp_path`` (workflow/rules/common.smk): the first run compiles and fills it, the
+    second must load every program from it (no new entry). Returns the two written datasets."""
+    import xarray as xr
+
+    cache = tmp_path / "jax_cache"
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    runs, entries = [], []
+    for name in ("cold", "warm"):
+        out = tmp_path / f"{name}.nc"
+        subprocess.run([sys.executable, "-m", "slrpipe", *command, "--out", str(out)], env=env, check=True,
+                       capture_output=True)
+        runs.append(xr.load_dataset(out))
+        entries.append(sorted(os.listdir(cache)))
+    assert entries[0] and entries[1] == entries[0]  # the warm run compiled nothing new
+    return runs
+
+
+def assert_identical_but_wall_time(a, b) -> None:
+    import numpy as np
+
+    for name in a.variables:
+        if name != "wall_time":
+            np.testing.assert_array_equal(b[name].values, a[name].values, err_msg=name)
+

@@ -584,24 +584,10 @@ def test_prox_does_not_depend_on_the_chunk_size():
 def test_compilation_cache_cold_and_warm_give_identical_replica_results(tmp_path):
     """Replica jobs share the workflow's persistent compilation cache (workflow/rules/common.smk): a
     run that compiles the prox programs and one that loads them all write the same numbers, bit for bit."""
-    import os
-    import subprocess
-    import sys
+    from conftest import assert_identical_but_wall_time, cold_and_warm_runs
 
-    import xarray as xr
-
-    cache = tmp_path / "jax_cache"
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-    args = [sys.executable, "-m", "slrpipe", "replica", "--model", "spiked", "--nu", "1", "--L", "2",
-            "--sigma", "softmax", "--lam-grid", "0.1", "--alpha-grid", "2", "--n-samples", "256"]
-    runs = []
-    for name in ("cold", "warm"):
-        out = tmp_path / f"{name}.nc"
-        subprocess.run(args + ["--out", str(out)], env=env, check=True, capture_output=True)
-        runs.append((xr.load_dataset(out), sorted(os.listdir(cache))))
-    (cold, entries_cold), (warm, entries_warm) = runs
-    assert entries_cold and entries_warm == entries_cold  # the warm run compiled nothing new
+    cold, warm = cold_and_warm_runs(tmp_path, [
+        "replica", "--model", "spiked", "--nu", "1", "--L", "2", "--sigma", "softmax", "--lam-grid", "0.1",
+        "--alpha-grid", "2", "--n-samples", "256"])
     assert bool(cold.converged.all())
-    for name in cold.variables:
-        if name != "wall_time":
-            np.testing.assert_array_equal(warm[name].values, cold[name].values, err_msg=name)
+    assert_identical_but_wall_time(cold, warm)

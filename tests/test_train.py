@@ -165,28 +165,16 @@ def test_cli_generate_then_train(tmp_path):
 
 
 def test_compilation_cache_cold_and_warm_give_identical_results(tmp_path):
-    """The workflow's persistent compilation cache (workflow/rules/train.smk): a run that compiles and
+    """The workflow's persistent compilation cache (workflow/rules/common.smk): a run that compiles and
     fills the cache and a run that loads every program from it write the same numbers, bit for bit."""
-    import os
-    import subprocess
-    import sys
+    from conftest import assert_identical_but_wall_time, cold_and_warm_runs
 
-    cache = tmp_path / "jax_cache"
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=str(cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-    args = [sys.executable, "-m", "slrpipe", "train", "--model", "spiked", "--nu", "1", "--L", "3", "--D", "40",
-            "--n", "200", "--teacher-seed", "3", "--data-seed", "4", "--sigma", "softmax", "--lam", "0.1",
-            "--n-test", "2000", "--max-iter", "300", "--no-theory"]
-    runs = []
-    for name in ("cold", "warm"):
-        out = tmp_path / f"{name}.nc"
-        subprocess.run(args + ["--out", str(out)], env=env, check=True, capture_output=True)
-        runs.append((xr.load_dataset(out), sorted(os.listdir(cache))))
-    (cold, entries_cold), (warm, entries_warm) = runs
-    assert entries_cold and entries_warm == entries_cold  # the warm run compiled nothing new
+    cold, warm = cold_and_warm_runs(tmp_path, [
+        "train", "--model", "spiked", "--nu", "1", "--L", "3", "--D", "40", "--n", "200", "--teacher-seed", "3",
+        "--data-seed", "4", "--sigma", "softmax", "--lam", "0.1", "--n-test", "2000", "--max-iter", "300",
+        "--no-theory"])
     assert int(cold.iterations) > 1
-    for name in cold.variables:
-        if name != "wall_time":
-            np.testing.assert_array_equal(warm[name].values, cold[name].values, err_msg=name)
+    assert_identical_but_wall_time(cold, warm)
 
 
 def test_risk_at_overlaps_rebuilds_the_recorded_gram(erm20):

@@ -44,8 +44,6 @@ from slrpipe.vocabulary import TEACHER_SEED_OFFSET
 log = logging.getLogger(__name__)
 
 
-
-
 def _scalars(ds: xr.Dataset) -> xr.Dataset:
     """Data variables without dimensions, coordinates dropped (the job table supplies the index)."""
     ds = ds.reset_coords(drop=True)

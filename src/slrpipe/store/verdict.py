@@ -20,9 +20,9 @@ Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order
 value: nothing is compared there; ``theory MC error not measured`` where the point would be
 ``unexplained`` but the theory's Monte Carlo error is unknown (one draw, ``mc_seeds`` = 1): a gap
 there may be that error (near a fold, or where the fixed point depends on the draw: docs/theory.md
-§9–10), so it is not called a bug before the error is measured. Missing ERM data (None/NaN) simply cannot make a rule hold, so a
-point with RS stable and only the informed ERM disagreeing is ``unexplained`` until the D ladder
-and the ground state are measured.
+§9–10), so it is not called a bug before the error is measured. Missing ERM data (None/NaN)
+simply cannot make a rule hold, so a point with RS stable and only the informed ERM disagreeing is
+``unexplained`` until the D ladder and the ground state are measured.
 """
 
 from __future__ import annotations

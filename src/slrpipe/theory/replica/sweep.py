@@ -49,6 +49,11 @@ def _same(a: dict, b: dict) -> bool:
     return all(abs(a[k] - b[k]) <= SAME_TOL * (1 + abs(a[k])) for k in STATE)
 
 
+def _resume(r: dict) -> tuple[dict, object]:
+    """(order parameters, prox warm starts) of a converged solve: where the next solve starts."""
+    return {k: r[k] for k in STATE}, r.get("prox_warm")
+
+
 def _start(c: float, lam: float) -> dict | None:
     """Initial order parameters of cold start c (``KEY_SCALES``): None (the solver's default) for
     c = 1, m_k = c/2 and q_k = c² for c > 1, and for c = 0 the α → 0 limit, where the conjugates
@@ -110,7 +115,7 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
         if not probe:
             return solve(a_to, opts, ini, w)
         p = solve(a_to, probe_opts, ini, w)
-        return solve(a_to, opts, {k: p[k] for k in STATE}, p.get("prox_warm")) if p["converged"] else p
+        return solve(a_to, opts, *_resume(p)) if p["converged"] else p
 
     r = attempt(init, warm, sw.probe and sw.probe_first)
     a, h, h_min = a_from, a_to - a_from, abs(a_to - a_from) * 2.0**-MAX_HALVINGS * (1 - 1e-9)
@@ -120,7 +125,7 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
             break
         mid = solve(a + h, mid_opts, init, warm)
         if mid["converged"]:
-            a, init, warm = a + h, {k: mid[k] for k in STATE}, mid.get("prox_warm")
+            a, (init, warm) = a + h, _resume(mid)
             log.info("replica %s λ=%g: branch followed to α=%g on the way to α=%g", sigma, lam, a, a_to)
             retry = attempt(init, warm, sw.probe)
             if retry["converged"] or not sw.probe:
@@ -156,7 +161,7 @@ def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, opts, sw, 
                  sigma, model, nu, L, lam, alphas[j], r["test_error"], r["objective"], r["converged"],
                  r["iterations"], r["wall_time"])
         if r["converged"]:
-            init, a_init, warm = {k: r[k] for k in STATE}, alphas[j], r.get("prox_warm")
+            (init, warm), a_init = _resume(r), alphas[j]
         elif init is not None:  # the branch ended between the last converged point and this one
             if past_fold == "stop":
                 log.info("replica %s λ=%g: branch ends before α=%g (reached α=%g); pass stopped",
@@ -322,7 +327,7 @@ def _mc_sd(sigma, model, nu, L, delta, lam, alpha, r0, n_samples, seed, qmc, mc_
         if sw.probe:
             p = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=init, options=sw.probing(opts))
             if p["converged"]:
-                start, warm = {k: p[k] for k in STATE}, p.get("prox_warm")
+                start, warm = _resume(p)
         r = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=start, options=opts, warm=warm)
         if not r["converged"]:
             return math.nan, math.nan

@@ -31,6 +31,11 @@ def test_order_of_the_rules():
     # closing: not "agrees after D → ∞"
     assert verdict(T, TSE, **far, erm_limit=1.05, erm_limit_se=0.1, rs_stable=True) == "unexplained"
     assert verdict(T, TSE, **far, erm_limit=1.05, erm_limit_se=0.07, rs_stable=True) == "agrees after D → ∞"
+    # within 4 s.e. of the theory (z = 3.85) and precise, but nearer the largest-D value than the
+    # theory: the data favour "no drift" over "the gap closes", so it does not count
+    assert verdict(T, TSE, **far, erm_limit=1.27, erm_limit_se=0.07, rs_stable=True) == "unexplained"
+    assert verdict(T, TSE, **far, ground=1.3, ground_se=0.01, ground_limit=1.27,
+                   ground_limit_se=0.07, rs_stable=False) == "RS unstable"
     assert verdict(T, TSE, **far, erm_limit=1.2, erm_limit_se=0.01, rs_stable=False) == "RS unstable"
     assert verdict(T, TSE, **far, erm_limit=1.2, erm_limit_se=0.01, rs_stable=True) == "unexplained"
     assert verdict(T, TSE, **far, rs_stable=math.nan) == "unexplained"   # stability not checked

@@ -90,11 +90,12 @@ def test_every_section_optional_and_defaults_from_the_schema():
 
 
 def test_plan_holds_values_not_text():
-    """One representation per parameter: job dicts hold numbers and length laws; text only in paths."""
+    """One representation per parameter: job records hold numbers and length laws; text only in
+    paths and in the command lines generated from the records."""
     cfg = validate(copy.deepcopy(SMOKE))
     job = next(iter(plan(cfg).erm.values()))
-    assert isinstance(job["nu"], float) and isinstance(job["lam"], float) and isinstance(job["L"], dict)
-    assert job["L"] == {2: 1.0}
+    assert isinstance(job.nu, float) and isinstance(job.lam, float) and isinstance(job.L, dict)
+    assert job.L == {2: 1.0}
 
 
 def test_defaults_filled_and_plan():

@@ -37,7 +37,7 @@ def test_plan_runs_every_alpha_at_every_D_and_shares_the_fixed_D_jobs():
     # the D = 40 rung is the fixed-D experiment's jobs (same paths, same parameters): nothing rerun
     assert set(fixed) < set(lad) and len(p.erm) == len(lad)
     assert {k for k in lad if "/D40_" in k} == set(fixed)
-    assert all(p.erm[k]["D"] == 40 for k in fixed)
+    assert all(p.erm[k].D == 40 for k in fixed)
     assert sizes(cfg["erm"]["ladder_L2"], 2.0) == [(20, 40), (40, 80), (80, 160)]
     assert sizes(cfg["erm"]["spiked_L2"], 2.0) == [size(cfg["erm"]["spiked_L2"], 2.0)] == [(40, 80)]
     with pytest.raises(ValueError, match="ladder"):
@@ -50,21 +50,13 @@ def test_ladder_order_does_not_matter():
 
 
 def _run_jobs(p, names):
-    """Train every ERM job of ``names`` through the CLI (the arguments the train rule passes)."""
+    """Train every ERM job of ``names`` through the CLI, with the command line the workflow generates."""
     from slrpipe.cli import main
-    from slrpipe.lengths import format_L
+    from slrpipe.jobs import argv
 
-    keys = ["sigma", "lam", "init", "restart", "init_seed", "optimizer", "lr", "max_iter", "record_every", "tol",
-            "n_test", "test_seed", "dtype", "model", "nu", "L", "delta", "D", "n", "teacher_seed", "data_seed"]
     for name in names:
         for path in p.members[("erm", name)]:
-            j = p.erm[path]
-            args = ["train", "--no-theory", "--out", path]
-            for k in keys:
-                if j[k] is not None:
-                    v = format_L(j[k]) if k == "L" else (repr(j[k]) if isinstance(j[k], float) else str(j[k]))
-                    args += [f"--{k.replace('_', '-')}", v]
-            assert main(args) == 0, path
+            assert main(["train", *argv(p.erm[path]), "--no-theory", "--out", path]) == 0, path
 
 
 @pytest.fixture(scope="module")

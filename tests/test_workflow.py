@@ -25,13 +25,28 @@ def done(tmp_path_factory):
     return wd
 
 
+def job_stats(out: str) -> dict[str, int]:
+    """{rule: count} of a dry run's job table, the training batches (train_erm__<batch>) counted
+    together as train_erm."""
+    jobs: dict[str, int] = {}
+    for m in re.finditer(r"^(\w+)\s+(\d+)$", out.split("Job stats:", 1)[1], re.M):
+        if m.group(1) != "total":
+            family = m.group(1).split("__")[0]
+            jobs[family] = jobs.get(family, 0) + int(m.group(2))
+    return jobs
+
+
+def trained_outputs(out: str) -> list[str]:
+    """The ERM result files a dry run would write."""
+    return re.findall(r"results/erm/[^\s,]+\.nc", "\n".join(re.findall(r"^\s*output: (.*)$", out, re.M)))
+
+
 def planned_jobs(wd, *extra) -> dict[str, int]:
     """{rule: count} of what a dry run would execute ({} when there is nothing to do)."""
     out = snakemake(wd, *SMOKE, "-n", *extra).stdout
     if "Nothing to be done" in out:
         return {}
-    table = out.split("Job stats:", 1)[1]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
+    return job_stats(out)
 
 
 def test_store_contents(done):
@@ -80,29 +95,29 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
     path = done / "config" / "smoke_alpha.yaml"
     path.write_text(yaml.safe_dump(cfg))
     out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
-    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1], re.M)}
-    jobs.pop("total")
-    # new α: 2 datasets (seeds), 2 σ × 2 seeds trainings, then aggregation, the two figures with
-    # ERM markers and the ERM-vs-theory check; no theory job, and not fig2/cor43
-    assert jobs == {"generate_data": 2, "train_erm": 4, "aggregate": 1, "fig_erm_vs_population": 1,
-                    "fig_fig3": 1, "validate": 1, "all": 1}, out
-    trained = re.findall(r"^\s*output: (results/erm/\S+)$", out, re.M)
+    # new α: 2 datasets (seeds), one training batch per σ (its 2 seeds), then the plan file,
+    # aggregation, the two figures with ERM markers and the ERM-vs-theory check; no theory job,
+    # and not fig2/cor43
+    assert job_stats(out) == {"generate_data": 2, "train_erm": 2, "plan": 1, "aggregate": 1,
+                              "fig_erm_vs_population": 1, "fig_fig3": 1, "validate": 1, "all": 1}, out
+    trained = trained_outputs(out)
     assert len(trained) == 4 and all("/alpha4/" in t for t in trained), trained
 
 
 def test_adding_a_restart_lists_exactly_its_jobs(done):
-    """One more random start: its training jobs (2 σ × 2 α, restart 1), then the store, the one
-    figure that draws that experiment and the check; no data, theory or other figure job."""
+    """One more random start: the training batches that hold its runs (2 σ × 2 α, restart 1) —
+    a batch is one job, so its other runs are retrained with it — then the store, the figures of
+    the experiments in those batches and the check; no data or theory job, not fig2/cor43."""
     cfg = yaml.safe_load((done / "config" / "smoke.yaml").read_text())
     cfg["erm"]["opt_L2"]["restarts"] = 2
     path = done / "config" / "smoke_restart.yaml"
     path.write_text(yaml.safe_dump(cfg))
     out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
-    jobs = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1], re.M)}
-    jobs.pop("total")
-    assert jobs == {"train_erm": 4, "aggregate": 1, "fig_optimization": 1, "validate": 1, "all": 1}, out
-    trained = re.findall(r"^\s*output: (results/erm/\S+)$", out, re.M)
-    assert len(trained) == 4 and all(t.endswith("_random-r1_lbfgs.nc") for t in trained), trained
+    assert job_stats(out) == {"train_erm": 4, "plan": 1, "aggregate": 1, "fig_optimization": 1,
+                              "fig_erm_vs_population": 1, "fig_fig3": 1, "validate": 1, "all": 1}, out
+    trained = trained_outputs(out)
+    new = [t for t in trained if t.endswith("_random-r1_lbfgs.nc")]
+    assert len(new) == 4 and len(trained) == 20, trained
 
 
 def test_store_has_starts_trajectories_and_ground_state(done):

@@ -14,6 +14,7 @@ import sys
 COMMANDS = {
     "generate": "slrpipe.commands.generate",
     "train": "slrpipe.commands.train",
+    "train-batch": "slrpipe.commands.train_batch",
     "population": "slrpipe.commands.population",
     "length": "slrpipe.commands.length",
     "replica": "slrpipe.commands.replica",

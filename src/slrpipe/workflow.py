@@ -20,8 +20,9 @@ import jsonschema
 import yaml
 
 from slrpipe.figures import REGISTRY as FIGURES
+from slrpipe.jobs import DataJob, LengthJob, PopulationJob, ReplicaJob, TrainBatchJob, TrainJob
 from slrpipe.lengths import length_law
-from slrpipe.vocabulary import init_seed, seeds
+from slrpipe.vocabulary import BAYES, init_seed, seeds
 
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 KINDS = ("population", "erm", "replica", "length")
@@ -212,26 +213,65 @@ def erm_runs(exp: dict, seed: int) -> list[tuple[str, dict]]:
 
 @dataclass
 class Plan:
-    population: dict = field(default_factory=dict)   # path -> job dict
+    """Every job of a validated config, keyed by its output path: each value is the typed record
+    (:mod:`slrpipe.jobs`) whose :func:`~slrpipe.jobs.argv` is the job's command line.
+
+    ``population``, ``length``, ``data``, ``erm`` (one :class:`~slrpipe.jobs.TrainJob` per trained
+    model), ``replica``: path → record. ``train_batches``: batch name → :class:`TrainBatchJob`, the
+    ERM runs trained in one process (:func:`batch_key`). ``members``: (kind, experiment) → the
+    result paths the store reads for that experiment, in plan order."""
+
+    population: dict = field(default_factory=dict)
     length: dict = field(default_factory=dict)
     data: dict = field(default_factory=dict)
     erm: dict = field(default_factory=dict)
     replica: dict = field(default_factory=dict)
-    # experiment -> list of (path, index dict) for aggregation
+    train_batches: dict = field(default_factory=dict)
     members: dict = field(default_factory=dict)
 
 
-def _add(table: dict, path: str, job: dict) -> None:
+def _add(table: dict, path: str, job) -> None:
     if path in table and table[path] != job:
         raise ConfigError(f"config error: two experiments define the job {path} with different parameters: {table[path]} vs {job}")
     table[path] = job
 
 
+def batch_key(job: TrainJob) -> str:
+    """The training batch of an ERM run: one per (setting, σ, α, D) — its seeds, λ and starts are
+    trained in one process — as a name usable in rule and file names (letters, digits, '_')."""
+    text = f"{job.model}_L{L_key(job.L)}_nu{fmt(job.nu)}_delta{fmt(job.delta)}_{job.sigma}_D{job.D}_n{job.n}"
+    return "".join(c if c.isalnum() else "_" for c in text)
+
+
+#: resource law of one train-batch job (measured by benchmarks/bench_train_batch.py; docs/cluster.md):
+#: peak memory = MEM_BASE_MB + MEM_PER_SET × (one training set X in its dtype) + the test chunks
+MEM_BASE_MB, MEM_PER_SET, TEST_CHUNK_MB = 1200.0, 3.0, 512.0
+#: runtime = START_S + Σ_runs iterations × SEC_PER_GB_ITER × |X| in GB (+ sampling), ×SAFETY
+START_S, SEC_PER_GB_ITER, SAMPLE_SEC_PER_GB, SAFETY = 120.0, 0.2, 60.0, 2.0
+
+
+def batch_resources(batch: TrainBatchJob) -> dict[str, int]:
+    """Slurm request of one training batch from the measured law above: ``mem_mb`` (MiB) and
+    ``runtime`` (minutes) of the first attempt; the rules scale both with Snakemake's ``attempt``.
+    The runtime is the CPU law (a GPU runs an iteration ~100× faster, so it is an upper bound)."""
+    m = batch.members[0]
+    itemsize = 8 if any(j.dtype == "float64" for j in batch.members) else 4
+    x_gb = m.n * max(m.L) * m.D * itemsize / 2**30
+    mem = MEM_BASE_MB + MEM_PER_SET * x_gb * 1024 + TEST_CHUNK_MB
+    n_sets = len({(j.teacher_seed, j.data_seed) for j in batch.members})
+    tests = {(j.teacher_seed, j.test_seed, j.n_test) for j in batch.members}  # one pass over each
+    test_gb = sum(n_test for *_, n_test in tests) * max(m.L) * m.D * 4 / 2**30
+    sec = START_S + sum(j.max_iter for j in batch.members) * SEC_PER_GB_ITER * x_gb \
+        + SAMPLE_SEC_PER_GB * (n_sets * x_gb + test_gb)
+    return {"mem_mb": int(math.ceil(mem)), "runtime": int(math.ceil(SAFETY * sec / 60))}
+
+
 def plan(config: dict, results: str = "results") -> Plan:
     """All jobs of a validated config. Population sweeps are one job per (experiment, σ) over the ν
-    grid; ERM one job per (setting, σ, λ, α, D, seed) and run of :func:`erm_runs` (init × restart ×
-    optimizer; one D per α, or each rung of a D ladder); replica one job per (setting, σ, λ) over the α grid
-    (warm-started along α) plus one Bayes-optimal job per setting."""
+    grid; ERM one record per (setting, σ, λ, α, D, seed) and run of :func:`erm_runs` (init × restart ×
+    optimizer; one D per α, or each rung of a D ladder), trained in batches of :func:`batch_key`;
+    replica one job per (setting, σ, λ) over the α grid (warm-started along α) plus one
+    Bayes-optimal job per setting."""
     p = Plan()
     pops = dict(config["population"])
     for name, exp in config["erm"].items():  # population optimum at each ERM setting, for its panel
@@ -239,47 +279,53 @@ def plan(config: dict, results: str = "results") -> Plan:
         if auto in pops:
             raise ConfigError(f"config error: population.{auto}: name is reserved for the erm experiment {name!r}")
         pops[auto] = {"model": exp["model"], "L": exp["L"], "delta": exp["delta"], "nu": [exp["nu"]],
-                      "sigmas": ["bayes", *exp["sigmas"]]}
+                      "sigmas": [BAYES, *exp["sigmas"]]}
     # the population point of an ERM experiment is keyed by its setting, not its name, so that
     # experiments of one setting (random starts beside an informed sweep) share its jobs
     auto_dir = {f"at_{name}": f"{results}/population/at/{setting_dir(exp)}" for name, exp in config["erm"].items()}
     for name, exp in pops.items():
         for sigma in exp["sigmas"]:
             path = f"{auto_dir[name]}/{sigma}.nc" if name in auto_dir else f"{results}/population/{name}/{sigma}.nc"
-            _add(p.population, path, {"sigma": sigma, "model": exp["model"], "L": _law(exp["L"]),
-                                      "delta": exp["delta"], "nu": list(exp["nu"])})
+            _add(p.population, path, PopulationJob(sigma=sigma, model=exp["model"], L=_law(exp["L"]),
+                                                   delta=exp["delta"], nu_grid=exp["nu"]))
             p.members.setdefault(("population", name), []).append(path)
     for name, exp in config["erm"].items():
         for alpha, (D, n) in ((a, dn) for a in exp["alphas"] for dn in sizes(exp, a)):
             for seed in exp["seeds"]:
+                s = seeds(seed)
                 dpath = f"{results}/data/{setting_dir(exp)}/D{D}_n{n}_seed{seed}.zarr"
-                data = {"model": exp["model"], "nu": exp["nu"], "L": _law(exp["L"]), "delta": exp["delta"],
-                        "D": D, "n": n, "teacher_seed": seeds(seed)["teacher_seed"],
-                        "data_seed": seeds(seed)["data_seed"], "store": exp["store_data"]}
+                data = DataJob(model=exp["model"], nu=exp["nu"], L=_law(exp["L"]), delta=exp["delta"], D=D, n=n,
+                               teacher_seed=s["teacher_seed"], data_seed=s["data_seed"])
                 if exp["store_data"]:
                     _add(p.data, dpath, data)
                 for sigma in exp["sigmas"]:
                     for lam in exp["lams"]:
                         stem = f"{results}/erm/{setting_dir(exp)}/{sigma}/lam{fmt(lam)}/alpha{fmt(alpha)}/D{D}_n{n}_seed{seed}"
                         for start, run in erm_runs(exp, seed):
-                            job = dict(data, sigma=sigma, lam=lam, alpha=alpha, test_seed=seeds(seed)["test_seed"],
-                                       **run, tol=exp["tol"], n_test=exp["n_test"], dtype=exp["dtype"],
-                                       data_path=dpath if exp["store_data"] else None)
-                            _add(p.erm, f"{stem}_{start}.nc", job)
-                            p.members.setdefault(("erm", name), []).append(f"{stem}_{start}.nc")
+                            path = f"{stem}_{start}.nc"
+                            job = TrainJob(**vars(data), sigma=sigma, lam=lam, test_seed=s["test_seed"], **run,
+                                           tol=exp["tol"], n_test=exp["n_test"], dtype=exp["dtype"],
+                                           data=dpath if exp["store_data"] else None, out=path)
+                            _add(p.erm, path, job)
+                            p.members.setdefault(("erm", name), []).append(path)
+    batches: dict[str, list] = {}
+    for job in p.erm.values():
+        batches.setdefault(batch_key(job), []).append(job)
+    p.train_batches = {k: TrainBatchJob(members=v) for k, v in batches.items()}
     for name, exp in config["replica"].items():
         base = {"model": exp["model"], "nu": exp["nu"], "L": _law(exp["L"]), "delta": exp["delta"],
-                "alphas": list(exp["alphas"]), "n_samples": exp["n_samples"], "seed": exp["seed"]}
+                "alpha_grid": exp["alphas"], "seed": exp["seed"]}
         stem = f"{results}/replica/{setting_dir(exp)}"
         for sigma in exp["sigmas"]:
             for lam in exp["lams"]:
                 mc = f"_mc{exp['mc_seeds']}" if exp["mc_seeds"] > 1 else ""
                 path = f"{stem}/{sigma}/lam{fmt(lam)}_n{exp['n_samples']}_seed{exp['seed']}{mc}.nc"
-                _add(p.replica, path, dict(base, sigma=sigma, lam=lam, mc_seeds=exp["mc_seeds"]))
+                _add(p.replica, path, ReplicaJob(**base, n_samples=exp["n_samples"], sigma=sigma, lam_grid=(lam,),
+                                                 mc_seeds=exp["mc_seeds"]))
                 p.members.setdefault(("replica", name), []).append(path)
         if exp["bayes_optimal"]:
             path = f"{stem}/bayes_optimal_n{exp['bayes_optimal_samples']}_seed{exp['seed']}.nc"
-            _add(p.replica, path, dict(base, sigma="bayes_optimal", lam=None, n_samples=exp["bayes_optimal_samples"]))
+            _add(p.replica, path, ReplicaJob(**base, n_samples=exp["bayes_optimal_samples"], bayes_optimal=True))
             p.members.setdefault(("replica", name), []).append(path)
     _plan_length(config, p, results)
     return p
@@ -291,9 +337,8 @@ def _plan_length(config: dict, p: Plan, results: str) -> None:
         for sigma in exp["sigmas"]:
             path = f"{results}/length/{name}/{sigma}.nc"
             var = exp["var_L_max"] is not None and sigma in exp["var_sigmas"]
-            _add(p.length, path, {
-                "sigma": sigma, "model": exp["model"], "L_grid": list(exp["lengths"]), "nu_grid": list(exp["nu"]),
-                "delta": exp["delta"],
-                "target_risk": exp["target_risk"] if sigma in exp["target_sigmas"] else None,
-                "var_L_max": exp["var_L_max"] if var else None, "var_nu_grid": list(exp["var_nu"]) if var else None})
+            _add(p.length, path, LengthJob(
+                sigma=sigma, model=exp["model"], L_grid=exp["lengths"], nu_grid=exp["nu"], delta=exp["delta"],
+                target_risk=exp["target_risk"] if sigma in exp["target_sigmas"] else None,
+                var_L_max=exp["var_L_max"] if var else None, var_nu_grid=exp["var_nu"] if var else None))
             p.members.setdefault(("length", name), []).append(path)

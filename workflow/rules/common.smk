@@ -5,8 +5,10 @@ import sys
 
 from slrpipe.figures import REGISTRY
 from slrpipe.fingerprint import fingerprint
-from slrpipe.lengths import format_L
-from slrpipe.workflow import ConfigError, plan, validate
+from slrpipe.commands._config import plan_text
+from slrpipe.io import write_text
+from slrpipe.jobs import command_line
+from slrpipe.workflow import ConfigError, batch_resources, plan, validate
 
 try:
     validate(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -22,7 +24,7 @@ SLRPIPE = f"{shlex.quote(sys.executable)} -m slrpipe"
 THREAD_ENV = (
     "XLA_FLAGS='--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={threads}' "
     "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-    "PYTHONUNBUFFERED=1"
+    "PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false"
 )
 
 # JAX's persistent compilation cache, shared by every JAX job (train and replica; concurrent jobs
@@ -45,23 +47,9 @@ FINGERPRINT = {
 }
 
 
-def job(table, prefix, key, suffix):
-    return table[f"{prefix}/{key}{suffix}"]
-
-
-def cli_value(v):
-    """The command-line text of a job value: length laws by lengths.format_L, floats by repr (exact
-    round trip), lists comma-joined."""
-    if isinstance(v, dict):
-        return shlex.quote(format_L(v))
-    if isinstance(v, (list, tuple)):
-        return ",".join(cli_value(x) for x in v)
-    return repr(v) if isinstance(v, float) else str(v)
-
-
-def cli_args(d, keys):
-    """'--key value' for each key (underscores → dashes); None values are left out."""
-    return " ".join(f"--{k.replace('_', '-')} {cli_value(d[k])}" for k in keys if d[k] is not None)
+def args_of(table):
+    """A rule's ``params.args``: the command line of the planned record of its output (slrpipe.jobs)."""
+    return lambda wildcards, output: command_line(table[output[0]])
 
 
 def experiment_files(kind, names):
@@ -79,6 +67,11 @@ def figure_uses(fig):
         files += experiment_files("erm", linked)
     return files
 
+
+# The plan as the commands that read the whole workflow (aggregate, validate) receive it: the
+# validated config and each experiment's result files, planned once, here.
+PLAN_FILE = "results/plan.json"
+PLAN_TEXT = plan_text(config, PLAN.members)
 
 # figure -> (experiment kind, experiment names) of this config (slrpipe.figures.REGISTRY)
 FIGURE_INPUTS = {fig: (kind, config["figures"].get(fig, [])) for fig, kind in REGISTRY.items()}

@@ -7,10 +7,7 @@ rule generate_data:
     output:
         directory("results/data/{key}.zarr"),
     params:
-        args=lambda wc: cli_args(
-            job(PLAN.data, "results/data", wc.key, ".zarr"),
-            ["model", "nu", "L", "delta", "D", "n", "teacher_seed", "data_seed"],
-        ),
+        args=args_of(PLAN.data),
         fingerprint=FINGERPRINT["generate"],
     log:
         "results/logs/data/{key}.log",

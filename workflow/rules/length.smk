@@ -1,16 +1,11 @@
 # Population optimum against the sequence length L (docs/theory.md §12): one job per experiment and σ.
 
 
-def _length_args(wc, output):
-    j = PLAN.length[output[0]]
-    return cli_args(j, ["sigma", "model", "L_grid", "nu_grid", "delta", "target_risk", "var_L_max", "var_nu_grid"])
-
-
 rule length:
     output:
         "results/length/{exp}/{sigma}.nc",
     params:
-        args=_length_args,
+        args=args_of(PLAN.length),
         fingerprint=FINGERPRINT["length"],
     log:
         "results/logs/length/{exp}/{sigma}.log",

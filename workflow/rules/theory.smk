@@ -6,11 +6,7 @@ rule population:
     output:
         "results/population/{exp}/{sigma}.nc",
     params:
-        args=lambda wc, output: cli_args(
-            PLAN.population[output[0]], ["sigma", "model", "L", "delta"]
-        )
-        + " --nu-grid "
-        + cli_value(PLAN.population[output[0]]["nu"]),
+        args=args_of(PLAN.population),
         fingerprint=FINGERPRINT["population"],
     log:
         "results/logs/population/{exp}/{sigma}.log",
@@ -21,20 +17,11 @@ rule population:
         f"{THREAD_ENV} {SLRPIPE} population {{params.args}} --out {{output}} > {{log}} 2>&1"
 
 
-def _replica_args(wc, output):
-    j = PLAN.replica[output[0]]
-    keys = ["model", "nu", "L", "delta", "n_samples", "seed"]
-    grid = " --alpha-grid " + cli_value(j["alphas"])
-    if j["sigma"] == "bayes_optimal":
-        return cli_args(j, keys) + " --bayes-optimal" + grid
-    return cli_args(j, keys + ["sigma", "mc_seeds"]) + f" --lam-grid {cli_value(j['lam'])}" + grid
-
-
 rule replica:
     output:
         "results/replica/{key}.nc",
     params:
-        args=_replica_args,
+        args=args_of(PLAN.replica),
         fingerprint=FINGERPRINT["replica"],
     log:
         "results/logs/replica/{key}.log",

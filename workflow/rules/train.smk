@@ -1,37 +1,55 @@
-# ERM: one job per (setting, σ, λ, α, seed) and start (init × restart × optimizer); writes one netCDF of metrics and overlaps.
+# ERM: one job per training batch — the seeds, λ and starts (init × restart × optimizer) of one
+# (setting, σ, α, D), trained in one process (slrpipe train-batch) — writing one netCDF per run, so
+# the store, the figures and partial reruns keep the granularity of one run per file. One rule per
+# batch (its outputs are its runs' files): changing one α adds or reruns that α's batches only.
 
 
-
-def _erm(wc):
-    return job(PLAN.erm, "results/erm", wc.key, ".nc")
-
-
-def _erm_data(wc):
-    path = _erm(wc)["data_path"]
-    return [path] if path else []
+def _batch_data(batch):
+    return sorted({m.data for m in batch.members if m.data})
 
 
-def _erm_args(wc):
-    j = _erm(wc)
-    common = ["sigma", "lam", "init", "restart", "init_seed", "optimizer", "lr", "max_iter", "record_every", "tol",
-              "n_test", "test_seed", "dtype"]
-    if j["data_path"]:
-        return cli_args(j, common) + f" --data {j['data_path']}"
-    return cli_args(j, common + ["model", "nu", "L", "delta", "D", "n", "teacher_seed", "data_seed"])
+# A profile addresses the batch rules as one family, "train_erm": its set-threads and
+# set-resources entries for that name (partition, GPU) apply to every batch rule. Memory and
+# runtime come from the measured law (slrpipe.workflow.batch_resources), scaled by the attempt
+# so that a job killed for memory or time is retried bigger (profile: retries).
+_FAMILY = "train_erm"
 
 
-rule train_erm:
-    input:
-        _erm_data,
-    output:
-        "results/erm/{key}.nc",
-    params:
-        args=_erm_args,
-        fingerprint=FINGERPRINT["train"],
-    log:
-        "results/logs/erm/{key}.log",
-    benchmark:
-        "results/benchmarks/erm/{key}.tsv"
-    threads: 1
-    shell:
-        f"{THREAD_ENV} {JAX_CACHE_ENV} {SLRPIPE} train {{params.args}} --no-theory --out {{output}} > {{log}} 2>&1"
+def _plain(setting):
+    """A profile setting as parsed by Snakemake (a Resource) back to the value a rule accepts."""
+    return getattr(setting, "_value", setting)
+
+
+_FAMILY_THREADS = _plain(workflow.resource_settings.overwrite_threads.get(_FAMILY, 1))
+_FAMILY_RESOURCES = {
+    k: _plain(v)
+    for k, v in dict(workflow.resource_settings.overwrite_resources.get(_FAMILY, {})).items()
+}
+
+
+def _scaled(value):
+    return lambda wildcards, attempt: value * attempt
+
+
+for _name, _batch in PLAN.train_batches.items():
+
+    rule:
+        name:
+            f"{_FAMILY}__{_name}"
+        input:
+            _batch_data(_batch),
+        output:
+            [m.out for m in _batch.members],
+        params:
+            args=command_line(_batch),
+            fingerprint=FINGERPRINT["train"],
+        log:
+            f"results/logs/erm/{_name}.log",
+        benchmark:
+            f"results/benchmarks/erm/{_name}.tsv"
+        threads: _FAMILY_THREADS
+        resources:
+            **{k: _scaled(v) for k, v in batch_resources(_batch).items()},
+            **_FAMILY_RESOURCES,
+        shell:
+            f"{THREAD_ENV} {JAX_CACHE_ENV} {SLRPIPE} train-batch {{params.args}} --no-theory > {{log}} 2>&1"

@@ -5,14 +5,13 @@
 rule validate:
     localrule: True
     input:
-        "results/slr.zarr",
+        store="results/slr.zarr",
+        plan=PLAN_FILE,
     output:
         "results/validation.txt",
-    params:
-        config=json.dumps(config),
     log:
         "results/logs/validate.log",
     benchmark:
         "results/benchmarks/validate.tsv"
     shell:
-        f"{SLRPIPE} validate --store {{input}} --config-json {{params.config:q}} --out {{output}} > {{log}} 2>&1"
+        f"{SLRPIPE} validate --store {{input.store}} --plan {{input.plan}} --out {{output}} > {{log}} 2>&1"

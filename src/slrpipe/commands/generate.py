@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from slrpipe.commands._common import parse_L, parse_nu
+from slrpipe.jobs import DataJob, from_namespace
 from slrpipe.vocabulary import MODELS
 
 log = logging.getLogger(__name__)
@@ -37,8 +38,9 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from slrpipe.data import SLRDataset, SLRTask, write_dataset
 
-    task = SLRTask(args.model, args.nu, args.L, args.delta, args.D)
-    ds = SLRDataset(task, args.n, args.teacher_seed, args.data_seed, args.chunk_size)
+    job = from_namespace(DataJob, args)
+    task = SLRTask(job.model, job.nu, job.L, job.delta, job.D)
+    ds = SLRDataset(task, job.n, job.teacher_seed, job.data_seed, args.chunk_size)
     log.info("generating %d chunks of %d sequences (%s) -> %s", ds.n_chunks, ds.chunk_size, task, args.out)
     write_dataset(args.out, ds)
     log.info("wrote %s", args.out)

@@ -12,6 +12,7 @@ import argparse
 
 from slrpipe.commands._common import parse_nu
 from slrpipe.io import write_netcdf
+from slrpipe.jobs import LengthJob, from_namespace, text
 from slrpipe.provenance import provenance
 from slrpipe.vocabulary import BAYES, MODELS, SIGMAS
 
@@ -36,12 +37,13 @@ def _nus(text: str, name: str) -> list[float]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sigma", required=True, choices=(*SIGMAS, BAYES), help="score function or the Bayes oracle")
     p.add_argument("--model", required=True, choices=MODELS)
-    p.add_argument("--L-grid", required=True, help="comma list of fixed lengths L ≥ 1")
-    p.add_argument("--nu-grid", required=True, help="comma list of ν ≥ 0")
+    p.add_argument("--L-grid", required=True, type=_ints, help="comma list of fixed lengths L ≥ 1")
+    p.add_argument("--nu-grid", required=True, type=lambda t: _nus(t, "nu-grid"), help="comma list of ν ≥ 0")
     p.add_argument("--delta", type=float, default=0.0, help="label-noise std Δ (default 0)")
     p.add_argument("--target-risk", type=float, default=None, help="also find, per L, the ν reaching this excess risk")
     p.add_argument("--var-L-max", type=int, default=None, help="also the optimum for L ~ Uniform{1..N}")
-    p.add_argument("--var-nu-grid", default=None, help="ν grid of the variable-length optimum")
+    p.add_argument("--var-nu-grid", default=None, type=lambda t: _nus(t, "var-nu-grid"),
+                   help="ν grid of the variable-length optimum")
     p.add_argument("--out", required=True, help="output netCDF path")
 
 
@@ -52,11 +54,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("var-L-max, var-nu-grid: give both or neither")
     if args.var_L_max is not None and args.var_L_max < 1:
         raise ValueError(f"var-L-max: must be ≥ 1, got {args.var_L_max}")
-    var_nus = _nus(args.var_nu_grid, "var-nu-grid") if args.var_nu_grid else ()
-    ds = length_sweep(args.sigma, args.model, _ints(args.L_grid), _nus(args.nu_grid, "nu-grid"), args.delta,
-                      target_risk=args.target_risk, var_L_max=args.var_L_max, var_nus=var_nus)
-    ds.attrs.update(provenance(command="length", sigma=args.sigma, model=args.model, L_grid=args.L_grid,
-                               nu_grid=args.nu_grid, delta=args.delta, target_risk=str(args.target_risk),
-                               var_L_max=str(args.var_L_max), var_nu_grid=str(args.var_nu_grid)))
+    job = from_namespace(LengthJob, args)
+    ds = length_sweep(job.sigma, job.model, list(job.L_grid), list(job.nu_grid), job.delta,
+                      target_risk=job.target_risk, var_L_max=job.var_L_max, var_nus=job.var_nu_grid or ())
+    ds.attrs.update(provenance(command="length", sigma=job.sigma, model=job.model, L_grid=text(job.L_grid),
+                               nu_grid=text(job.nu_grid), delta=job.delta, target_risk=str(job.target_risk),
+                               var_L_max=str(job.var_L_max),
+                               var_nu_grid=text(job.var_nu_grid) if job.var_nu_grid else "None"))
     write_netcdf(ds, args.out)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from slrpipe.commands._config import add_config_arguments, load_config
+from slrpipe.commands._config import add_config_arguments, load_plan
 
 
 def add_arguments(p):
@@ -17,7 +17,7 @@ def add_arguments(p):
 def run(args):
     from slrpipe.store.validation import ValidationFailed, validate_store
 
-    config = load_config(args)
+    config, _ = load_plan(args)
     try:
         validate_store(args.store, config, args.out)
     except ValidationFailed as exc:

@@ -17,8 +17,7 @@ from scipy.optimize import brentq
 
 from slrpipe.theory.population import bayes_risk, optimal_risk
 from slrpipe.theory.quadrature import QuadSpec
-from slrpipe.vocabulary import BAYES
-from slrpipe.vocabulary import check_delta, check_model_nu, check_sigma
+from slrpipe.vocabulary import BAYES, c_nu, check_delta, check_model_nu, check_sigma
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +78,7 @@ def length_sweep(sigma, model, lengths: Sequence[int], nus: Sequence[float], del
         for j, nu in enumerate(nus):
             if sigma == BAYES:
                 risk[i, j] = bayes_risk(model, nu, int(L), delta, quad=quad)
-                m_k[i, j] = math.sqrt(nu) if model == "spiked" else nu
+                m_k[i, j] = c_nu(model, nu)
             else:
                 res = optimal_risk(sigma, model, nu, int(L), delta, quad=quad)
                 risk[i, j], m_k[i, j], err[i, j] = res["risk"], res["m_k"], res["risk_err"]

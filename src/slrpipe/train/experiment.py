@@ -32,7 +32,7 @@ from slrpipe.vocabulary import INITS, c_nu, check_choice, default_test_seed
 
 log = logging.getLogger(__name__)
 
-__all__ = ["C_INF", "ERMOptions", "init_model", "run_erm"]
+__all__ = ["C_INF", "ERMOptions", "init_model", "run_erm", "run_erm_batch"]
 
 
 def init_model(train: SLRDataset, sigma: str, init: str, init_seed: int, dtype=jnp.float32,
@@ -62,8 +62,9 @@ class _Errors:
     bayes: tuple[float, float]
 
 
-def run_erm(train: SLRDataset, options: ERMOptions) -> tuple[Attention, xr.Dataset]:
-    """Train on ``train`` (loaded into one device array) and measure the result.
+def run_erm(train: SLRDataset, options: ERMOptions, loaded=None) -> tuple[Attention, xr.Dataset]:
+    """Train on ``train`` (loaded into one device array; ``loaded``: ``train.load()`` when the caller
+    already holds it, shared between runs) and measure the result.
 
     The test set is ``options.n_test`` fresh sequences from the same teacher drawn with
     ``options.test_seed`` (default ``slrpipe.vocabulary.default_test_seed``: data seed + 10000),
@@ -81,29 +82,52 @@ def run_erm(train: SLRDataset, options: ERMOptions) -> tuple[Attention, xr.Datas
     Raises:
         ValueError: test_seed == data_seed, or any option ``minimize`` rejects.
     """
-    o = options
-    test_seed = default_test_seed(train.data_seed) if o.test_seed is None else int(o.test_seed)
-    if test_seed == train.data_seed:
+    (model, ds), = run_erm_batch(train, [options], loaded)
+    return model, ds
+
+
+def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> list[tuple[Attention, xr.Dataset]]:
+    """:func:`run_erm` for several runs on one training set: each trained in turn (one compiled
+    program per shape, reused), then every run measured on one pass over each distinct test set
+    (runs of the same ``(test_seed, n_test)`` share its draw and the Bayes oracle's error). Each
+    run's numbers are those :func:`run_erm` gives it alone: the same programs on the same inputs.
+
+    Returns:
+        [(module, dataset)] in the order of ``options``.
+
+    Raises:
+        ValueError: as :func:`run_erm`.
+    """
+    loaded = train.load() if loaded is None else loaded
+    seeds_of = [default_test_seed(train.data_seed) if o.test_seed is None else int(o.test_seed) for o in options]
+    if train.data_seed in seeds_of:
         raise ValueError(f"test_seed: must differ from data_seed ({train.data_seed})")
-    ctx = jax.enable_x64(True) if o.dtype == "float64" else contextlib.nullcontext()
-    with ctx:
-        jdtype = jnp.float64 if o.dtype == "float64" else jnp.float32
-        log.info("ERM %s/%s λ=%g on %s (n=%d, D=%d), device %s", o.sigma, o.solver.optimizer, o.lam,
-                 train.task, train.n, train.task.D, jax.devices()[0].platform)
-        model = init_model(train, o.sigma, o.init, o.init_seed, jdtype, o.c_inf, o.init_scale)
-        res, errors = _train(model, train, o)
-    errors.test, errors.bayes = _test_errors(model, train, o, test_seed)
-    return model, _to_dataset(train, o, test_seed, res, errors)
+    trained = []
+    for o in options:
+        ctx = jax.enable_x64(True) if o.dtype == "float64" else contextlib.nullcontext()
+        with ctx:
+            jdtype = jnp.float64 if o.dtype == "float64" else jnp.float32
+            log.info("ERM %s/%s λ=%g on %s (n=%d, D=%d), device %s", o.sigma, o.solver.optimizer, o.lam,
+                     train.task, train.n, train.task.D, jax.devices()[0].platform)
+            model = init_model(train, o.sigma, o.init, o.init_seed, jdtype, o.c_inf, o.init_scale)
+            trained.append((model, *_train(model, train, o, loaded)))
+    for key in dict.fromkeys((s, o.n_test) for s, o in zip(seeds_of, options)):
+        runs = [i for i, (s, o) in enumerate(zip(seeds_of, options)) if (s, o.n_test) == key]
+        measured = _test_errors([trained[i][0] for i in runs], train, [options[i] for i in runs], *key)
+        for i, (test, bayes) in zip(runs, measured):
+            trained[i][2].test, trained[i][2].bayes = test, bayes
+    return [(model, _to_dataset(train, o, s, res, errors))
+            for (model, res, errors), o, s in zip(trained, options, seeds_of)]
 
 
 def _host_params(model: Attention) -> dict:
     return {k: np.asarray(a) for k, a in model.params().items()}
 
 
-def _train(model: Attention, train: SLRDataset, o: ERMOptions) -> tuple[ERMResult, _Errors]:
+def _train(model: Attention, train: SLRDataset, o: ERMOptions, loaded) -> tuple[ERMResult, _Errors]:
     """Minimise J over the module's parameters (updated in place); also the training MSE."""
     _, state = nnx.split(model, nnx.Param)
-    data = train.load()
+    data = loaded
     res = minimize(nnx.to_pure_dict(state), data.X, data.mask, data.y, o.sigma, o.lam, o.solver,
                    teacher=train.teacher)
     nnx.replace_by_pure_dict(state, res.params)
@@ -121,18 +145,19 @@ def _predictor(model: Attention, o: ERMOptions):
     return lambda X, mask: attention_apply(params, X.astype(dt, copy=False), mask, o.sigma, xp=np)
 
 
-def _test_errors(model: Attention, train: SLRDataset, o: ERMOptions, test_seed: int):
-    """(test MSE, s.e.) of the module and of the Bayes oracle (NaN pair without ``o.bayes``), both on
-    one pass over the fresh test set."""
+def _test_errors(models: list[Attention], train: SLRDataset, options: list[ERMOptions], test_seed: int,
+                 n_test: int) -> list[tuple[tuple, tuple]]:
+    """[((test MSE, s.e.), (Bayes oracle MSE, s.e.))] of each module, all on one pass over the
+    fresh test set of ``test_seed`` (the oracle's pair NaN for a run without ``bayes``)."""
     task = train.task
     k_star, v_star = train.teacher
-    predictors = {"test": _predictor(model, o)}
-    if o.bayes:
+    predictors = {i: _predictor(m, o) for i, (m, o) in enumerate(zip(models, options))}
+    if any(o.bayes for o in options):
         predictors["bayes"] = lambda X, mask: bayes_predict(X, mask, k_star, v_star, task.model, task.nu)
-    test = SLRDataset(task, o.n_test, train.teacher_seed, test_seed)
+    test = SLRDataset(task, n_test, train.teacher_seed, test_seed)
     out = streamed_errors(predictors, test.chunks())
-    nan = (math.nan, math.nan, 0)
-    return out["test"][:2], out.get("bayes", nan)[:2]
+    nan = (math.nan, math.nan)
+    return [(out[i][:2], out["bayes"][:2] if o.bayes else nan) for i, o in enumerate(options)]
 
 
 def _to_dataset(train: SLRDataset, o: ERMOptions, test_seed: int, res: ERMResult, errors: _Errors) -> xr.Dataset:

@@ -1,0 +1,103 @@
+"""One form per parameter: every planned job is a typed record, its command line is generated from
+that record, and the command rebuilds the very same record from the command line."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from slrpipe.cli import build_parser
+from slrpipe.jobs import DataJob, ReplicaJob, TrainBatchJob, TrainJob, argv, from_namespace, text
+from slrpipe.workflow import plan, validate
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = ["config/smoke.yaml", "config/config.yaml", "config/paper.yaml"]
+
+
+def _plan(name):
+    return plan(validate(copy.deepcopy(yaml.safe_load((REPO / name).read_text()))))
+
+
+@functools.cache
+def _parser():
+    return build_parser()
+
+
+def _parse(command, record):
+    return _parser().parse_args([command, *argv(record), "--out", getattr(record, "out", None) or "x.nc"])
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_planned_record_round_trips_through_its_command_line(name):
+    from slrpipe.commands.train import job_of
+    from slrpipe.commands.train_batch import members
+
+    p = _plan(name)
+    for record in p.population.values():
+        assert from_namespace(type(record), _parse("population", record)) == record
+    for record in p.length.values():
+        assert from_namespace(type(record), _parse("length", record)) == record
+    for record in p.replica.values():
+        assert from_namespace(ReplicaJob, _parse("replica", record)) == record
+    for record in p.data.values():
+        assert from_namespace(DataJob, _parse("generate", record)) == record
+    for path, record in p.erm.items():
+        if record.data is None:  # a stored set is read by the command (checked in tests/test_train.py)
+            assert job_of(_parse("train", record)) == record
+    for batch in p.train_batches.values():
+        args = _parser().parse_args(["train-batch", *argv(batch)])
+        assert members(args.members) == list(batch.members)
+
+
+def test_values_are_written_exactly():
+    """Floats by repr (a round trip to the last bit), ∞ as 'inf', length laws in their text form."""
+    assert text(0.1) == "0.1" and float(text(1 / 3)) == 1 / 3 and text(math.inf) == "inf"
+    assert text({1: 1 / 3, 2: 1 / 3, 3: 1 / 3}) == "uniform:1,2,3" and text((0.5, 2.0)) == "0.5,2.0"
+    job = TrainJob(model="max", nu=math.inf, L={2: 1.0}, delta=0.0, D=10, n=20, teacher_seed=0, data_seed=1,
+                   lam=1 / 3)
+    args = argv(job)
+    assert args[args.index("--nu") + 1] == "inf" and float(args[args.index("--lam") + 1]) == 1 / 3
+    assert "--data" not in args and "--out" not in args  # None left out; out is the rule's
+    batch = TrainBatchJob(members=[job])
+    assert json.loads(argv(batch)[1])[0]["L"] == "2"
+
+
+def test_train_batches_partition_the_runs_by_setting_sigma_and_size():
+    p = _plan("config/smoke.yaml")
+    runs = [m for b in p.train_batches.values() for m in b.members]
+    assert sorted(m.out for m in runs) == sorted(p.erm)  # every run in exactly one batch
+    for b in p.train_batches.values():
+        assert len({(m.model, m.nu, m.sigma, m.D, m.n) for m in b.members}) == 1
+    # smoke: 2 σ × 2 α batches, each holding the seeds, λ and starts of its (σ, α)
+    assert len(p.train_batches) == 4 and len(runs) == 16
+
+
+_SHELL_FLAG = re.compile(r"--([a-z][a-z-]*)")
+#: the options a rule may write itself: where inputs and outputs are, and how (not what) it runs
+RULE_FLAGS = {"out", "store", "plan", "experiments", "no-theory"}
+
+
+@pytest.mark.parametrize("smk", sorted((REPO / "workflow" / "rules").glob("*.smk")), ids=lambda p: p.name)
+def test_no_rule_writes_a_parameter_by_hand(smk):
+    """A rule's parameters reach its command only through the planned record (``args_of`` /
+    ``command_line``): no '--nu …' typed into a rule, no hand-listed keys."""
+    src = smk.read_text()
+    commands = [line for line in src.splitlines() if "SLRPIPE}" in line or "slrpipe " in line]
+    flags = {f for line in commands for f in _SHELL_FLAG.findall(line)}
+    assert flags <= RULE_FLAGS, f"{smk.name} writes {sorted(flags - RULE_FLAGS)} by hand"
+    for m in re.finditer(r"^\s+args=(.*)$", src, re.M):
+        assert m.group(1).startswith(("args_of(", "command_line(")), m.group(0)
+
+
+def test_the_rule_check_can_fail(tmp_path):
+    bad = tmp_path / "bad.smk"
+    bad.write_text('rule x:\n    params:\n        args=lambda wc: f"--nu {wc.nu}",\n    shell: "slrpipe population {params.args}"\n')
+    with pytest.raises(AssertionError, match="nu"):
+        test_no_rule_writes_a_parameter_by_hand(bad)

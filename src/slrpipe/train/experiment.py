@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import time
 from dataclasses import dataclass
 
 import jax
@@ -98,7 +99,9 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
     Raises:
         ValueError: as :func:`run_erm`.
     """
+    t0 = time.perf_counter()
     loaded = train.load() if loaded is None else loaded
+    t_sample = time.perf_counter() - t0
     seeds_of = [default_test_seed(train.data_seed) if o.test_seed is None else int(o.test_seed) for o in options]
     if train.data_seed in seeds_of:
         raise ValueError(f"test_seed: must differ from data_seed ({train.data_seed})")
@@ -111,11 +114,15 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
                      train.task, train.n, train.task.D, jax.devices()[0].platform)
             model = init_model(train, o.sigma, o.init, o.init_seed, jdtype, o.c_inf, o.init_scale)
             trained.append((model, *_train(model, train, o, loaded)))
+    t_train = time.perf_counter() - t0 - t_sample
     for key in dict.fromkeys((s, o.n_test) for s, o in zip(seeds_of, options)):
         runs = [i for i, (s, o) in enumerate(zip(seeds_of, options)) if (s, o.n_test) == key]
         measured = _test_errors([trained[i][0] for i in runs], train, [options[i] for i in runs], *key)
         for i, (test, bayes) in zip(runs, measured):
             trained[i][2].test, trained[i][2].bayes = test, bayes
+    # one parseable line per training set (benchmarks/bench_train_batch.py reads it)
+    log.info("timing: %d runs, training set %.2f s, training %.2f s, test sets %.2f s", len(options), t_sample,
+             t_train, time.perf_counter() - t0 - t_sample - t_train)
     return [(model, _to_dataset(train, o, s, res, errors))
             for (model, res, errors), o, s in zip(trained, options, seeds_of)]
 

@@ -159,10 +159,10 @@ def test_plan_expands_inits_restarts_optimizers():
     # 2 α × 2 seeds × 2 σ × (1 informed + 2 random) × 2 optimisers
     assert len(p2.erm) == 2 * 2 * 2 * 3 * 2
     gd = [j for k, j in p2.erm.items() if k.endswith("_random-r1_gd-lr0.25.nc")]
-    assert len(gd) == 8 and all(j["lr"] == 0.25 and j["max_iter"] == 300 and j["restart"] == 1 for j in gd)
-    assert {j["init_seed"] for j in gd} == {init_seed(0, 1), init_seed(1, 1)}
+    assert len(gd) == 8 and all(j.lr == 0.25 and j.max_iter == 300 and j.restart == 1 for j in gd)
+    assert {j.init_seed for j in gd} == {init_seed(0, 1), init_seed(1, 1)}
     lb = [j for k, j in p2.erm.items() if k.endswith("_informed-r0_lbfgs.nc")]
-    assert len(lb) == 8 and all(j["lr"] is None and j["max_iter"] == 200 for j in lb)
+    assert len(lb) == 8 and all(j.lr is None and j.max_iter == 200 for j in lb)
     cfg["erm"]["spiked_L2"]["restarts"] = 3
     p3 = plan(validate(cfg))
     new = set(p3.erm) - set(p2.erm)

@@ -16,7 +16,7 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "slrpipe"
 RANK = {
     "vocabulary": 0,
     "lengths": 1, "io": 1, "provenance": 1, "fingerprint": 1, "scores": 1,
-    "data": 2, "models": 2, "theory": 2,
+    "data": 2, "models": 2, "theory": 2, "jobs": 2,
     "train": 3,
     "store": 4,
     "figures": 5,
@@ -87,3 +87,42 @@ def test_the_check_can_fail(tmp_path, monkeypatch):
     (fake / "store" / "bad.py").write_text("def f():\n    from slrpipe.workflow import plan\n")
     monkeypatch.setattr(__import__(__name__), "PKG", fake)
     assert violations() == ["store/bad.py (store) imports slrpipe.workflow (workflow)"]
+
+
+def _vocabulary_words() -> dict[str, set[str]]:
+    from slrpipe import vocabulary as voc
+
+    return {"model": set(voc.MODELS), "sigma": set(voc.SIGMAS), "start": set(voc.INITS),
+            "optimizer": set(voc.OPTIMIZERS)}
+
+
+def vocabulary_redefinitions(pkg: Path = PKG) -> list[str]:
+    """Places outside vocabulary.py that define a domain word list (a module-level name bound to a
+    literal tuple/list/set of two or more model, σ, start or optimiser names) or the Bayes key scale
+    c_ν (a module-level function ``c_nu``). A condition such as ``sigma in ("erf", "linear")`` is a
+    use of the words, not a definition."""
+    words, bad = _vocabulary_words(), []
+    for path in sorted(pkg.rglob("*.py")):
+        if path.name == "vocabulary.py":
+            continue
+        for node in ast.parse(path.read_text(), filename=str(path)).body:
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+                names = {e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                for kind, vocab in words.items():
+                    if len(names & vocab) >= 2:
+                        bad.append(f"{path.relative_to(pkg)}:{node.lineno} lists {kind} names {sorted(names & vocab)}")
+            elif isinstance(node, ast.FunctionDef) and node.name == "c_nu":
+                bad.append(f"{path.relative_to(pkg)}:{node.lineno} defines c_nu")
+    return bad
+
+
+def test_domain_words_are_defined_once_in_vocabulary():
+    assert vocabulary_redefinitions() == []
+
+
+def test_the_vocabulary_check_can_fail(tmp_path):
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "bad.py").write_text('ORDER = ("softmax", "linear")\ndef c_nu(m, nu):\n    return nu\n')
+    assert vocabulary_redefinitions(tmp_path) == ["figures/bad.py:1 lists sigma names ['linear', 'softmax']",
+                                                  "figures/bad.py:2 defines c_nu"]

@@ -8,14 +8,14 @@ import platform
 import time
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
+from importlib import resources
 
 from slrpipe import __version__
 
 #: the libraries whose versions can change a number; recorded with every result
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy", "scipy", "xarray", "zarr", "h5netcdf", "snakemake")
 #: the pinned versions of an exact reproduction (README: pip install ... -c constraints.txt)
-CONSTRAINTS = Path(__file__).resolve().parents[2] / "constraints.txt"
+CONSTRAINTS = resources.files("slrpipe") / "resources" / "constraints.txt"
 
 
 @lru_cache(maxsize=1)
@@ -31,7 +31,7 @@ def package_versions() -> dict[str, str]:
 
 
 def constraints_sha256() -> str:
-    """sha256 of the source tree's constraints.txt ("unknown" outside a source checkout)."""
+    """sha256 of the pinned constraints.txt shipped with the package ("unknown" if unreadable)."""
     try:
         return hashlib.sha256(CONSTRAINTS.read_bytes()).hexdigest()
     except OSError:

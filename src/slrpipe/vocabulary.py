@@ -23,6 +23,12 @@ BAYES = "bayes"
 INITS = ("informed", "random", "small")
 #: ERM optimisers (slrpipe.train.erm).
 OPTIMIZERS = ("lbfgs", "gd", "adam", "sgd")
+#: the first-order optimisers: a step size lr, a step budget, trajectories that are dynamics in time.
+FIRST_ORDER = ("gd", "sgd", "adam")
+#: the σ whose scores are normalised over the sequence (a probability vector over tokens).
+NORMALISED_SIGMAS = ("softmax", "softplus_norm")
+#: the starts drawn at random (seeded by init_seed); the informed start is deterministic.
+RANDOM_INITS = ("random", "small")
 #: floating-point precisions of training.
 DTYPES = ("float32", "float64")
 

@@ -1,6 +1,7 @@
 """Config → job tables for the Snakemake workflow (no science here).
 
-``validate`` checks a config dict against ``workflow/schemas/config.schema.yaml`` — the one source
+``validate`` checks a config dict against the config schema (package data ``slrpipe/resources/config.schema.yaml``,
+linked from ``workflow/schemas/``) — the one source
 of defaults, filled by ``snakemake.utils.validate(set_default=True)`` — plus the rules JSON Schema
 cannot express (NaN/inf, cross-references), and raises ``ConfigError`` with one line naming the
 field and the allowed range. ``plan`` turns the validated config into the jobs each rule runs,
@@ -13,6 +14,7 @@ lines.
 from __future__ import annotations
 
 import math
+from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,9 +24,10 @@ import yaml
 from slrpipe.figures import REGISTRY as FIGURES
 from slrpipe.jobs import DataJob, LengthJob, PopulationJob, ReplicaJob, TrainBatchJob, TrainJob
 from slrpipe.lengths import length_law
-from slrpipe.vocabulary import BAYES, init_seed, seeds
+from slrpipe.vocabulary import BAYES, FIRST_ORDER, init_seed, seeds
 
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+#: the config schema, package data (workflow/schemas/config.schema.yaml links to it)
+SCHEMA = resources.files("slrpipe") / "resources" / "config.schema.yaml"
 KINDS = ("population", "erm", "replica", "length")
 
 
@@ -91,7 +94,7 @@ def _non_finite(node, path=()):
     return None
 
 
-def validate(config: dict, schema_path: Path = SCHEMA) -> dict:
+def validate(config: dict, schema_path=SCHEMA) -> dict:
     """Validate ``config`` in place and fill the schema's defaults; returns it.
 
     Raises:
@@ -104,7 +107,8 @@ def validate(config: dict, schema_path: Path = SCHEMA) -> dict:
         where, v = hit
         raise ConfigError(f"config error: {_path_str(where)}: {v} is not allowed; allowed: a finite number "
                           "(∞ only for a ν of model max)")
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    schema_path = Path(schema_path) if isinstance(schema_path, str) else schema_path
+    schema = yaml.safe_load(schema_path.read_text())
     errors = list(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if errors:
         raise ConfigError(_describe(jsonschema.exceptions.best_match(errors)))
@@ -115,7 +119,8 @@ def validate(config: dict, schema_path: Path = SCHEMA) -> dict:
         if isinstance(exp.get("D"), list) and exp.get("sqrt_nD", default) != default:
             raise ConfigError(f"config error: erm.{name}.sqrt_nD: not allowed with a D ladder (D = {exp['D']}); "
                               "allowed: either D or sqrt_nD")
-    fill_defaults(config, str(Path(schema_path).resolve()), set_default=True)
+    with resources.as_file(schema_path) as path:  # a real file even from a zip install
+        fill_defaults(config, str(Path(path).resolve()), set_default=True)
     _cross_checks(config)
     return config
 
@@ -187,9 +192,6 @@ def sizes(exp: dict, alpha: float) -> list[tuple[int, int]]:
 def setting_dir(exp: dict) -> str:
     """model/L/ν/Δ part of a path: the teacher setting shared by all σ, λ, α."""
     return f"{exp['model']}/L{L_key(_law(exp['L']))}/nu{fmt(exp['nu'])}/delta{fmt(exp['delta'])}"
-
-
-FIRST_ORDER = ("gd", "sgd", "adam")
 
 
 def erm_runs(exp: dict, seed: int) -> list[tuple[str, dict]]:

@@ -11,7 +11,7 @@ from slrpipe.jobs import command_line
 from slrpipe.workflow import ConfigError, batch_resources, plan, validate
 
 try:
-    validate(config, workflow.source_path("../schemas/config.schema.yaml"))
+    validate(config)  # against the package's schema (workflow/schemas/ links to it)
     PLAN = plan(config, results="results")
 except ConfigError as err:  # one line, before any job exists
     print(err, file=sys.stderr)

@@ -3,12 +3,12 @@ profiles, so that ``snakemake --profile <name>`` works from the repository root.
 
 from __future__ import annotations
 
-import filecmp
-import shutil
 import sys
+from importlib import resources
 from pathlib import Path
 
-PROFILES = Path(__file__).resolve().parents[3] / "profiles"
+#: the profiles shipped as package data (the repository's profiles/ links to them)
+PROFILES = resources.files("slrpipe") / "resources" / "profiles"
 
 
 def add_arguments(p):
@@ -26,13 +26,13 @@ def run(args):
         raise ValueError(f"name: no profile {args.name!r}; allowed: {sorted(p.name for p in PROFILES.iterdir() if p.is_dir())}")
     dest = Path(args.dest) if args.dest else Path(get_appdirs().user_config_dir) / args.name
     target = dest / "config.yaml"
-    if target.exists() and not filecmp.cmp(target, src / "config.yaml", shallow=False) and not args.force:
+    if target.exists() and target.read_bytes() != (src / "config.yaml").read_bytes() and not args.force:
         print(f"install-profile: {target} exists and differs (site edits?); kept. Use --force to replace it.",
               file=sys.stderr)
         return 1
     dest.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".yaml.tmp")
-    shutil.copyfile(src / "config.yaml", tmp)
+    tmp.write_bytes((src / "config.yaml").read_bytes())
     tmp.replace(target)
     print(target)
     return 0

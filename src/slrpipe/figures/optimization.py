@@ -27,6 +27,7 @@ import xarray as xr
 
 from slrpipe.store.ground import reached, reference
 from slrpipe.store.ladder import largest_D
+from slrpipe.vocabulary import FIRST_ORDER
 
 from .style import COLORS, LABELS, MARKERS, legend_below, log_alpha_axis, ordered, panels, save, setting_title
 
@@ -34,7 +35,6 @@ from .style import COLORS, LABELS, MARKERS, legend_below, log_alpha_axis, ordere
 #: above the spread of J at one minimum (|∇J| < 1e-5: relative changes ≲ 1e-6) and below the gaps
 #: between distinct minima seen at small α (≳ 5·10⁻³ relative)
 RTOL = 1e-3
-FIRST_ORDER = ("gd", "sgd", "adam")
 SETTING = ("model", "nu", "L", "delta")
 
 

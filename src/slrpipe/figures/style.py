@@ -11,13 +11,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from slrpipe.io import atomic_file  # noqa: E402
+from slrpipe.vocabulary import BAYES, NORMALISED_SIGMAS, SIGMAS  # noqa: E402
 
 COLORS = {"softmax": "#1f77b4", "linear": "#d62728", "erf": "#2ca02c", "softplus_norm": "#ff7f0e",
           "bayes": "black", "bayes_optimal": "black"}
 LABELS = {"softmax": "softmax", "linear": "linear", "erf": "element-wise erf",
           "softplus_norm": "softplus (normalised)", "bayes": "Bayes risk", "bayes_optimal": "Bayes-optimal"}
 MARKERS = {"softmax": "o", "linear": "s", "erf": "^", "softplus_norm": "D"}
-ORDER = ["bayes", "softmax", "softplus_norm", "erf", "linear"]
+#: legend order: the Bayes risk, the normalised scores, then the element-wise ones (erf before linear)
+ORDER = [BAYES, *NORMALISED_SIGMAS, *(s for s in reversed(SIGMAS) if s not in NORMALISED_SIGMAS)]
 
 plt.rcParams.update({"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 7.5,
                      "figure.dpi": 150, "savefig.bbox": "tight", "axes.grid": True, "grid.alpha": 0.3,

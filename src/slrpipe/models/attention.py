@@ -13,9 +13,9 @@ import jax.numpy as jnp
 from flax import nnx
 
 from slrpipe.scores import score
-from slrpipe.vocabulary import check_sigma, project
+from slrpipe.vocabulary import RANDOM_INITS, check_sigma, project
 
-INITS = ("random", "small", "zeros")
+INITS = (*RANDOM_INITS, "zeros")
 
 
 def fields(k, v, X, mask=None, xp=jnp):

@@ -14,10 +14,11 @@ import xarray as xr
 
 from slrpipe.data import SLRTask
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
+from slrpipe.vocabulary import FIRST_ORDER
 
 #: optimisers whose trajectories are dynamics worth a risk curve (L-BFGS records its iterations too,
 #: but its steps are line-searched quasi-Newton steps, not a time)
-DYNAMICS = ("gd", "sgd", "adam")
+DYNAMICS = FIRST_ORDER
 
 
 

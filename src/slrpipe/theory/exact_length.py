@@ -43,6 +43,7 @@ import numpy as np
 from scipy.special import erfc, log_ndtr, ndtr, owens_t, roots_legendre
 
 from slrpipe.scores import log_softplus
+from slrpipe.vocabulary import NORMALISED_SIGMAS
 
 _X_HALF = 12.0  # Gaussian mass beyond ±12: 3.6e-33
 _X_STEP = 1.5
@@ -51,7 +52,7 @@ _V_BREAKS = np.array([-8.0, -4, -2, -1, 0, 1, 2, 4, 8])
 _U_LO, _U_HI = -36.0, 4.0
 _N_X, _N_S = 10, 10  # Gauss–Legendre nodes per panel at level 0
 
-NORMALISED = ("softmax", "softplus_norm")
+NORMALISED = NORMALISED_SIGMAS
 
 
 @lru_cache(maxsize=16)

@@ -1,0 +1,49 @@
+"""``slrpipe <step> …``: one subcommand per workflow step, each writing exactly one result file.
+
+The subcommands live in :mod:`slrpipe.commands` (one module each, exposing ``add_arguments`` and
+``run``); this module only dispatches. Snakemake rules call these commands and nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+COMMANDS = {
+    "generate": "slrpipe.commands.generate",
+    "train": "slrpipe.commands.train",
+    "train-batch": "slrpipe.commands.train_batch",
+    "population": "slrpipe.commands.population",
+    "length": "slrpipe.commands.length",
+    "replica": "slrpipe.commands.replica",
+    "aggregate": "slrpipe.commands.aggregate",
+    "figure": "slrpipe.commands.figure",
+    "validate": "slrpipe.commands.validate",
+    "install-profile": "slrpipe.commands.install_profile",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="slrpipe", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, modname in COMMANDS.items():
+        mod = importlib.import_module(modname)
+        p = sub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0])
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv=None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except ValueError as exc:  # bad parameters: one line, no traceback
+        print(f"slrpipe {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+

@@ -1,0 +1,21 @@
+"""Aggregate every result file of a config into the zarr store results/slr.zarr (atomically)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from slrpipe.commands._config import add_config_arguments, load_plan
+
+
+def add_arguments(p):
+    add_config_arguments(p)
+    p.add_argument("--out", required=True, help="the store to write (e.g. results/slr.zarr)")
+    p.add_argument("--results", help="with --config: the results directory the jobs wrote to (default: the directory of --out)")
+
+
+def run(args):
+    from slrpipe.store.aggregate import build_store
+
+    config, members = load_plan(args, results=args.results or str(Path(args.out).parent))
+    print(build_store(members, config, args.out))
+    return 0

@@ -1,0 +1,61 @@
+"""Train several ERM runs in one process and write one result file per run (``--members``: the
+JSON list of :class:`slrpipe.jobs.TrainJob` records, each with its ``out``).
+
+Runs that share a training set (same law, D, n, seeds) load it once and are measured on one pass
+over their test set; runs of one shape reuse the compiled programs of the first (JAX's in-process
+cache), so a batch pays Python, JAX and compilation start-up once. Each run is the computation ``slrpipe train`` does for it alone (same programs, same
+inputs): its result file is the same, up to the wall-time attributes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from slrpipe.commands.train import EXECUTION, add_execution_arguments, dataset, train_and_write
+from slrpipe.jobs import TrainJob
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--members", required=True, help="JSON list of TrainJob records (slrpipe.jobs), each with 'out'")
+    add_execution_arguments(p)
+
+
+def members(text: str) -> list[TrainJob]:
+    """The TrainJob records of ``--members``.
+
+    Raises:
+        ValueError: not a JSON list of records with an ``out`` each.
+    """
+    from slrpipe.lengths import parse_L
+
+    try:
+        raw = json.loads(text)
+        jobs = [TrainJob(**{**m, "L": parse_L(str(m["L"]))}) for m in raw]
+    except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        raise ValueError(f"members: a JSON list of TrainJob records expected ({exc})") from None
+    if not jobs or any(j.out is None for j in jobs):
+        raise ValueError("members: every record needs its 'out' path")
+    return jobs
+
+
+def _data_key(job: TrainJob):
+    return (job.model, job.nu, tuple(job.L.items()), job.delta, job.D, job.n, job.teacher_seed, job.data_seed,
+            job.data)
+
+
+def run(args) -> int:
+    jobs = members(args.members)
+    execution = {k: getattr(args, k) for k in EXECUTION}
+    groups: dict = {}
+    for job in jobs:
+        groups.setdefault(_data_key(job), []).append(job)
+    start, done = time.time(), 0
+    for group in groups.values():  # one training set in memory at a time, shared by its runs
+        train_and_write(group, [j.out for j in group], dataset(group[0]), **execution)
+        done += len(group)
+        log.info("batch: %d/%d runs done (%.1f s)", done, len(jobs), time.time() - start)
+    return 0

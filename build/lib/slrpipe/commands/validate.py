@@ -1,0 +1,27 @@
+"""Compare every ERM point with the replica prediction; write the table, fail on disagreement."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from slrpipe.commands._config import add_config_arguments, load_plan
+
+
+def add_arguments(p):
+    p.add_argument("--store", required=True, help="results/slr.zarr")
+    add_config_arguments(p)
+    p.add_argument("--out", required=True, help="table path (.txt); a .json with the rows is written beside it")
+
+
+def run(args):
+    from slrpipe.store.validation import ValidationFailed, validate_store
+
+    config, _ = load_plan(args)
+    try:
+        validate_store(args.store, config, args.out)
+    except ValidationFailed as exc:
+        print(f"validate: {exc}", file=sys.stderr)
+        return 1
+    print(Path(args.out).read_text())
+    return 0

@@ -1,0 +1,16 @@
+"""Figures drawn from results/slr.zarr, one module per figure (``plot(tree, experiments, out)``).
+
+``REGISTRY`` is the one list of figures: the CLI's choices, the workflow's figure rules, the
+config's ``figures:`` keys and the report captions (workflow/report/<name>.rst) all derive from it.
+Importing this package does not import matplotlib.
+"""
+
+# figure name -> the experiment kind (config section) whose experiments it draws, one panel each
+REGISTRY = {
+    "fig2": "population",
+    "cor43": "population",
+    "erm_vs_population": "erm",
+    "fig3": "replica",
+    "length": "length",
+    "optimization": "erm",
+}

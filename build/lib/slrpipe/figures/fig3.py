@@ -1,0 +1,120 @@
+"""Fig. 3: test error vs α — replica theory (lines), ERM (markers), Bayes-optimal (model.md §6–§7;
+its uninformed state-evolution branch dotted where it differs, docs/theory.md §8).
+
+ERM markers are the population risk at the learned (k, v) (``test_error_pop``, mean ± s.e. over
+seeds) when the store has it — the quantity the theory predicts, free of test-set noise — else
+the finite-test-set error. Where the RS equations have a second fixed point (``n_branches = 2``,
+docs/theory.md §10) its test error is drawn as small open diamonds. Theory lines are the mean
+over the Monte Carlo draws of the channel where the sweep made several (``mc_seeds``); points
+whose Monte Carlo s.d. exceeds the validation's ``max_theory_rel_sd`` of the value (from the
+config the store carries; near a fold, where the RS prediction is ill-conditioned and not
+enforced by the validation) get a cross.
+
+RS stability (docs/theory.md §11): a theory line is solid between two grid points where the RS
+fixed point is stable (``rs_stable`` 1, or not checked) and dashed on every interval touching a
+point where it is unstable (``rs_stable`` 0) — there the replica-symmetric prediction need not be
+exact. λ values are told apart by line width (legend), not by dashes.
+
+With a λ grid (two or more λ), each σ is also drawn at its best λ per α, as the paper's figure is
+(:mod:`slrpipe.store.tuning`): the theory's minimum over the grid as a wide translucent band, ERM
+at the λ of lowest validation (finite-test-set) error as stars; the fixed-λ lines stay on top.
+For an ERM experiment with a D ladder the markers are its largest D (slrpipe.store.ladder).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from slrpipe.store.ground import reference
+from slrpipe.store.ladder import largest_D
+from slrpipe.store.tuning import at_best_lam
+from slrpipe.store.validation import max_theory_rel_sd
+
+from .erm_vs_population import draw_erm, mean_se
+from .style import COLORS, LABELS, legend_below, log_alpha_axis, log_error_axis, ordered, panels, save, setting_title
+
+#: line width of the i-th λ of the grid (dashes are reserved for RS-unstable stretches)
+LAM_WIDTHS = [1.6, 0.8, 2.4, 1.2]
+
+
+def draw_theory(ax, alpha, err, stable, **kw) -> bool:
+    """Plot ``err`` (α grid, NaN = no point) solid between RS-stable neighbours and dashed on each
+    interval with an RS-unstable end (``stable``: per-point bool, or None for all stable). ``kw``:
+    line properties (label goes on the solid part). Returns whether a dashed interval was drawn."""
+    err = np.asarray(err, float)
+    unstable = np.zeros(err.shape, bool) if stable is None else ~np.asarray(stable, bool)
+    ax.plot(alpha, np.where(unstable, np.nan, err), ls="-", **kw)
+    kw = {k: v for k, v in kw.items() if k != "label"}
+    dashed = False
+    for i in range(len(err) - 1):
+        if (unstable[i] or unstable[i + 1]) and np.isfinite(err[i:i + 2]).all():
+            ax.plot(alpha[i:i + 2], err[i:i + 2], ls=(0, (3, 2)), **kw)
+            dashed = True
+    lone = unstable & np.isfinite(err)  # an unstable point without a finite neighbour still shows
+    lone &= ~(np.isfinite(np.r_[np.nan, err[:-1]]) | np.isfinite(np.r_[err[1:], np.nan]))
+    if lone.any():
+        ax.plot(alpha[lone], err[lone], ls="none", marker="_", ms=8, **{k: v for k, v in kw.items() if k != "lw"})
+        dashed = True
+    return dashed
+
+
+def plot(tree, experiments, out_stem):
+    fig, axes = panels(len(experiments), width=3.6, height=2.9)
+    rel_sd = max_theory_rel_sd(json.loads(tree.attrs.get("config", "{}")))
+    for ax, name in zip(axes, experiments):
+        rep = tree[f"replica/{name}"].to_dataset()
+        alpha = rep["alpha"].values
+        tuned = "lam" in rep.dims and rep.sizes["lam"] > 1
+        any_unstable = False
+        for s in ordered(rep["sigma"].values) if "sigma" in rep.dims else []:
+            if tuned:
+                ax.plot(alpha, rep["test_error_opt_lam"].sel(sigma=s), color=COLORS.get(s), lw=5, alpha=0.25,
+                        solid_capstyle="round", label=f"theory {LABELS.get(s, s)}, best λ per α")
+            for i, lam in enumerate(rep["lam"].values):
+                err = rep["test_error"].sel(sigma=s, lam=lam)
+                if "test_error_seed_mean" in rep:  # the mean over Monte Carlo draws, where measured
+                    err = rep["test_error_seed_mean"].sel(sigma=s, lam=lam).fillna(err)
+                conv = rep["converged"].sel(sigma=s, lam=lam).astype(bool) if "converged" in rep else True
+                # rs_stable: 1/0, NaN where not checked (drawn as stable)
+                stable = rep["rs_stable"].sel(sigma=s, lam=lam).values != 0 if "rs_stable" in rep else None
+                any_unstable |= draw_theory(ax, alpha, err.where(conv).values, stable, color=COLORS.get(s),
+                                            lw=LAM_WIDTHS[i % 4], label=f"theory {LABELS.get(s, s)}, λ = {lam:g}")
+                if "test_error_mc_sd" in rep:
+                    ill = rep["test_error_mc_sd"].sel(sigma=s, lam=lam) > rel_sd * abs(err)
+                    if bool((ill & conv).any()):
+                        ax.plot(alpha, err.where(ill & conv), ls="none", marker="x", ms=5, color=COLORS.get(s),
+                                label=f"theory {LABELS.get(s, s)}: MC s.d. > {rel_sd:.0%} (near a fold)")
+                if "n_branches" in rep and bool((rep["n_branches"].sel(sigma=s, lam=lam) > 1).any()):
+                    ax.plot(alpha, rep["test_error_alt"].sel(sigma=s, lam=lam), ls="none", marker="d", ms=3,
+                            fillstyle="none", color=COLORS.get(s), label=f"second RS fixed point, {LABELS.get(s, s)}")
+        if any_unstable:
+            ax.plot([], [], color="grey", ls=(0, (3, 2)), lw=1.2, label="theory where RS is unstable (docs/theory.md §11)")
+        if "bayes_optimal_test_error" in rep:
+            ax.plot(alpha, rep["bayes_optimal_test_error"], color="black", lw=1.2, label="Bayes-optimal")
+            # first-order transition: where the branch reached from an uninformed start differs
+            # visibly (> 1e-3; the two solves of one branch differ by rounding only)
+            unf = rep["bayes_optimal_test_error_uninformed"]
+            differs = abs(unf - rep["bayes_optimal_test_error"]) > 1e-3
+            if bool(differs.any()):
+                ax.plot(alpha, unf.where(differs), color="black", lw=1, ls=":", marker=".", ms=3,
+                        label="Bayes-optimal SE, uninformed branch")
+        erm_name = json.loads(rep.attrs.get("erm", "null"))
+        if erm_name and erm_name in tree.get("erm", {}):
+            erm = reference(largest_D(tree[f"erm/{erm_name}"].to_dataset()))  # informed start, largest D of a ladder
+            pop = "test_error_pop" in erm and bool(erm["test_error_pop"].notnull().any())
+            var = "test_error_pop" if pop else "test_error"
+            draw_erm(ax, erm, var=var, label_suffix=" (R at learned k, v)" if pop else "")
+            if erm.sizes["lam"] > 1:
+                best = at_best_lam(erm, report=var)
+                for s in ordered(best["sigma"].values):
+                    m, se = mean_se(best.sel(sigma=s))
+                    ax.errorbar(erm["alpha"].values, m.values, yerr=se.values, ls="none", marker="*", ms=8,
+                                capsize=2, color=COLORS.get(s), mec="black", mew=0.5,
+                                label=f"ERM {LABELS.get(s, s)}, best λ (validation error)")
+        log_alpha_axis(ax)
+        log_error_axis(ax)
+        ax.set_title(setting_title(rep.attrs))
+    legend_below(fig, axes)
+    return save(fig, out_stem)

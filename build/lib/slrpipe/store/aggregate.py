@@ -1,0 +1,248 @@
+"""Combine the per-job result files into one store, ``results/slr.zarr`` (zarr v3, one DataTree).
+
+Layout (each node an ``xarray.Dataset``; parameters as dimensions/coordinates — read from the
+result files themselves, the data law (model, nu, L, delta) as scalar coordinates — and the
+experiment's config entry and provenance as attributes):
+
+- ``/population/<exp>``: dims (sigma, nu) — optimal population risk and the optimal overlaps
+  (model.md §4); sigma includes "bayes".
+- ``/erm/<exp>``: dims (sigma, lam, alpha, seed, init, restart, optimizer) — with a D ladder
+  (``D: [D₁, D₂, …]`` in the config) also ``D`` after alpha — ERM metrics of each run
+  (model.md §5); alpha is the realised n/D of the run (within 1/(2D) of the config's value), seed the
+  experiment seed, (init, restart, optimizer) the start (slrpipe.workflow.erm_runs; NaN where a start
+  does not exist, e.g. restarts of the informed start); plus ``test_error_pop``, the population
+  formula evaluated at the learned overlaps (computed here, so a theory edit does not rerun training;
+  the training job's own ``test_error_theory`` is not kept); trajectories ``traj_*`` on dim ``step``
+  with ``traj_test_error_pop`` for gd/sgd/adam runs (slrpipe.store.trajectory); and the ground state
+  over the starts, ``*_ground`` and ``ground_init/restart/optimizer`` (slrpipe.store.ground).
+  ``slrpipe.store.ground.reference`` selects the informed start (the dims (sigma, lam, alpha, seed)).
+- ``/replica/<exp>``: dims (sigma, lam, alpha) — replica prediction (model.md §6), plus
+  ``test_error_opt_lam`` / ``lam_opt`` (minimum over the λ grid) and ``bayes_optimal_*`` (dim alpha).
+
+The root carries the config (JSON), package version, git commit and creation time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from slrpipe.data import SLRTask
+from slrpipe.io import read_netcdf, write_zarr
+from slrpipe.lengths import format_L, parse_L
+from slrpipe.provenance import constraints_sha256, provenance
+from slrpipe.store.ground import add_ground_state
+from slrpipe.store.trajectory import add_trajectory_risk
+from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
+from slrpipe.vocabulary import TEACHER_SEED_OFFSET
+
+log = logging.getLogger(__name__)
+
+
+def _scalars(ds: xr.Dataset) -> xr.Dataset:
+    """Data variables without dimensions, coordinates dropped (the job table supplies the index)."""
+    ds = ds.reset_coords(drop=True)
+    return ds[[v for v in ds.data_vars if ds[v].ndim == 0]]
+
+
+#: the data law of an experiment, kept as scalar coordinates of its node
+SETTING = ("model", "nu", "L", "delta")
+
+
+def _setting(ds: xr.Dataset) -> dict:
+    """The data law as recorded by a result file: model, ν, Δ, and L in its one text form
+    (:func:`slrpipe.lengths.format_L`; replica files record a fixed L as an int)."""
+    out = {k: ds[k].values.item() for k in SETTING if k in ds.coords and ds[k].ndim == 0}
+    if "L" in out:
+        out["L"] = format_L(parse_L(str(out["L"])))
+    return out
+
+
+def population_node(files) -> xr.Dataset:
+    """Population sweeps (one file per σ, dim nu) stacked along ``sigma``, from each file's own coordinate."""
+    parts = []
+    for f in files:
+        ds = read_netcdf(f)
+        parts.append(ds.reset_coords(drop=True).expand_dims(sigma=[str(ds["sigma"].values)]))
+    return xr.concat(parts, dim="sigma", combine_attrs="drop_conflicts").assign_coords(_setting(ds))
+
+
+def length_node(files) -> xr.Dataset:
+    """Length sweeps (one file per σ, dims L, nu; optional nu_target(L), risk_var(nu_var)) stacked
+    along ``sigma``; a variable a σ's file lacks is NaN for that σ."""
+    parts = []
+    for f in files:
+        ds = read_netcdf(f)
+        parts.append(ds.reset_coords(["sigma", "model", "delta"], drop=True).expand_dims(sigma=[str(ds["sigma"].values)]))
+    node = xr.merge(parts, combine_attrs="drop_conflicts", join="outer", compat="no_conflicts")
+    return node.assign_coords({k: ds[k].values.item() for k in ("model", "delta")})
+
+
+def _erm_index(ds: xr.Dataset, by_D: bool = False) -> dict:
+    """Index of one ERM run read from its own coordinates: σ, λ, the realised α = n/D, the
+    experiment seed (the teacher seed less its offset, docs/model.md §5), and D itself when
+    ``by_D`` (a D ladder, where n = αD exactly so every rung shares the α coordinate)."""
+    index = {"sigma": [str(ds["sigma"].values)], "lam": [float(ds["lam"])],
+             "alpha": [int(ds["n"]) / int(ds["D"])], "seed": [int(ds["teacher_seed"]) - TEACHER_SEED_OFFSET],
+             # the start (slrpipe.workflow.erm_runs); files written before restarts existed are restart 0
+             "init": [str(ds["init"].values)], "restart": [int(ds["restart"]) if "restart" in ds.coords else 0],
+             "optimizer": [str(ds["optimizer"].values)]}
+    return index | {"D": [int(ds["D"])]} if by_D else index
+
+
+def erm_node(files, by_D: bool = False) -> xr.Dataset:
+    """ERM runs (one file each) on dims (sigma, lam, alpha, seed, init, restart, optimizer) — with
+    ``by_D`` (an experiment with a D ladder, slrpipe.workflow.ladder) also ``D`` after alpha:
+    (sigma, lam, alpha, D, seed, init, restart, optimizer). Scalar variables, n (and D where it is
+    not a dim), the step size ``lr`` (NaN for L-BFGS) and the trajectories ``traj_*`` on a ``step``
+    dim (the union of the recorded steps; NaN where a run recorded no such step)."""
+    parts, order = [], {}
+    for f in files:
+        ds = read_netcdf(f)
+        index = _erm_index(ds, by_D)
+        for k in ("init", "optimizer"):  # keep the config's order (reference() takes the first optimiser)
+            order.setdefault(k, []).extend(v for v in index[k] if v not in order.get(k, []))
+        extra = {k: ds[k].astype("int64").reset_coords(drop=True) for k in (("n",) if by_D else ("D", "n"))}
+        extra["lr"] = float(ds["lr"]) if "lr" in ds.coords else np.nan
+        traj = ds[[v for v in ds.data_vars if v.startswith("traj_")]].reset_coords(drop=True)
+        run = _scalars(ds).drop_vars("test_error_theory", errors="ignore").assign(extra)
+        parts.append((run, traj, index))
+    # one step axis for all runs (NaN where a run recorded no such step): with differing step
+    # coordinates combine_by_coords would take step for a concatenation dim
+    steps = np.unique(np.concatenate([traj["step"].values for _, traj, _ in parts if "step" in traj.dims] or [[]]))
+    parts = [xr.merge([run, traj.reindex(step=steps) if "step" in traj.dims else traj]).expand_dims(index)
+             for run, traj, index in parts]
+    out = xr.combine_by_coords(parts, combine_attrs="drop", join="outer", data_vars="all")
+    out = out.reindex(init=order["init"], optimizer=order["optimizer"])
+    dims = ("sigma", "lam", "alpha", *(("D",) if by_D else ()), "seed", "init", "restart", "optimizer")
+    out = out.transpose(*dims, ...)
+    return out.sortby(["lam", "alpha", *(["D"] if by_D else []), "seed", "restart"]).assign_coords(_setting(ds))
+
+
+def add_population_prediction(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
+    """``test_error_pop``: R(σ; learned Gram) (docs/model.md §4) at each ERM run's learned overlaps.
+
+    ``task``: the experiment's data law (D unused). Computed here rather than in the training job, so
+    that an edit of the theory never reruns training."""
+    if any(v not in node for v in OVERLAPS):
+        log.warning("ERM results lack %s: no population prediction at the learned overlaps", OVERLAPS)
+        return node
+    pred = np.full(node["m_k"].shape, np.nan)
+    for idx in np.ndindex(pred.shape):
+        ov = {v: float(node[v].values[idx]) for v in OVERLAPS}
+        sigma = str(node["sigma"].values[idx[0]])
+        c = float(node["c"].values[idx]) if "c" in node and sigma == "erf" else 0.0
+        pred[idx] = risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, ov, c)  # NaN if not finite
+    node["test_error_pop"] = (node["m_k"].dims, pred)
+    node["test_error_pop"].attrs["description"] = "population risk R(σ; Gram) at the learned overlaps (docs/model.md §4)"
+    return node
+
+
+def _erm_task(files) -> SLRTask:
+    """The data law shared by an experiment's ERM files, from the first file's coordinates."""
+    ds = read_netcdf(files[0])
+    law = json.loads(ds.attrs["L_law"])
+    return SLRTask(str(ds["model"].values), float(ds["nu"]), law, float(ds["delta"]), 2)
+
+
+def replica_node(files) -> xr.Dataset:
+    """Replica sweeps (one file per σ, dims lam × alpha) stacked along ``sigma``; the Bayes-optimal
+    state evolution (no σ coordinate) as ``bayes_optimal_*`` variables on alpha."""
+    parts, bo, setting = [], None, {}
+    for f in files:
+        ds = read_netcdf(f)
+        setting = _setting(ds)
+        if "sigma" not in ds.coords:  # the Bayes-optimal sweep
+            ds = ds.reset_coords(drop=True)
+            bo = ds.rename({v: f"bayes_optimal_{v}" for v in ds.data_vars})
+            continue
+        sigma = str(ds["sigma"].values)
+        ds = ds.reset_coords(drop=True)
+        ds = ds[[v for v in ds.data_vars if "alpha" in ds[v].dims and "lam" in ds[v].dims]]
+        parts.append(ds.expand_dims(sigma=[sigma]))
+    out = xr.combine_by_coords(parts, combine_attrs="drop") if parts else xr.Dataset()
+    if "test_error" in out:
+        # the error at the best λ of the grid; NaN (non-converged) points are not candidates
+        err = out["test_error"].where(out.get("converged", True))
+        out["test_error_opt_lam"] = err.min("lam")
+        out["lam_opt"] = err.fillna(np.inf).idxmin("lam").where(np.isfinite(out["test_error_opt_lam"]))
+    if bo is not None:
+        out = out.merge(bo, compat="override", join="outer")
+    return out.assign_coords(setting)
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True, timeout=10).stdout.strip()
+    except Exception:  # not a git checkout, or git missing
+        return "unknown"
+
+
+def build_store(members: dict, config: dict, out, log=None) -> Path:
+    """Aggregate result files into the zarr store ``out`` (written atomically).
+
+    members: {(kind, experiment): [result files]} with kind in population, erm, replica, length (the
+    workflow's ``plan.members``); every coordinate is read from the files themselves. ``config``:
+    the validated workflow config, kept in the root attributes (each node also carries its
+    experiment's settings). ``log``: a log file path (default: the caller's logging set-up).
+    """
+    if log is None:
+        return _build_store(members, config, out)
+    handler = logging.FileHandler(log)
+    logger = logging.getLogger("slrpipe")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        return _build_store(members, config, out)
+    finally:
+        logger.removeHandler(handler)
+
+
+def _build_store(members: dict, config: dict, out) -> Path:
+    nodes = {}
+    for (kind, name), files in members.items():
+        log.info("aggregating %s/%s from %d files", kind, name, len(files))
+        if kind == "population":
+            node = population_node(files)
+        elif kind == "length":
+            node = length_node(files)
+        elif kind == "erm":
+            task = _erm_task(files)
+            by_D = isinstance((config.get("erm") or {}).get(name, {}).get("D"), list)  # a D ladder
+            node = add_ground_state(add_trajectory_risk(add_population_prediction(erm_node(files, by_D), task), task))
+        else:
+            node = replica_node(files)
+        exp = (config.get(kind) or {}).get(name, {})
+        node.attrs.update({k: json.dumps(v) for k, v in exp.items()})
+        node.attrs["experiment"] = name
+        nodes[f"/{kind}/{name}"] = node
+    root = xr.Dataset(attrs=provenance(config=config, git_commit=git_commit(),
+                                       constraints_sha256=constraints_sha256()))
+    tree = xr.DataTree.from_dict({"/": root, **nodes})
+    return write_zarr(tree, out)
+
+
+def _fixed_strings(ds: xr.Dataset) -> xr.Dataset:
+    """Variable-length strings (zarr's "string" type, read as numpy StringDType) back to numpy
+    unicode, the form the result files and the figures use."""
+    strs = [k for k, v in ds.variables.items() if v.dtype.kind == "T"]
+    conv = {k: (ds[k].dims, np.array(ds[k].values.tolist(), dtype=str)) for k in strs}
+    return ds.assign_coords({k: v for k, v in conv.items() if k in ds.coords}).assign(
+        {k: v for k, v in conv.items() if k in ds.data_vars})
+
+
+def open_store(path) -> xr.DataTree:
+    """Open ``results/slr.zarr`` as an ``xarray.DataTree`` (loaded into memory; string variables as
+    numpy unicode arrays, as written)."""
+    import warnings
+
+    with warnings.catch_warnings():  # Snakemake's .snakemake_timestamp marker inside directory outputs
+        warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
+        tree = xr.open_datatree(path, engine="zarr", consolidated=False).load()
+    return tree.map_over_datasets(_fixed_strings)

@@ -1,0 +1,70 @@
+"""The population risk along a training trajectory, from the overlaps recorded at each step.
+
+A training job records, every ``record_every`` steps, the overlaps of (k, v) with the teacher
+(``traj_m_k``, ``traj_q_k``, …; slrpipe.train.erm). The Gram matrix of (k*, v*, k, v)/D they
+define gives the population risk R(σ; Gram) of docs/model.md §4 at that step — the test error of
+the estimator at that step with an infinite test set. It is evaluated here, at aggregation, so that
+an edit of the theory never reruns training.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from slrpipe.data import SLRTask
+from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
+
+#: optimisers whose trajectories are dynamics worth a risk curve (L-BFGS records its iterations too,
+#: but its steps are line-searched quasi-Newton steps, not a time)
+DYNAMICS = ("gd", "sgd", "adam")
+
+
+
+def risk_along(sigma: str, task: SLRTask, traj: dict) -> np.ndarray:
+    """R(σ; Gram_t) at every recorded step t (docs/model.md §4), shape (steps,); NaN where a step's
+    overlaps are missing (steps another run recorded, in a combined store) or not finite.
+
+    ``traj``: {overlap name: (steps,) array} for every name of ``OVERLAPS``. The erf offset c is not
+    recorded along a trajectory, so σ = erf is refused.
+
+    Raises:
+        ValueError: σ = erf, or an overlap missing from ``traj``.
+    """
+    if sigma == "erf":
+        raise ValueError("sigma: erf needs its offset c at each step, which the trajectory does not record")
+    missing = [k for k in OVERLAPS if k not in traj]
+    if missing:
+        raise ValueError(f"traj: missing overlaps {missing}")
+    cols = np.stack([np.asarray(traj[k], np.float64) for k in OVERLAPS], axis=-1)
+    out = np.full(cols.shape[0], np.nan)
+    for t, row in enumerate(cols):
+        if np.isfinite(row).all():
+            out[t] = risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, dict(zip(OVERLAPS, row)))
+    return out
+
+
+def add_trajectory_risk(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
+    """``traj_test_error_pop`` (dims of the runs + ``step``): :func:`risk_along` for every run of a
+    first-order optimiser (``DYNAMICS``) of an ERM node (slrpipe.store.aggregate); NaN elsewhere."""
+    need = [f"traj_{k}" for k in OVERLAPS]
+    if "step" not in node.dims or any(v not in node for v in need) or "optimizer" not in node.dims:
+        return node
+    stacked = node[need].transpose(..., "step")
+    run_dims = [d for d in stacked[need[0]].dims if d != "step"]
+    out = xr.full_like(stacked[need[0]], np.nan, dtype=np.float64)
+    for idx in np.ndindex(*(node.sizes[d] for d in run_dims)):
+        sel = dict(zip(run_dims, idx))
+        if str(node["optimizer"].values[sel["optimizer"]]) not in DYNAMICS:
+            continue
+        sigma = str(node["sigma"].values[sel["sigma"]])
+        if sigma == "erf":
+            continue
+        traj = {k: stacked[f"traj_{k}"].isel(sel).values for k in OVERLAPS}
+        if not np.isfinite(traj["m_k"]).any():
+            continue
+        out[tuple(idx)] = risk_along(sigma, task, traj)
+    node["traj_test_error_pop"] = out
+    node["traj_test_error_pop"].attrs["description"] = (
+        "population risk R(σ; Gram) at the overlaps recorded at each step (docs/model.md §4); gd/sgd/adam runs")
+    return node

@@ -1,0 +1,359 @@
+"""ERM vs replica theory: one row per (experiment, σ, λ, α) and a verdict.
+
+For each replica experiment that names an ERM experiment, every ERM point is compared with the
+replica prediction at the same (σ, λ, α) — linearly interpolated in log α off the replica grid.
+
+ERM value: the mean over seeds of ``test_error_pop``, the population risk at the learned (k, v)
+(model.md §4 at the learned Gram, evaluated at aggregation) — the quantity the theory predicts,
+without the noise of a finite test set (s.d. ≈ 0.007 per seed at 20000 test sequences, shared by
+every α and σ of a seed, so it does not average out along a curve). The finite-test-set mean is
+reported next to it (``erm_test``) and used when ``test_error_pop`` is missing. Its standard error
+is the seed-to-seed spread / √(seeds).
+
+Theory value: the mean over the Monte Carlo draws of the channel (``test_error_seed_mean`` of the
+replica sweep when ``mc_seeds`` > 1, else the single draw), with Monte Carlo error
+``theory_mc_se`` = ``test_error_mc_sd`` / √(mc_seeds) (NaN when not measured).
+
+z = (ERM − theory) / √(se² + theory_mc_se²). A point *disagrees* when |z| > ``max_abs_z`` **and**
+|ERM − theory| > ``rel_tol`` · theory (the second clause allows the O(1/√D) finite-size bias the
+seed spread does not measure).
+
+Reported but not enforced: α < ``min_alpha`` or λ < ``min_lam`` (where the paper reports that
+theory and simulation may part: low SNR with low regularisation); replica points that did not
+converge; ill-conditioned points, where the Monte Carlo s.d. of one draw (``test_error_mc_sd``)
+exceeds ``max_theory_rel_sd`` × theory — near a fold of the RS equations the fixed point's
+sensitivity to any perturbation diverges, to channel noise and to finite-D corrections alike
+(docs/theory.md §10); and points where the RS equations have two fixed points (``n_branches = 2``;
+which one ERM reaches is then not predicted; ``theory_alt`` gives the other). For a point that did
+not converge, ``reached_down``/``reached_up`` say how far the continuation from above/below
+followed its branch (the folds around a window without a fixed point). ``erm_objective``
+(α · J at the ERM minimum, J = 𝓛/n) against ``theory_objective`` (min 𝓛/D of the fixed point)
+says whether ERM reached the RS ground state.
+
+Ground state (slrpipe.store.ground): where the ERM experiment has several starts (inits, restarts,
+optimisers), ``ground_mean`` ± ``ground_se`` is the same quantity at each seed's lowest-objective
+run, ``ground_objective`` its α·J, and ``ground_starts`` how many seeds' ground states are not the
+informed start — the replica theory predicts the global minimum, so this is its proper comparison;
+the verdict stays on the informed start (the ground state equals it where there is one start).
+
+D ladder (an ERM experiment with ``D: [D₁, D₂, …]``, a ``D`` dim in the store): the row's ERM and
+ground-state values are those of the largest D; beside them each quantity's per-D seed means
+(``ladder_D``, ``ladder_erm``/``_se``, ``ladder_ground_D``, ``ladder_ground``/``_se``; s.e. t-corrected) and its
+extrapolation D → ∞ (slrpipe.store.ladder.point_ladder, rule of slrpipe.store.extrapolate):
+``erm_limit`` ± ``erm_limit_se`` with its law, χ²/dof, p-value and ``z_limit`` against the theory
+(the same for ``ground_limit``). The issue-#14 verdict (slrpipe.store.verdict) then sees both
+limits; the enforced check (``agrees``) stays on the largest D. :func:`format_table` adds a
+second section with one line per ladder row.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import xarray as xr
+
+from slrpipe.io import write_text
+from slrpipe.store.ground import reference
+from slrpipe.store.ladder import largest_D, point_ladder
+from slrpipe.store.verdict import verdict as point_verdict
+
+COLUMNS = ["experiment", "sigma", "lam", "alpha", "D", "n_seeds", "erm_quantity", "erm_mean", "erm_se",
+           "erm_test", "erm_objective", "ground_mean", "ground_se", "ground_objective", "ground_starts",
+           "theory", "theory_mc_se", "theory_objective", "n_branches",
+           "theory_alt", "theory_mc_sd", "z", "rel_diff", "theory_converged", "ill_conditioned", "enforced", "agrees",
+           "reached_down", "reached_up", "replicon", "rs_stable", "prox_ties", "theory_n_samples", "verdict"]
+#: extra columns of a D-ladder row (module docstring), ``erm_`` and ``ground_`` each
+LADDER_COLUMNS = ["ladder_D", "ladder_erm", "ladder_erm_se", "ladder_ground_D", "ladder_ground", "ladder_ground_se",
+                  *(f"{w}_{c}" for w in ("erm", "ground")
+                    for c in ("limit", "limit_se", "law", "chi2_dof", "fit_p", "fit_ok")),
+                  "z_limit", "z_ground_limit"]
+_THEORY = {"theory": "test_error", "theory_seed_mean": "test_error_seed_mean", "theory_mc_sd": "test_error_mc_sd",
+           "theory_objective": "objective", "theory_alt": "test_error_alt",
+           "reached_down": "alpha_reached_down", "reached_up": "alpha_reached_up",
+           "replicon": "replicon", "rs_stable": "rs_stable", "prox_tie_fraction": "prox_tie_fraction"}
+#: default ``validation.max_theory_rel_sd``: MC s.d. of one draw above this fraction of the value
+#: marks an ill-conditioned theory point (near a fold; docs/theory.md §10 (ii))
+MAX_THEORY_REL_SD = 0.03
+def max_theory_rel_sd(config: dict) -> float:
+    """The ill-conditioning threshold in force: ``validation.max_theory_rel_sd`` of the config, else
+    ``MAX_THEORY_REL_SD`` (shared with Fig. 3, which marks the same points)."""
+    return (config.get("validation") or {}).get("max_theory_rel_sd", MAX_THEORY_REL_SD)
+
+
+#: ERM records its realised α = n/D, which the integer n puts within 1/(2D) of the nominal grid value:
+#: a replica grid point within this relative distance is that point (the theory moves by ≲ 10⁻³ there)
+ALPHA_RTOL = 5e-3
+
+#: not interpolated: how far each continuation pass got towards a grid point (docs/theory.md §9)
+_AT_GRID_ONLY = ("reached_down", "reached_up", "replicon", "rs_stable",  # + RS stability: per fixed point
+                 "prox_tie_fraction")
+
+
+def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
+    """Replica values at (σ, λ, α): floats interpolated in log α; converged (both ends) and
+    n_branches (max of both ends). NaN / False where the point is not covered."""
+    out = {k: np.nan for k in _THEORY} | {"theory_converged": False, "n_branches": -1}
+    if sigma not in rep["sigma"].values or not np.isclose(rep["lam"].values, lam).any():
+        return out
+    lam_sel = rep["lam"].values[np.isclose(rep["lam"].values, lam)][0]
+    a = rep["alpha"].values
+    near = np.abs(np.log(a / alpha)) <= ALPHA_RTOL
+    if near.any():
+        i = int(np.argmax(near))
+        idx, w = [i, i], 0.0
+    elif alpha < a.min() or alpha > a.max():
+        return out
+    else:
+        i = int(np.searchsorted(a, alpha))
+        idx, w = [i - 1, i], (np.log(alpha) - np.log(a[i - 1])) / (np.log(a[i]) - np.log(a[i - 1]))
+    pt = rep.sel(sigma=sigma, lam=lam_sel).isel(alpha=idx)
+    for col, var in _THEORY.items():
+        if var in pt:
+            v = pt[var].values.astype(float)
+            out[col] = float((1 - w) * v[0] + w * v[1])
+    for col in _AT_GRID_ONLY:
+        out[col] = out[col] if w == 0.0 else np.nan
+    out["theory_converged"] = bool(pt["converged"].values.all()) if "converged" in pt else True
+    out["n_branches"] = int(pt["n_branches"].values.max()) if "n_branches" in pt else 1
+    # prox ties as a count among the theory's N samples (a Poisson count: none seen bounds the
+    # tie rate below 3/N at 95 %; docs/theory.md §11)
+    n = int(rep.attrs.get("n_samples", 0))
+    tie = out.pop("prox_tie_fraction")
+    out["theory_n_samples"], out["prox_ties"] = n, float(np.round(tie * n)) if np.isfinite(tie) and n else np.nan
+    seed_mean = out.pop("theory_seed_mean")
+    k = int(rep.attrs.get("mc_seeds", 1)) if np.isfinite(seed_mean) else 1
+    if k > 1:
+        out["theory"] = seed_mean
+    out["theory_mc_se"] = out["theory_mc_sd"] / np.sqrt(k) if k > 1 else np.nan
+    return out
+
+
+def _mean_se(x: xr.DataArray) -> tuple[float, float, int]:
+    k = int(x.count())
+    if k == 0:
+        return np.nan, np.nan, 0
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(k)) if k > 1 else np.nan, k
+
+
+def _ground_at(full: xr.Dataset, sigma, lam, alpha, quantity: str) -> dict:
+    """The ground state over the starts (slrpipe.store.ground) at one point: ``quantity`` mean ± s.e.
+    over seeds, its objective α·J and how many of the seeds' ground states are not the informed start."""
+    name = f"{quantity}_ground"
+    if name not in full:
+        return {"ground_mean": np.nan, "ground_se": np.nan, "ground_objective": np.nan, "ground_starts": ""}
+    pt = full.sel(sigma=sigma, lam=lam, alpha=alpha)
+    mean, se, _ = _mean_se(pt[name])
+    starts = [f"{i}-r{r}/{o}" for i, r, o in zip(pt["ground_init"].values, pt["ground_restart"].values,
+                                                   pt["ground_optimizer"].values) if i]
+    other = sum(not s.startswith("informed-") for s in starts)
+    return {"ground_mean": mean, "ground_se": se, "ground_objective": float(alpha) * _mean_se(pt["train_loss_ground"])[0],
+            "ground_starts": f"{other}/{len(starts)} not informed"}
+
+
+def _ladder_at(by_D: xr.Dataset, sigma, lam, alpha, quantity: str, theory: float, theory_se: float) -> dict:
+    """The ``LADDER_COLUMNS`` of one (σ, λ, α) point of a node with a D dim: per-D seed means of
+    the informed start's ``quantity`` and of the ground state's, and their D → ∞ limits."""
+    tse = theory_se if np.isfinite(theory_se) else 0.0
+    out = {}
+    sources = {"erm": reference(by_D)[quantity]}
+    if f"{quantity}_ground" in by_D:
+        sources["ground"] = by_D[f"{quantity}_ground"]
+    for who in ("erm", "ground"):
+        pl = point_ladder(sources[who].sel(sigma=sigma, lam=lam, alpha=alpha)) if who in sources else None
+        out["ladder_D" if who == "erm" else "ladder_ground_D"] = [int(d) for d in pl.D] if pl is not None else []
+        out[f"ladder_{who}"] = [float(x) for x in pl.mean] if pl is not None else []
+        out[f"ladder_{who}_se"] = [float(x) for x in pl.se] if pl is not None else []
+        fit = pl.fit if pl is not None else None
+        out.update({f"{who}_limit": fit.limit if fit else np.nan, f"{who}_limit_se": fit.limit_se if fit else np.nan,
+                    f"{who}_law": fit.law if fit else "", f"{who}_chi2_dof": fit.chi2_dof if fit else np.nan,
+                    f"{who}_fit_p": fit.p_value if fit else np.nan, f"{who}_fit_ok": bool(fit.fit_ok) if fit else False})
+        key = "z_limit" if who == "erm" else "z_ground_limit"
+        out[key] = fit.z(theory, tse) if fit and np.isfinite(theory) else np.nan
+    return out
+
+
+def compare(tree: xr.DataTree, config: dict) -> list[dict]:
+    """Rows of the comparison table (see module doc) for every replica experiment with an ERM link."""
+    v = config.get("validation", {})
+    max_z, rel_tol = v.get("max_abs_z", 4.0), v.get("rel_tol", 0.05)
+    min_alpha, min_lam = v.get("min_alpha", 0.0), v.get("min_lam", 0.0)
+    max_rel_sd = max_theory_rel_sd(config)
+    rows = []
+    for name, exp in (config.get("replica") or {}).items():
+        if not exp.get("erm") or exp["erm"] not in tree.get("erm", {}):
+            continue
+        rep = tree[f"replica/{name}"].to_dataset()
+        by_D = tree[f"erm/{exp['erm']}"].to_dataset()
+        full = largest_D(by_D)  # a D ladder: the row's values at its largest D, the ladder beside them
+        erm = reference(full)  # the informed start; the ground state over all starts beside it
+        for sigma in erm["sigma"].values:
+            for lam in erm["lam"].values:
+                for alpha in erm["alpha"].values:
+                    pt = erm.sel(sigma=sigma, lam=lam, alpha=alpha)
+                    test, _, k_test = _mean_se(pt["test_error"])
+                    quantity = "test_error_pop" if "test_error_pop" in pt and int(pt["test_error_pop"].count()) else "test_error"
+                    mean, se, k = _mean_se(pt[quantity])
+                    if k == 0 and k_test == 0:
+                        continue
+                    obj = float(alpha) * _mean_se(pt["train_loss"])[0] if "train_loss" in pt else np.nan
+                    th = _theory_at(rep, str(sigma), float(lam), float(alpha))
+                    ground = _ground_at(full, sigma, lam, alpha, quantity)
+                    theory, sd = th["theory"], th["theory_mc_se"]
+                    err = np.sqrt(se**2 + (sd if np.isfinite(sd) else 0.0) ** 2)
+                    z = (mean - theory) / err if err > 0 else np.nan
+                    rel = (mean - theory) / theory if theory else np.nan
+                    th["ill_conditioned"] = bool(th["theory_mc_sd"] > max_rel_sd * abs(theory))  # NaN: False
+                    enforced = bool(np.isfinite(theory) and th["theory_converged"] and th["n_branches"] <= 1
+                                    and not th["ill_conditioned"] and alpha >= min_alpha and lam >= min_lam and k > 1)
+                    ok = bool(abs(z) <= max_z or abs(rel) <= rel_tol) if np.isfinite(theory) else False
+                    D = int(pt["D"].max()) if "D" in pt else -1
+                    lad = _ladder_at(by_D, sigma, lam, alpha, quantity, theory, sd) if "D" in by_D.dims else {}
+                    # issue #14 verdict: the D → ∞ limits where the experiment has a ladder
+                    th["verdict"] = point_verdict(theory, sd, mean, se, ground=ground["ground_mean"],
+                                                  ground_se=ground["ground_se"], rs_stable=th["rs_stable"],
+                                                  erm_limit=lad.get("erm_limit"), erm_limit_se=lad.get("erm_limit_se"),
+                                                  ground_limit=lad.get("ground_limit"),
+                                                  ground_limit_se=lad.get("ground_limit_se"),
+                                                  max_abs_z=max_z, rel_tol=rel_tol)
+                    rows.append(dict(experiment=name, sigma=str(sigma), lam=float(lam), alpha=float(alpha), D=D,
+                                     n_seeds=k, erm_quantity=quantity, erm_mean=mean, erm_se=se, erm_test=test,
+                                     erm_objective=obj, **ground, **th, z=z, rel_diff=rel, enforced=enforced, agrees=ok,
+                                     **lad))
+    return rows
+
+
+def _branch_ends(r: dict) -> str:
+    ends = [f"{side} at α={r[f'reached_{p}']:.3g}" for p, side in (("down", "from above"), ("up", "from below"))
+            if np.isfinite(r.get(f"reached_{p}", np.nan)) and not np.isclose(r[f"reached_{p}"], r["alpha"])]
+    return "; branch ends " + ", ".join(ends) if ends else ""
+
+
+def _verdict(r: dict) -> str:
+    if not np.isfinite(r["theory"]):
+        return "no theory" + _branch_ends(r)
+    verdict = "ok" if r["agrees"] else "DISAGREES"
+    if r["enforced"]:
+        return verdict
+    # the first reason that applies, in the order of the module docstring's list
+    if not r["theory_converged"]:
+        why = "not converged" + _branch_ends(r)
+    elif r["n_branches"] > 1:
+        why = "2 RS branches"
+    elif r["ill_conditioned"]:
+        why = "ill-conditioned theory"
+    else:
+        why = "outside enforced range"
+    return f"{verdict} (not enforced: {why})"
+
+
+def _rs(r: dict) -> str:
+    """RS stability and the issue-#14 verdict (docs/theory.md §11), when the replica output has them."""
+    if not np.isfinite(r.get("rs_stable", np.nan)):
+        return ""
+    return f" | RS {_rs_words(r)} | {r['verdict']}"
+
+
+def _rs_words(r: dict) -> str:
+    """'stable'/'unstable' with the replicon and the prox ties among the N samples (docs/theory.md §11:
+    one tie shows a switching surface, none bounds its rate below 3/N at 95 %)."""
+    ties = r.get("prox_ties", np.nan)
+    tie = f", {int(ties)} prox ties in {r['theory_n_samples']}" if np.isfinite(ties) else ""
+    return f"{'stable' if r['rs_stable'] else 'unstable'} (replicon {r['replicon']:.2f}{tie})"
+
+
+def format_table(rows: list[dict]) -> str:
+    """Fixed-width text table of ``compare`` rows (ERM: risk at the learned weights, test: finite test set)."""
+    w = max([15] + [len(r["experiment"]) + 1 for r in rows])  # names never run into the σ column
+    head = (f"{'experiment':<{w}}{'sigma':<8}{'lam':>5}{'alpha':>7}{'D':>5}{'seeds':>6}{'ERM ± s.e.':>17}{'test':>8}"
+            f"{'theory ± MC':>17}{'alt':>8}{'obj ERM':>9}{'obj th':>8}{'z':>8}{'rel':>7}{'ground ± s.e.':>17}{'obj gr':>8}"
+            "  verdict")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['experiment']:<{w}}{r['sigma']:<8}{r['lam']:>5g}{r['alpha']:>7.4g}{r['D']:>5}{r['n_seeds']:>6}"
+                     f"{r['erm_mean']:>9.4f} ± {r['erm_se']:<6.4f}{r['erm_test']:>7.4f}"
+                     f"{r['theory']:>9.4f} ± {r['theory_mc_se']:<6.4f}{r['theory_alt']:>7.4f}"
+                     f"{r['erm_objective']:>9.4f}{r['theory_objective']:>8.4f}{r['z']:>8.2f}{r['rel_diff']:>7.3f}"
+                     f"{r['ground_mean']:>9.4f} ± {r['ground_se']:<6.4f}{r['ground_objective']:>8.4f}  "
+                     f"{_verdict(r)}{_rs(r)}")
+    ladder = [r for r in rows if r.get("ladder_D")]
+    if ladder:
+        lines += ["", *format_ladder(ladder)]
+    return "\n".join(lines)
+
+
+def _pm(x: float, se: float) -> str:
+    return f"{x:.4f} ± {se:.4f}" if np.isfinite(x) else "—"
+
+
+def _fit(r: dict, who: str) -> str:
+    if not np.isfinite(r[f"{who}_limit"]):
+        return "no fit"
+    chi = f", χ²/dof {r[f'{who}_chi2_dof']:.2f}, p {r[f'{who}_fit_p']:.2f}" if np.isfinite(r[f"{who}_chi2_dof"]) else ""
+    return f"{_pm(r[f'{who}_limit'], r[f'{who}_limit_se'])} [{r[f'{who}_law']}{chi}{'' if r[f'{who}_fit_ok'] else ', poor fit'}]"
+
+
+def format_ladder(rows: list[dict]) -> list[str]:
+    """The D-ladder section of the table: per row the theory, the informed start's and the ground
+    state's seed mean ± s.e. at each D, their D → ∞ limits (law, χ²/dof, p) with z against the
+    theory, RS stability and the verdict (module docstring)."""
+    out = ["D ladder: ERM (informed start) and ground state (lowest objective over starts) at each D, "
+           "extrapolated D → ∞ (a + b/D or a + b/√D, slrpipe.store.extrapolate)"]
+    for r in rows:
+        rs = "" if not np.isfinite(r.get("rs_stable", np.nan)) else f"RS {_rs_words(r)}"
+        out.append(f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g}: theory "
+                   f"{_pm(r['theory'], r['theory_mc_se'] if np.isfinite(r['theory_mc_se']) else 0.0)}"
+                   f"{'; ' + rs if rs else ''}; verdict: {r['verdict']}")
+        for who, label in (("erm", "informed"), ("ground", "ground")):
+            if not r[f"ladder_{who}"]:
+                continue
+            Ds = r["ladder_D" if who == "erm" else "ladder_ground_D"]
+            per_D = "  ".join(f"D={d}: {_pm(m, e)}" for d, m, e in zip(Ds, r[f"ladder_{who}"], r[f"ladder_{who}_se"]))
+            z = r["z_limit" if who == "erm" else "z_ground_limit"]
+            out.append(f"    {label:<9}{per_D}  →  D=∞: {_fit(r, who)}  z {z:.2f}")
+    return out
+
+
+def failures(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["enforced"] and not r["agrees"]]
+
+
+def to_json(rows) -> str:
+    return json.dumps(rows, indent=1, default=float)
+
+
+class ValidationFailed(RuntimeError):
+    """ERM disagrees with the replica theory where the theory is expected to hold."""
+
+
+def validate_store(store, config: dict, out) -> list[dict]:
+    """Compare, write ``out`` (text table) and ``out``.json (rows); raise on enforced disagreement.
+
+    The table is written in both cases (a failed check leaves ``<out>.failed.txt`` instead of
+    ``out``, so Snakemake sees no output and reruns the check next time).
+
+    Raises:
+        ValidationFailed: one line listing the disagreeing points, when ``validation.fail`` is true.
+    """
+    from pathlib import Path
+
+    from slrpipe.store.aggregate import open_store
+
+    rows = compare(open_store(store), config)
+    table = format_table(rows)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text(to_json(rows), out.with_suffix(".json"))
+    v = config.get("validation", {})
+    bad = failures(rows)
+    if bad and v.get("fail", True):
+        write_text(table + "\n", out.with_suffix(".failed.txt"))
+        raise ValidationFailed(
+            f"{len(bad)} of {sum(r['enforced'] for r in rows)} enforced ERM points disagree with the replica theory "
+            f"(|z| > {v.get('max_abs_z', 4.0)} and relative difference > {v.get('rel_tol', 0.05)}); table in "
+            f"{out.with_suffix('.failed.txt')}: "
+            + "; ".join(f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g} "
+                        f"(ERM {r['erm_mean']:.4f} ± {r['erm_se']:.4f} vs theory {r['theory']:.4f})" for r in bad))
+    out.with_suffix(".failed.txt").unlink(missing_ok=True)  # a failure of an earlier run
+    write_text(table + "\n", out)
+    return rows

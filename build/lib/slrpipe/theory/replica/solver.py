@@ -1,0 +1,343 @@
+"""Fixed-point solver of the RS zero-temperature equations of ridge ERM on SLR.
+
+State x = (m_k, q_k, V_k, m_v, q_v, V_v). The map F: conjugates from the output channel
+(:mod:`.channel`, Monte Carlo over fixed common random numbers), then the ridge prior
+(:mod:`.prior`). Converged when max_i |F(x)_i − x_i| / (1 + |x_i|) < tol on a pass with the full
+multi-start prox search; otherwise ``converged=False`` with the residual — never a silent number.
+
+Iteration (``method``):
+  * "anderson" (default): Anderson acceleration, type II (mixing 1), on f = F(x) − x with the
+    weighted least-squares norm of the convergence test (Walker & Ni, SIAM J. Numer. Anal. 49
+    (2011) 1715): the next point is Σ_i a_i (x_i + f_i) over the last ``memory`` + 1 evaluations,
+    Σ a_i = 1, minimising |Σ a_i f_i|. Safeguards: a trust region (≤ 50 % relative change of any
+    order parameter per step); the memory restarts from the best point when the residual exceeds
+    ``_RESTART`` × the best one, and with a halved damped step from the best point after every
+    ``_STALL`` evaluations without progress (Anderson can cycle); extrapolations outside the
+    domain (q_a < m_a², V_a ≤ 0), failed prior steps (λ + V̂ ≤ 0) and stagnation (a point already
+    in memory) fall back to the damped step from the best point; ``patience`` evaluations without
+    a new best residual end the solve, and so do ``far_patience`` evaluations without halving the
+    best residual while it is still ≥ ``far_below`` (10⁻²: a start outside the basin of any fixed
+    point; the cap on wasted work, docs/theory.md §9).
+  * "damped": x ← (1 − d) x + d F(x), d halved whenever the residual grows three times running.
+Prox passes: the first, every ``full_every``-th and, once the residual is below ``_FULL_BELOW``,
+every pass is a full multi-start search; the others start from the centre and the previous
+pass's minima only. Convergence is declared on full passes only, except with ``cheap_finish``
+(intermediate continuation points, which only provide warm starts): there the passes stay cheap
+near the root and convergence is that of the cheap map (within ~10⁻³ of the full one where a new
+prox branch appears; a full pass costs ~7 cheap ones).
+Polish (``PolishOptions``): when the iteration ends unconverged with its best residual below
+``below`` (10⁻²) — a near miss, e.g. Anderson stalling at 4e-5 where the map is steep (softmax,
+λ = 0.01, spiked ν = 2, α = 5: a relative change of 1e-4 in x moves F(x) − x by 1e-3) — the root
+of F(x) − x is sought by MINPACK's hybrid Powell method (``scipy.optimize.root``, 'hybr',
+finite-difference Jacobian) on the full-search map with the prox warm starts frozen at those of
+a fresh full search at the best point (so that the map is deterministic). Its result passes the
+same test as any other point: one full pass, residual < tol.
+Options: :mod:`.options` (``SolverOptions``: iterate / channel / polish groups, built once).
+The solve is three steps: :func:`_iterate`, :func:`_polish_near_miss`, :func:`_report`.
+Source: docs/theory.md §2–6, §9.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from scipy.optimize import root
+
+from slrpipe.theory import population
+from slrpipe.theory.replica.channel import channel
+from slrpipe.theory.replica.fields import Fields, check_task, draw_fields
+from slrpipe.theory.replica.options import METHODS, SolverOptions  # noqa: F401  (METHODS: re-export)
+from slrpipe.theory.replica.prior import ridge_prior
+from slrpipe.theory.replica.prox import check_sigma
+
+log = logging.getLogger(__name__)
+
+STATE = ("m_k", "q_k", "V_k", "m_v", "q_v", "V_v")
+CONJ = ("mhat_k", "qhat_k", "Vhat_k", "mhat_v", "qhat_v", "Vhat_v")
+DEFAULT_INIT = dict(m_k=0.5, q_k=1.0, V_k=1.0, m_v=0.5, q_v=1.0, V_v=1.0)
+_FULL_BELOW = 1e-2  # residual below which every prox pass is a full multi-start search
+_RESTART = 10.0  # Anderson memory restarts when the residual exceeds this factor × the best one
+_STALL = 6  # … and every _STALL evaluations without a new best residual (breaks cycles)
+
+
+def _check(sigma, model, nu, L, delta, lam, alpha):
+    check_sigma(sigma)
+    check_task(model, nu, L, delta)
+    if not lam > 0:
+        raise ValueError(f"lam: must be > 0, got {lam}")
+    if not alpha > 0:
+        raise ValueError(f"alpha: must be > 0, got {alpha}")
+
+
+def _prior_step(lam, c):
+    mk, qk, Vk = ridge_prior(lam, c["mhat_k"], c["qhat_k"], c["Vhat_k"])
+    mv, qv, Vv = ridge_prior(lam, c["mhat_v"], c["qhat_v"], c["Vhat_v"])
+    return np.array([mk, qk, Vk, mv, qv, Vv])
+
+
+def _residual(lam, ch, x):
+    """(F(x) − x, max_i |F(x)_i − x_i| / (1 + |x_i|)) from a channel pass ``ch`` at x; (None, inf)
+    where the prior step fails (λ + V̂ ≤ 0 or a non-finite conjugate)."""
+    try:
+        f = _prior_step(lam, ch) - x
+    except ValueError:
+        return None, math.inf
+    return f, float(np.max(np.abs(f) / (1 + np.abs(x))))
+
+
+def _valid(x) -> bool:
+    """x inside the domain of the channel: finite, V_a > 0 and q_a ≥ m_a²."""
+    return bool(np.all(np.isfinite(x)) and x[2] > 0 and x[5] > 0
+                and x[1] >= x[0] ** 2 and x[4] >= x[3] ** 2)
+
+
+def _anderson(xs, fs, d):
+    """Type-II Anderson point from iterates xs (k, 6) and residuals fs = F(x) − x (k, 6), k ≥ 2:
+    x + d f − (ΔX + d ΔF) γ, γ = argmin |W (f − ΔF γ)|₂, W = diag 1/(1 + |x|) at the last iterate
+    (the norm of the convergence test)."""
+    x, f = xs[-1], fs[-1]
+    w = 1.0 / (1.0 + np.abs(x))
+    dX, dF = np.diff(xs, axis=0).T, np.diff(fs, axis=0).T
+    gamma = np.linalg.lstsq(w[:, None] * dF, w * f, rcond=1e-10)[0]
+    return x + d * f - (dX + d * dF) @ gamma
+
+
+def _polish(sigma, fields, alpha, lam, x0, warm, chkw, maxfev):
+    """Root of F(x) − x near x0 by 'hybr' (module docstring); F with its prox warm starts frozen.
+    The unknowns are (m_a, q_a − m_a², V_a): forward finite differences then stay inside the
+    domain q_a ≥ m_a² even where it is tight (L = 1: m_k = q_k = 0). Returns (x, number of channel
+    evaluations); x is not checked here."""
+    scale = 1.0 + np.abs(x0)
+    bad = np.full(x0.size, 1e3)  # outside the domain, or λ + V̂ ≤ 0: steer hybr away
+    to_u = lambda x: x - np.array([0, x[0] ** 2, 0, 0, x[3] ** 2, 0])  # noqa: E731
+    to_x = lambda u: u + np.array([0, u[0] ** 2, 0, 0, u[3] ** 2, 0])  # noqa: E731
+
+    def g(u):
+        x = to_x(u)
+        if not _valid(x):
+            return bad
+        f = _residual(lam, channel(sigma, fields, alpha, *x, warm=warm, **chkw), x)[0]
+        return bad if f is None else f / scale
+
+    sol = root(g, to_u(x0), method="hybr", options=dict(xtol=1e-9, maxfev=maxfev, diag=1.0 / scale))
+    return to_x(sol.x), int(sol.nfev)
+
+
+def test_error(sigma, model, nu, L, delta, m_k, q_k, m_v, q_v) -> float:
+    """e_test = E(y − f)² = Δ² + 1 − 2 m_v A + q_v B at the order parameters (model.md §4),
+    by the quadrature of :mod:`slrpipe.theory.population` (deterministic)."""
+    return population.risk(sigma, model, nu, L, delta, m_k, q_k, m_v, q_v)
+
+
+@dataclass
+class _Iterated:
+    """End of :func:`_iterate`: the reported point x (the best one seen if not converged), its
+    residual, the channel pass at x when converged (else None), the last prox warm starts, the
+    number of channel evaluations and the counters reported by the solve."""
+
+    x: np.ndarray
+    resid: float
+    converged: bool
+    ch: dict | None
+    warm: np.ndarray | None
+    it: int
+    damping: float
+    n_rejected: int
+
+
+def _iterate(sigma, fields, alpha, lam, x, opts: SolverOptions, warm=None) -> _Iterated:
+    """The fixed-point iteration from x (module docstring: Anderson with safeguards, or damped).
+    ``warm``: prox warm starts (N, W, L) of an earlier solve on the same fields (e.g. the
+    neighbouring α); the first pass is then a cheap one."""
+    o, chkw = opts.iterate, opts.channel.kwargs()
+    d = float(o.damping)
+    hist, xs, fs = [], [], []  # residuals of accepted steps; Anderson memory: iterates, F(x) − x
+    best, near, n_rej, it_best = None, False, 0, 0
+    far_ref, it_far = math.inf, 0  # cap on wasted work: last halving of the best residual
+    lowest = math.inf  # smallest residual of the solve (``best`` restarts when near)
+    resid, it, ch = math.inf, 0, None
+    for it in range(1, int(o.max_iter) + 1):
+        # cheap passes (centre + warm starts: the previous global prox and its runners-up) between
+        # full multi-start searches; once near the solution every pass is full, so that the
+        # accelerated iteration sees one consistent map (cheap and full passes differ by ~1e-3
+        # where a new branch appears)
+        full = warm is None or (near and not o.cheap_finish) or (it % o.full_every == 0 and not near)
+        ch = channel(sigma, fields, alpha, *x, warm=warm, multistart=full, **chkw)
+        warm = ch["warm"]
+        f, resid = _residual(lam, ch, x)
+        log.debug("iteration %d full=%s residual %.3e x=%s", it, full, resid, np.round(x, 5).tolist())
+        if resid < o.tol and (full or o.cheap_finish):
+            # x is reported, with this (full) pass's conjugates and train loss
+            return _Iterated(x, resid, True, ch, warm, it, d, n_rej)
+        if not near and resid < max(_FULL_BELOW, 10 * o.tol):
+            near = True
+            if not o.cheap_finish:  # the map changes (full passes from here): a fresh memory
+                hist, xs, fs, best = [], [], [], None
+                if not full:
+                    continue  # evaluate the same point again, with the full search
+        if o.method == "damped":
+            if f is None:
+                break
+            hist.append(resid)
+            if len(hist) > 3 and hist[-1] > hist[-2] > hist[-3] > hist[-4] and d > 0.05:
+                d *= 0.5
+            x = x + d * f
+            continue
+        if f is None:
+            # the prior step failed (λ + V̂ ≤ 0): back to the best point, smaller damped step
+            if best is None:
+                log.warning("prior step failed (λ + V̂ ≤ 0) at iteration %d", it)
+                break
+            n_rej += 1
+            d = max(0.5 * d, 0.05)
+            xs, fs = [best[0]], [best[1]]
+            x = best[0] + d * best[1]
+            continue
+        if resid <= 0.5 * far_ref:
+            far_ref, it_far = resid, it
+        lowest = min(lowest, resid)
+        new_best = best is None or resid < best[2]
+        if new_best:
+            best, it_best = (x, f, resid), it
+        elif it - it_best >= o.patience:
+            log.debug("no progress in %d iterations: giving up", o.patience)
+            break
+        if o.far_stall is not None and lowest >= o.far_below and it - it_best >= o.far_stall:
+            # far from any fixed point and no progress at all: a start outside every basin
+            log.debug("residual ≥ %.0e without a new best in %d iterations: giving up", o.far_below, o.far_stall)
+            break
+        if o.far_patience is not None and lowest >= o.far_below and it - it_far >= o.far_patience:
+            # far from any fixed point and not getting closer: this start is outside every basin
+            log.debug("residual ≥ %.0e not halved in %d iterations: giving up", o.far_below, o.far_patience)
+            break
+        if not new_best and (resid > _RESTART * best[2] or (it - it_best) % _STALL == 0):
+            # the secant model failed (residual blew up), or the iteration is cycling without
+            # progress: restart the memory from the best point (and, when stalled, from a
+            # smaller damped step there)
+            n_rej += 1
+            xs, fs = [best[0]], [best[1]]
+            if (it - it_best) % _STALL == 0:
+                d = max(0.5 * d, 0.05)
+                x = best[0] + d * best[1]
+                continue
+        xs, fs = (xs + [x])[-(o.memory + 1):], (fs + [f])[-(o.memory + 1):]
+        cand = _anderson(np.array(xs), np.array(fs), 1.0) if len(xs) > 1 else x + d * f
+        # trust region: at most a 50 % relative change of any order parameter per step
+        step = np.max(np.abs(cand - x) / (1 + np.abs(x)))
+        cand = x + (cand - x) * min(1.0, 0.5 / step) if step > 0 else cand
+        # stagnation guard: Anderson can return a point already in its memory (F then adds no
+        # information); restart from the best point with a (smaller) damped step instead
+        seen = min(np.max(np.abs(cand - xi) / (1 + np.abs(xi))) for xi in xs) < 1e-12
+        if seen or not _valid(cand):
+            d = max(0.5 * d, 0.05) if seen else d
+            xs, fs = [best[0]], [best[1]]
+            cand = best[0] + d * best[1]
+        x = cand
+    if best is not None and best[2] < resid:
+        x, resid = best[0], best[2]  # report the best point seen, not the last one
+    return _Iterated(x, resid, False, None, warm, it, d, n_rej)
+
+
+def _polish_near_miss(sigma, fields, alpha, lam, run: _Iterated, opts: SolverOptions) -> tuple[_Iterated, bool]:
+    """Finish an unconverged run whose residual is below ``opts.polish.below`` by :func:`_polish`
+    (module docstring). Returns (the run, updated where the polish lowered the residual;
+    whether the polish ran). Its channel evaluations are added to ``it``."""
+    p, tol, chkw = opts.polish, opts.iterate.tol, opts.channel.kwargs()
+    if run.converged or not p.enabled or not run.resid < p.below:
+        return run, False
+    # the warm starts of one full search at x: those carried along the iteration can leave a
+    # jump in the frozen map near the root (seen: hybr stuck at 4e-5)
+    warm = channel(sigma, fields, alpha, *run.x, **chkw)["warm"]
+    xp, nfev = _polish(sigma, fields, alpha, lam, run.x, warm, chkw, p.maxfev)
+    run.it += nfev + 1
+    run.warm = warm
+    if _valid(xp):
+        chp = channel(sigma, fields, alpha, *xp, warm=warm, **chkw)
+        run.it += 1
+        rp = _residual(lam, chp, xp)[1]
+        if rp < run.resid:
+            run.x, run.resid, run.ch, run.converged, run.warm = xp, rp, chp, rp < tol, chp["warm"]
+    log.info("replica %s λ=%g α=%g: polish (%d evaluations) → residual %.2e", sigma, lam, alpha, nfev, run.resid)
+    return run, True
+
+
+def _report(sigma, model, nu, L, delta, lam, alpha, fields, run: _Iterated, polished, opts, t0) -> dict:
+    """The output dict of :func:`solve_replica` at the run's point (a full channel pass there if
+    the run has none: train loss and conjugates consistent with x)."""
+    ch = run.ch if run.ch is not None else channel(sigma, fields, alpha, *run.x, warm=run.warm,
+                                                   **opts.channel.kwargs())
+    st = dict(zip(STATE, map(float, run.x)))
+    out = dict(st)
+    out.update({k: ch[k] for k in CONJ})
+    out.update({k + "_se": ch[k + "_se"] for k in CONJ})
+    out["test_error"] = test_error(sigma, model, nu, L, delta, st["m_k"], st["q_k"], st["m_v"], st["q_v"])
+    out["train_loss"] = ch["train_loss"]
+    out["train_loss_se"] = ch["train_loss_se"]
+    out["objective"] = alpha * ch["train_loss"] + 0.5 * lam * (st["q_k"] + st["q_v"])
+    for k in ("Vhat_k_jac", "Vhat_v_jac", "Vhat_k_stein", "Vhat_v_stein", "mhat_v_dy", "mhat_k_tilt",
+              "mhat_k_general", "mhat_v_general"):
+        out[k] = ch.get(k, math.nan)
+    out.update(prox_unconverged=ch["prox_unconverged"], prox_multi=ch["prox_multi"],
+               iterations=run.it, residual=run.resid, converged=bool(run.converged), damping=run.damping,
+               n_rejected=run.n_rejected, polished=polished,
+               n_samples=fields.n, seed=fields.seed, qmc=bool(fields.qmc),
+               prox_warm=ch["warm"], wall_time=time.perf_counter() - t0)
+    if not run.converged:
+        log.warning("replica %s %s ν=%g L=%d λ=%g α=%g: not converged after %d iterations "
+                    "(residual %.2e)", sigma, model, nu, L, lam, alpha, run.it, run.resid)
+    return out
+
+
+def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, seed=0, qmc=True,
+                  fields: Fields | None = None, init=None, warm=None, options: SolverOptions | None = None,
+                  **flat) -> dict:
+    """Solve the RS fixed point of ridge ERM on SLR at one (λ, α) (docs/theory.md §2–6, §9).
+
+    Args:
+        sigma: 'softmax' | 'linear' | 'softplus_norm'.  model: 'spiked' | 'max'.
+        nu: signal strength ≥ 0 (max-SLR: inf allowed).  L: fixed sequence length ≥ 1.
+        delta: label-noise std Δ ≥ 0.  lam: ridge λ > 0.  alpha: n/D > 0.
+        n_samples: Monte Carlo samples of the channel (even; antithetic pairs).  seed: their seed.
+        qmc: scrambled-Sobol fields (:func:`draw_fields`).
+        fields: pre-drawn common random numbers (overrides n_samples/seed/qmc).
+        init: dict of starting order parameters (keys ``STATE``; e.g. a neighbour's solution).
+        warm: (N, W, L) prox warm starts of an earlier solve on the same ``fields`` (its
+            ``prox_warm``); None: the first pass is a full multi-start search.
+        options: :class:`~slrpipe.theory.replica.options.SolverOptions` (defaults if None);
+        ``flat``: single options replacing those of ``options`` by their flat names (``tol``,
+            ``max_iter``, ``method``, ``memory``, ``damping``, ``patience``, ``far_patience``,
+            ``full_every``, ``vhat``, ``mhat``, ``softmin``, ``n_steps``, ``polish``,
+            ``polish_below``, ``polish_maxfev``; their meaning: :mod:`.options`).
+    Returns:
+        dict: test_error (MSE incl. Δ²), train_loss (E ½(y − f)², per sample), objective
+        (= α·train_loss + λ(q_k + q_v)/2, i.e. min 𝓛 / D), the six order parameters, the six
+        conjugates and their ``*_se``, iterations (channel evaluations, the polish's included),
+        residual, converged, wall_time (s), n_samples, seed, qmc, plus diagnostics:
+        Vhat_k_jac/Vhat_v_jac (pointwise-Jacobian V̂), mhat_k_tilt (spiked/finite ν),
+        mhat_*_general, prox_unconverged, prox_multi, damping (final), n_rejected (Anderson
+        memory restarts and fallback steps), polished (the polish ran), prox_warm ((N, 3, L)
+        prox minima of the last pass: ``warm`` of a next solve). When converged, the conjugates
+        and train loss are those of the last (full) pass, at the returned state.
+    Raises:
+        ValueError: any argument or option outside its range (one line naming it).
+    """
+    nu, L, delta, lam, alpha = float(nu), int(L), float(delta), float(lam), float(alpha)
+    _check(sigma, model, nu, L, delta, lam, alpha)
+    opts = SolverOptions.build(options, **flat)
+    t0 = time.perf_counter()
+    if fields is None:
+        fields = draw_fields(model, nu, L, delta, n_samples, seed, qmc=qmc)
+    x0 = dict(DEFAULT_INIT, **(init or {}))
+    x = np.array([float(x0[k]) for k in STATE])
+    if not _valid(x):
+        raise ValueError(f"init: needs V_a > 0 and q_a ≥ m_a², got {dict(zip(STATE, x.tolist()))}")
+    if warm is not None and (np.ndim(warm) != 3 or np.shape(warm)[0] != fields.n):
+        raise ValueError(f"warm: need shape (N, W, L) with N = {fields.n}, got {np.shape(warm)}")
+    run = _iterate(sigma, fields, alpha, lam, x, opts, warm=warm)
+    run, polished = _polish_near_miss(sigma, fields, alpha, lam, run, opts)
+    return _report(sigma, model, nu, L, delta, lam, alpha, fields, run, polished, opts, t0)

@@ -1,0 +1,335 @@
+"""Replica sweeps over (λ, α) as ``xarray.Dataset``s, by continuation along α in both directions.
+
+Per λ, the α grid is solved from the largest α down (each point warm-started from its converged
+neighbour; the large-α fixed point is close to the population optimum) and, with ``two_way``,
+also from the smallest α up (cold start, then continuation). A cold start that fails is retried
+from larger key norms and from the α → 0 point (:func:`_cold_start`); a continuation step that
+fails is retried in halved α steps from the last converged point (:func:`_step`), so that a
+branch is followed as far as it goes between grid points. The RS equations can have two
+branches over a window of α (a fold: docs/theory.md §10 — linear σ near its interpolation peak);
+a one-way continuation then silently follows one of them past the point where the other one
+takes over, or jumps onto the other at a large step. Where both passes converge to different
+fixed points, the one with the lower RS objective (min 𝓛/D, the RS ground state) is reported and
+the point is flagged (``n_branches = 2``, the other in ``*_alt``). The up pass stops once it has
+agreed with the down pass at two consecutive α (a window higher up would then be missed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+
+import numpy as np
+import xarray as xr
+
+from slrpipe.theory.replica.fields import draw_fields
+from slrpipe.theory.replica.options import SolverOptions, SweepOptions
+from slrpipe.theory.replica.solver import CONJ, STATE, solve_replica
+from slrpipe.theory.replica.stability import STABILITY, rs_stability
+
+log = logging.getLogger(__name__)
+
+OUTPUTS = ("test_error", "train_loss", "objective") + STATE + CONJ + (
+    "iterations", "residual", "converged", "wall_time", "Vhat_k_jac", "Vhat_v_jac",
+    "prox_multi", "prox_unconverged", "train_loss_se") + tuple(c + "_se" for c in CONJ)
+ALT = ("test_error", "objective", "converged") + STATE
+#: two fixed points are the same when every order parameter agrees to this relative tolerance
+SAME_TOL = 5e-3
+#: key scales c of the cold starts tried in turn at the first point of a pass (:func:`_cold_start`);
+#: c = 0 stands for the α → 0 start (the ridge prior alone: V_a = 1/λ, m_a, q_a ≈ 0)
+KEY_SCALES = (1.0, 3.0, 8.0, 12.0, 0.0)
+#: a failed continuation step is retried from the last converged α in steps halved up to this
+#: many times (the smallest step is 2^-MAX_HALVINGS of the grid spacing)
+MAX_HALVINGS = 4
+
+
+def _same(a: dict, b: dict) -> bool:
+    return all(abs(a[k] - b[k]) <= SAME_TOL * (1 + abs(a[k])) for k in STATE)
+
+
+def _resume(r: dict) -> tuple[dict, object]:
+    """(order parameters, prox warm starts) of a converged solve: where the next solve starts."""
+    return {k: r[k] for k in STATE}, r.get("prox_warm")
+
+
+def _start(c: float, lam: float) -> dict | None:
+    """Initial order parameters of cold start c (``KEY_SCALES``): None (the solver's default) for
+    c = 1, m_k = c/2 and q_k = c² for c > 1, and for c = 0 the α → 0 limit, where the conjugates
+    vanish and the ridge prior alone gives m_a = q_a = 0, V_a = 1/λ (m_a, q_a slightly positive
+    to keep the fields non-degenerate)."""
+    if c == 1.0:
+        return None
+    if c == 0.0:
+        return dict(m_k=0.05, q_k=0.01, V_k=1.0 / lam, m_v=0.05, q_v=0.01, V_v=1.0 / lam)
+    return dict(m_k=0.5 * c, q_k=c * c)
+
+
+def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, opts) -> dict:
+    """Solve from the default init and, if that fails, from the other starts of ``KEY_SCALES``
+    in turn (:func:`_start`). Larger key scales: at small λ the softmax fixed point sits at a large
+    key norm (q_k ≈ 70 at λ = 0.01, α = 20; docs/theory.md §10 (iv)) outside the default init's
+    basin. The α → 0 start: at small α and λ the fixed point has V_a ≈ 1/λ (= 100 at λ = 0.01),
+    outside the basin of V_a = 1 (linear, spiked ν = 1, α = 0.5). The first converged start is
+    returned (else the default one's result), with ``key_scale`` = its c.
+    The ladder is empirical: spiked ν = 1 converges from c = 8, ν = 2 from c = 10–12 (not 8), and
+    m_k = 0.7 c fails for both."""
+    first = None
+    for c in KEY_SCALES:
+        r = dict(solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, init=_start(c, lam),
+                               options=opts), key_scale=c)
+        if r["converged"]:
+            if c != 1.0:
+                log.info("replica %s λ=%g α=%g: converged from key scale %g (not from the default init)",
+                         sigma, lam, alpha, c)
+            return r
+        first = first or r
+    return first
+
+
+def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw, warm=None) -> tuple[dict, float]:
+    """Continuation from the converged state ``init`` at α = a_from to α = a_to. A failed step is
+    retried from the last converged α at half the remaining distance, halving down to
+    2^-``MAX_HALVINGS`` of |a_to − a_from|, and after each success the rest of the way is tried
+    again: this follows a branch up to a fold between grid points. The intermediate points only
+    provide warm starts: they are solved to ``sw.step_tol`` without polish (``SweepOptions``), and
+    with ``sw.probe`` a_to is retried from them the same cheap way before a full solve (with
+    ``sw.probe_first`` its first try from a_from too).
+    ``warm``: prox warm starts of the solve at a_from (``sw.reuse_warm``). Returns (result at
+    a_to, with ``iterations`` and ``wall_time`` summed over all the solves; the α nearest a_to
+    reached on the branch)."""
+    mid_opts, probe_opts = sw.intermediate(opts), sw.probing(opts)
+    cost = [0, 0.0]  # channel evaluations and seconds of every solve of this step
+
+    def solve(a, o, ini, w):
+        r = solve_replica(sigma, model, nu, L, delta, lam, a, fields=fields, init=ini, options=o,
+                          warm=w if sw.reuse_warm else None)
+        cost[0], cost[1] = cost[0] + r["iterations"], cost[1] + r["wall_time"]
+        return r
+
+    def attempt(ini, w, probe):
+        # a_to from (ini, w); with ``probe`` a cheap solve first, finished in full from its state
+        # only if it reached step_tol: past a fold every attempt fails, and a failed full solve
+        # (patience, polish) costs ~5× a failed probe
+        if not probe:
+            return solve(a_to, opts, ini, w)
+        p = solve(a_to, probe_opts, ini, w)
+        return solve(a_to, opts, *_resume(p)) if p["converged"] else p
+
+    r = attempt(init, warm, sw.probe and sw.probe_first)
+    a, h, h_min = a_from, a_to - a_from, abs(a_to - a_from) * 2.0**-MAX_HALVINGS * (1 - 1e-9)
+    while not r["converged"]:
+        h *= 0.5
+        if abs(h) < h_min:
+            break
+        mid = solve(a + h, mid_opts, init, warm)
+        if mid["converged"]:
+            a, (init, warm) = a + h, _resume(mid)
+            log.info("replica %s λ=%g: branch followed to α=%g on the way to α=%g", sigma, lam, a, a_to)
+            retry = attempt(init, warm, sw.probe)
+            if retry["converged"] or not sw.probe:
+                r = retry
+            h = a_to - a
+    iters, wall = cost
+    return dict(r, iterations=iters, wall_time=wall), (a_to if r["converged"] else a)
+
+
+def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, opts, sw, stop_when=None, past_fold="cold",
+              cold=None):
+    """Solve alphas[order] by continuation (the first point by :func:`_cold_start`, the others by
+    :func:`_step`); returns {index: result}, each with ``alpha_reached``: the α of the result if it
+    converged, else the α closest to it that the branch was followed to (NaN if none).
+    Once a step fails (the branch ended at a fold before the point), ``past_fold`` = 'stop' ends
+    the pass (the other pass of a two-way sweep covers the rest) and 'cold' solves the next point
+    by a cold start. ``stop_when(j, r)`` → True ends the pass after point j. ``cold``: {index: cold
+    start result} shared by the passes of one λ (a cold start is a deterministic function of the
+    point: the up pass reuses one the down pass made at its first point, and vice versa)."""
+    cold = {} if cold is None else cold
+    out, init, a_init, warm = {}, None, math.nan, None
+    for j in order:
+        if init is None:
+            if j not in cold:
+                cold[j] = _cold_start(sigma, model, nu, L, delta, lam, alphas[j], fields, sw.cold(opts))
+            r = dict(cold[j])
+            reached = alphas[j] if r["converged"] else math.nan
+        else:
+            r, reached = _step(sigma, model, nu, L, delta, lam, a_init, alphas[j], init, fields, opts, sw, warm)
+        r["alpha_reached"] = reached
+        out[j] = r
+        log.info("replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f objective=%.5f converged=%s it=%d (%.1fs)",
+                 sigma, model, nu, L, lam, alphas[j], r["test_error"], r["objective"], r["converged"],
+                 r["iterations"], r["wall_time"])
+        if r["converged"]:
+            (init, warm), a_init = _resume(r), alphas[j]
+        elif init is not None:  # the branch ended between the last converged point and this one
+            if past_fold == "stop":
+                log.info("replica %s λ=%g: branch ends before α=%g (reached α=%g); pass stopped",
+                         sigma, lam, alphas[j], reached)
+                break
+            init = None
+        if stop_when is not None and stop_when(j, r):
+            break
+    return out
+
+
+def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, seed=0, qmc=True,
+                  options: SolverOptions | None = None, sweep: SweepOptions | None = None, **flat) -> xr.Dataset:
+    """RS fixed points on the grid lams × alphas (docs/theory.md §9–10).
+
+    Args: as :func:`solve_replica`; ``lams``, ``alphas``: 1-D sequences of positive floats.
+        qmc: scrambled-Sobol common random numbers (one draw, ``seed``, shared by every point).
+        options: :class:`SolverOptions` of every solve (defaults if None).
+        sweep: :class:`SweepOptions` (defaults if None), among them
+            two_way: also continue from the smallest α upwards and keep the lower-objective
+            branch where the two passes disagree (module docstring). Costs a second pass over
+            the small-α end of the grid.
+            mc_seeds: number of independent draws of the common random numbers (seeds seed,
+            seed + 1, …); each extra seed re-solves every point warm-started from the reported
+            solution, and gives ``test_error_mc_sd``, the seed-to-seed standard deviation of the
+            test error (the Monte Carlo error of one solve). 1: not measured (NaN).
+        ``flat``: single options by name, replacing those of ``sweep`` (its field names) or of
+            ``options`` (:meth:`SolverOptions.build` names: tol, max_iter, method, …).
+    Returns:
+        Dataset with dims (lam, alpha): every output of ``solve_replica`` (``OUTPUTS``) for the
+        reported fixed point; ``branch`` (0/1: from the down/up pass); ``n_branches``
+        (number of distinct converged fixed points found: 0, 1 or 2) and, for the other one,
+        ``test_error_alt``, ``objective_alt``, ``converged_alt`` and the order parameters
+        ``*_alt`` (NaN where there is none); ``key_scale`` (lam) of the down pass's cold start
+        (:func:`_cold_start`); ``alpha_reached_down``/``alpha_reached_up``: how far each pass
+        followed its branch towards the point (:func:`_step`; locates the folds);
+        ``test_error_mc_sd`` and ``test_error_seed_mean`` (over the mc_seeds draws); plus test_error_opt_lam (alpha)
+        = min over the λ grid of the converged points and lam_opt (alpha); the RS stability
+        outputs ``stability.STABILITY`` (replicon, rs_stable as 1/0, …; NaN where the point did not
+        converge; docs/theory.md §11). Scalar coords sigma,
+        model, nu, L, delta; attrs n_samples, seed, qmc, mc_seeds, two_way.
+    Raises:
+        ValueError: empty or non-positive grids, mc_seeds < 1, or any argument of
+            ``solve_replica``.
+    """
+    lams = np.asarray(sorted(float(v) for v in lams))
+    alphas = np.asarray(sorted(float(v) for v in alphas))
+    if lams.size == 0 or np.any(lams <= 0):
+        raise ValueError(f"lams: need a non-empty grid of λ > 0, got {lams.tolist()}")
+    if alphas.size == 0 or np.any(alphas <= 0):
+        raise ValueError(f"alphas: need a non-empty grid of α > 0, got {alphas.tolist()}")
+    sweep_names = {f.name for f in dataclasses.fields(SweepOptions)}
+    sw = dataclasses.replace(sweep or SweepOptions(), **{k: v for k, v in flat.items() if k in sweep_names})
+    opts = SolverOptions.build(options, **{k: v for k, v in flat.items() if k not in sweep_names})
+    two_way, mc_seeds = sw.two_way, sw.mc_seeds
+    fields = draw_fields(model, float(nu), int(L), float(delta), n_samples, seed, qmc=qmc)
+    shape = (lams.size, alphas.size)
+    data = {k: np.full(shape, np.nan) for k in OUTPUTS}
+    data["converged"] = np.zeros(shape, bool)
+    data.update({k: np.full(shape, np.nan) for k in STABILITY})  # rs_stable: 1/0, NaN = not checked
+    alt = {f"{k}_alt": np.full(shape, np.nan) for k in ALT}
+    alt["converged_alt"] = np.zeros(shape, bool)
+    branch = np.zeros(shape, np.int64)  # 0: down pass, 1: up pass
+    n_branches = np.zeros(shape, np.int64)
+    mc_sd, mc_mean = np.full(shape, np.nan), np.full(shape, np.nan)
+    key_scale = np.ones(lams.size)
+    reached = {p: np.full(shape, np.nan) for p in ("down", "up")}
+    for i, lam in enumerate(lams):
+        args = (sigma, model, nu, L, delta, lam, alphas)
+        # two-way: a pass stops where its branch ends, the other pass covers the rest
+        past_fold = "stop" if two_way and alphas.size > 1 else "cold"
+        cold = {}
+        down = _continue(*args, reversed(range(alphas.size)), fields, opts, sw, past_fold=past_fold, cold=cold)
+        key_scale[i] = down[alphas.size - 1]["key_scale"]
+        up = {}
+        if two_way and alphas.size > 1:
+            agree = []
+
+            def stop(j, r, agree=agree):
+                d = down.get(j)
+                agree.append(d is not None and r["converged"] and d["converged"] and _same(r, d))
+                return len(agree) >= 2 and agree[-1] and agree[-2]
+
+            up = _continue(*args, range(alphas.size), fields, opts, sw, stop_when=stop, past_fold=past_fold,
+                           cold=cold)
+        passes = {"down": down, "up": up}
+        # where a pass stopped at a fold, the points beyond it get the α its branch reached
+        ends = {p: res[next(reversed(res))] for p, res in passes.items() if res}
+        ends = {p: math.nan if r["converged"] else r["alpha_reached"] for p, r in ends.items()}
+        for j in range(alphas.size):
+            for p, res in passes.items():
+                reached[p][i, j] = res[j]["alpha_reached"] if j in res else ends.get(p, math.nan)
+            cands = [(b, r) for b, r in (("down", down.get(j)), ("up", up.get(j))) if r is not None]
+            if not cands:  # both passes stopped before this point: nothing solved here (NaN)
+                continue
+            conv = [(b, r) for b, r in cands if r["converged"]]
+            distinct = conv[:1] + [c for c in conv[1:] if not _same(c[1], conv[0][1])]
+            n_branches[i, j] = len(distinct)
+            # reported: the lowest RS objective among converged fixed points (else the down pass)
+            pick = min(distinct, key=lambda c: c[1]["objective"]) if distinct else cands[0]
+            other = [c for c in (distinct if len(distinct) > 1 else ()) if c is not pick]
+            branch[i, j] = int(pick[0] == "up")
+            for k in OUTPUTS:
+                data[k][i, j] = pick[1][k]
+            if sw.stability and pick[1]["converged"]:  # replicon at the reported point (docs/theory.md §11)
+                st = rs_stability(sigma, fields, alphas[j], *(pick[1][k] for k in STATE),
+                                  n_steps=opts.channel.n_steps)
+                for k in STABILITY:
+                    data[k][i, j] = float(st[k])
+            if other:
+                for k in ALT:
+                    alt[f"{k}_alt"][i, j] = other[0][1][k]
+                log.warning("replica %s λ=%g α=%g: two fixed points (objective %.5f, e_test %.4f | %.5f, %.4f); "
+                            "reporting the lower objective", sigma, lam, alphas[j], pick[1]["objective"],
+                            pick[1]["test_error"], other[0][1]["objective"], other[0][1]["test_error"])
+            if mc_seeds > 1 and pick[1]["converged"]:
+                mc_mean[i, j], mc_sd[i, j] = _mc_sd(sigma, model, nu, L, delta, lam, alphas[j], pick[1],
+                                                    n_samples, seed, qmc, int(mc_seeds), opts, sw)
+    te = np.where(data["converged"], data["test_error"], np.inf)
+    best = np.argmin(te, axis=0)
+    opt = te[best, np.arange(alphas.size)]
+    dims = ("lam", "alpha")
+    ds = xr.Dataset({k: (dims, v) for k, v in {**data, **alt}.items()},
+                    coords=dict(lam=lams, alpha=alphas, sigma=sigma, model=model, nu=float(nu),
+                                L=int(L), delta=float(delta)))
+    ds["branch"] = (dims, branch)
+    ds["branch"].attrs["description"] = "pass the reported fixed point came from: 0 down (from large α), 1 up"
+    ds["n_branches"] = (dims, n_branches)
+    ds["key_scale"] = ("lam", key_scale)
+    ds["key_scale"].attrs["description"] = ("key scale c of the cold start at the largest α (1: the default init, "
+                                            "0: the α → 0 start V_a = 1/λ)")
+    for p, word in (("down", "from large α"), ("up", "from small α")):
+        ds[f"alpha_reached_{p}"] = (dims, reached[p])
+        ds[f"alpha_reached_{p}"].attrs["description"] = (
+            f"α nearest this point to which the {p} pass ({word}) followed its branch: alpha itself where "
+            "it converged here, the branch's last converged α where it did not or where the pass stopped "
+            "at a fold before this point, NaN where the pass converged nowhere before")
+    ds["test_error_mc_sd"] = (dims, mc_sd)
+    ds["test_error_mc_sd"].attrs["description"] = (
+        f"seed-to-seed s.d. of test_error over {int(mc_seeds)} draws of the common random numbers"
+        if mc_seeds > 1 else "not measured (mc_seeds = 1)")
+    ds["test_error_seed_mean"] = (dims, mc_mean)
+    ds["test_error_seed_mean"].attrs["description"] = (
+        f"mean of test_error over the {int(mc_seeds)} draws (MC error test_error_mc_sd/√{int(mc_seeds)})"
+        if mc_seeds > 1 else "not measured (mc_seeds = 1)")
+    ds["test_error_opt_lam"] = ("alpha", np.where(np.isfinite(opt), opt, np.nan))
+    ds["lam_opt"] = ("alpha", np.where(np.isfinite(opt), lams[best], np.nan))
+    ds.attrs.update(n_samples=int(fields.n), seed=int(seed), qmc=int(bool(qmc)), mc_seeds=int(mc_seeds),
+                    two_way=int(bool(two_way)), theory="replica-symmetric, zero temperature",
+                    solver_options=json.dumps(dataclasses.asdict(opts)), sweep_options=json.dumps(dataclasses.asdict(sw)))
+    return ds
+
+
+def _mc_sd(sigma, model, nu, L, delta, lam, alpha, r0, n_samples, seed, qmc, mc_seeds, opts, sw):
+    """(mean, s.d.) of test_error over seeds seed, …, seed + mc_seeds − 1 (the others
+    warm-started from r0, the seed-``seed`` solution; with ``sw.probe`` through a cheap probe
+    first, as a continuation step); NaN if any of them does not converge."""
+    init = {k: r0[k] for k in STATE}
+    errs = [r0["test_error"]]
+    for s in range(seed + 1, seed + mc_seeds):
+        f = draw_fields(model, float(nu), int(L), float(delta), n_samples, s, qmc=qmc)
+        start, warm = init, None
+        if sw.probe:
+            p = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=init, options=sw.probing(opts))
+            if p["converged"]:
+                start, warm = _resume(p)
+        r = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=start, options=opts, warm=warm)
+        if not r["converged"]:
+            return math.nan, math.nan
+        errs.append(r["test_error"])
+    return float(np.mean(errs)), float(np.std(errs, ddof=1))

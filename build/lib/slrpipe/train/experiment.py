@@ -1,0 +1,215 @@
+"""One ERM experiment end to end: initialise, train, evaluate, and return an ``xarray.Dataset``.
+
+The estimator is the Flax NNX module ``Attention``; training optimises its ``nnx.Param`` state
+(``nnx.split`` → ``nnx.to_pure_dict`` → ``minimize`` → ``nnx.replace_by_pure_dict`` → ``nnx.update``). Test
+errors are measured on the host (numpy, the same formula as ``attention_apply``): nothing there is
+compiled, and the fresh test set is drawn once for the estimator and the Bayes oracle.
+
+Source: docs/model.md §5 (what is trained and reported).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+from flax import nnx
+
+from slrpipe.data import SLRDataset
+from slrpipe.lengths import format_L
+from slrpipe.models import Attention, attention_apply, bayes_predict
+from slrpipe.provenance import provenance
+from slrpipe.train.erm import ERMResult, minimize
+from slrpipe.train.metrics import gram, overlaps, streamed_errors
+from slrpipe.train.options import C_INF, ERMOptions
+from slrpipe.vocabulary import INITS, c_nu, check_choice, default_test_seed
+
+log = logging.getLogger(__name__)
+
+__all__ = ["C_INF", "ERMOptions", "init_model", "run_erm", "run_erm_batch"]
+
+
+def init_model(train: SLRDataset, sigma: str, init: str, init_seed: int, dtype=jnp.float32,
+               c_inf: float = C_INF, init_scale: float = 1e-2) -> Attention:
+    """The initial estimator: informed (k = c_ν k*, v = v*; c_ν → ``c_inf`` at ν = inf), random
+    (k, v ~ N(0, I_D), ``nnx.Rngs(init_seed)``) or small (N(0, init_scale² I_D)).
+
+    Raises:
+        ValueError: unknown init.
+    """
+    D = train.task.D
+    if init == "informed":
+        c = c_nu(train.task.model, train.task.nu)
+        c = c_inf if math.isinf(c) else c
+        k_star, v_star = train.teacher
+        return Attention(D, sigma, init=(c * k_star, v_star), dtype=dtype)
+    if init in ("random", "small"):
+        return Attention(D, sigma, nnx.Rngs(int(init_seed)), init=init, scale=init_scale, dtype=dtype)
+    check_choice("init", init, INITS)
+    raise AssertionError(f"init {init!r} is in INITS but not handled here")
+
+
+@dataclass
+class _Errors:
+    train_mse: float
+    test: tuple[float, float]  # (mse, standard error)
+    bayes: tuple[float, float]
+
+
+def run_erm(train: SLRDataset, options: ERMOptions, loaded=None) -> tuple[Attention, xr.Dataset]:
+    """Train on ``train`` (loaded into one device array; ``loaded``: ``train.load()`` when the caller
+    already holds it, shared between runs) and measure the result.
+
+    The test set is ``options.n_test`` fresh sequences from the same teacher drawn with
+    ``options.test_seed`` (default ``slrpipe.vocabulary.default_test_seed``: data seed + 10000),
+    regenerated and evaluated chunk by chunk.
+
+    Returns:
+        (trained ``Attention`` module, metrics ``xarray.Dataset``) with scalar variables
+        train_loss (J = 𝓛/n), train_mse, test_error (+ _se), test_error_theory (population risk at
+        the empirical Gram of [k*, v*, k, v]/D, ``slrpipe.theory.learned``; NaN with
+        theory=False), test_error_bayes (+ _se; oracle on the same test set, NaN with bayes=False),
+        overlaps m_k, q_k, m_v, q_v, k_vstar, v_kstar, k_v, c, iterations, converged, gnorm,
+        wall_time; gram (w, w2); k, v (dim); trajectory traj_* (step); parameters as scalar
+        coordinates.
+
+    Raises:
+        ValueError: test_seed == data_seed, or any option ``minimize`` rejects.
+    """
+    (model, ds), = run_erm_batch(train, [options], loaded)
+    return model, ds
+
+
+def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> list[tuple[Attention, xr.Dataset]]:
+    """:func:`run_erm` for several runs on one training set: each trained in turn (one compiled
+    program per shape, reused), then every run measured on one pass over each distinct test set
+    (runs of the same ``(test_seed, n_test)`` share its draw and the Bayes oracle's error). Each
+    run's numbers are those :func:`run_erm` gives it alone: the same programs on the same inputs.
+
+    Returns:
+        [(module, dataset)] in the order of ``options``.
+
+    Raises:
+        ValueError: as :func:`run_erm`.
+    """
+    t0 = time.perf_counter()
+    loaded = train.load() if loaded is None else loaded
+    t_sample = time.perf_counter() - t0
+    seeds_of = [default_test_seed(train.data_seed) if o.test_seed is None else int(o.test_seed) for o in options]
+    if train.data_seed in seeds_of:
+        raise ValueError(f"test_seed: must differ from data_seed ({train.data_seed})")
+    trained = []
+    for o in options:
+        ctx = jax.enable_x64(True) if o.dtype == "float64" else contextlib.nullcontext()
+        with ctx:
+            jdtype = jnp.float64 if o.dtype == "float64" else jnp.float32
+            log.info("ERM %s/%s λ=%g on %s (n=%d, D=%d), device %s", o.sigma, o.solver.optimizer, o.lam,
+                     train.task, train.n, train.task.D, jax.devices()[0].platform)
+            model = init_model(train, o.sigma, o.init, o.init_seed, jdtype, o.c_inf, o.init_scale)
+            trained.append((model, *_train(model, train, o, loaded)))
+    t_train = time.perf_counter() - t0 - t_sample
+    for key in dict.fromkeys((s, o.n_test) for s, o in zip(seeds_of, options)):
+        runs = [i for i, (s, o) in enumerate(zip(seeds_of, options)) if (s, o.n_test) == key]
+        measured = _test_errors([trained[i][0] for i in runs], train, [options[i] for i in runs], *key)
+        for i, (test, bayes) in zip(runs, measured):
+            trained[i][2].test, trained[i][2].bayes = test, bayes
+    # one parseable line per training set (benchmarks/bench_train_batch.py reads it)
+    log.info("timing: %d runs, training set %.2f s, training %.2f s, test sets %.2f s", len(options), t_sample,
+             t_train, time.perf_counter() - t0 - t_sample - t_train)
+    return [(model, _to_dataset(train, o, s, res, errors))
+            for (model, res, errors), o, s in zip(trained, options, seeds_of)]
+
+
+def _host_params(model: Attention) -> dict:
+    return {k: np.asarray(a) for k, a in model.params().items()}
+
+
+def _train(model: Attention, train: SLRDataset, o: ERMOptions, loaded) -> tuple[ERMResult, _Errors]:
+    """Minimise J over the module's parameters (updated in place); also the training MSE."""
+    _, state = nnx.split(model, nnx.Param)
+    data = loaded
+    res = minimize(nnx.to_pure_dict(state), data.X, data.mask, data.y, o.sigma, o.lam, o.solver,
+                   teacher=train.teacher)
+    nnx.replace_by_pure_dict(state, res.params)
+    nnx.update(model, state)
+    log.info("ERM done: %d iterations, converged=%s (%s), |∇J|=%.3g, %.1f s", res.iterations, res.converged,
+             res.reason, res.gnorm, res.wall_time)
+    f = _predictor(model, o)(data.X, data.mask)
+    train_mse = float(np.mean((data.y - np.asarray(f, np.float64)) ** 2))
+    return res, _Errors(train_mse, (math.nan, math.nan), (math.nan, math.nan))
+
+
+def _predictor(model: Attention, o: ERMOptions):
+    """f(X, mask) of the trained module on host arrays, in the training dtype."""
+    params, dt = _host_params(model), np.dtype(o.dtype)
+    return lambda X, mask: attention_apply(params, X.astype(dt, copy=False), mask, o.sigma, xp=np)
+
+
+def _test_errors(models: list[Attention], train: SLRDataset, options: list[ERMOptions], test_seed: int,
+                 n_test: int) -> list[tuple[tuple, tuple]]:
+    """[((test MSE, s.e.), (Bayes oracle MSE, s.e.))] of each module, all on one pass over the
+    fresh test set of ``test_seed`` (the oracle's pair NaN for a run without ``bayes``)."""
+    task = train.task
+    k_star, v_star = train.teacher
+    predictors = {i: _predictor(m, o) for i, (m, o) in enumerate(zip(models, options))}
+    if any(o.bayes for o in options):
+        predictors["bayes"] = lambda X, mask: bayes_predict(X, mask, k_star, v_star, task.model, task.nu)
+    test = SLRDataset(task, n_test, train.teacher_seed, test_seed)
+    out = streamed_errors(predictors, test.chunks())
+    nan = (math.nan, math.nan)
+    return [(out[i][:2], out["bayes"][:2] if o.bayes else nan) for i, o in enumerate(options)]
+
+
+def _to_dataset(train: SLRDataset, o: ERMOptions, test_seed: int, res: ERMResult, errors: _Errors) -> xr.Dataset:
+    """The result file's content: metrics, overlaps, weights, trajectory, parameters, provenance."""
+    task, s = train.task, o.solver
+    k_star, v_star = train.teacher
+    G = gram(k_star, v_star, res.params["k"], res.params["v"])
+    c = float(res.params.get("c", 0.0))
+    theory = math.nan
+    if o.theory:  # the workflow evaluates it at aggregation instead: a theory edit never reruns training
+        from slrpipe.theory.learned import risk_at_gram
+
+        theory = risk_at_gram(o.sigma, task.model, task.nu, task.L, task.delta, G, c)
+    (test_mse, test_se), (bayes_mse, bayes_se) = errors.test, errors.bayes
+    log.info("test error %.5f ± %.5f (theory at learned overlaps %.5f, Bayes oracle %.5f)", test_mse, test_se,
+             theory, bayes_mse)
+    scalars = {"train_loss": res.loss, "train_mse": errors.train_mse, "test_error": test_mse,
+               "test_error_se": test_se, "test_error_theory": theory, "test_error_bayes": bayes_mse,
+               "test_error_bayes_se": bayes_se, **overlaps(k_star, v_star, res.params["k"], res.params["v"]),
+               "c": c, "iterations": res.iterations, "converged": res.converged, "gnorm": res.gnorm,
+               "wall_time": res.wall_time}
+    data_vars = {k: ((), v) for k, v in scalars.items()}
+    data_vars["gram"] = (("w", "w2"), G)
+    data_vars["k"] = (("dim",), res.params["k"].astype(np.float64))
+    data_vars["v"] = (("dim",), res.params["v"].astype(np.float64))
+    traj = res.trajectory
+    for name, arr in traj.items():
+        if name != "step":
+            data_vars[f"traj_{name}"] = (("step",), arr)
+    w = ["k_star", "v_star", "k", "v"]
+    coords = {"step": traj["step"], "w": w, "w2": w,
+              "model": task.model, "nu": task.nu, "L": format_L(task.L), "L_max": task.L_max,
+              "delta": task.delta, "sigma": o.sigma, "lam": float(o.lam), "alpha": train.n / task.D, "D": task.D,
+              "n": train.n, "teacher_seed": train.teacher_seed, "data_seed": train.data_seed,
+              "test_seed": test_seed, "init_seed": int(o.init_seed), "init": o.init, "optimizer": s.optimizer,
+              "dtype": o.dtype, "n_test": o.n_test}
+    device = jax.devices()[0]
+    transpose = device.platform == "cpu" if s.transpose is None else s.transpose
+    tol = s.resolved(train.n, o.dtype).tol
+    attrs = provenance(device=device.platform, device_kind=getattr(device, "device_kind", ""), tol=tol,
+                       transposed_copy=int(transpose),
+                       gnorm_normalisation="|grad L|_2 / n over (k, v[, c])", stop_reason=res.reason,
+                       max_iter=s.max_iter, lr=s.lr if s.lr is not None else "default",
+                       batch_size=s.batch_size or 0, sgd_seed=s.sgd_seed, c_inf=o.c_inf,
+                       init_scale=o.init_scale, chunk_size=train.chunk_size,
+                       data_source=str(train.path) if train.path else "regenerated from seeds",
+                       L_law={str(k): p for k, p in task.L.items()})
+    return xr.Dataset(data_vars, coords=coords, attrs=attrs)

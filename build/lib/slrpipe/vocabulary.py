@@ -1,0 +1,139 @@
+"""The domain vocabulary of slrpipe, defined once: model, σ, init and optimiser names, seed offsets,
+the Bayes key scale c_ν, the range checks of (model, ν, Δ, L) and the key/value field projection.
+
+Everything else imports these names from here (this module imports nothing of slrpipe), so a new
+model or score function is added in one place. Source: docs/model.md §1–§3 and §5.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: SLR variants (docs/model.md §2): spiked-SLR and max-SLR.
+MODELS = ("spiked", "max")
+#: score functions σ of the attention estimators (docs/model.md §3).
+SIGMAS = ("softmax", "linear", "erf", "softplus_norm")
+#: the σ the replica theory of ERM handles (erf would need its learned offset c as an order parameter).
+REPLICA_SIGMAS = ("softmax", "linear", "softplus_norm")
+#: the population oracle's name next to the σ names (softmax at k = c_ν k*, v = v*).
+BAYES = "bayes"
+#: ERM initialisations (docs/model.md §5): k = c_ν k*, v = v* / N(0, I_D) / N(0, 10⁻⁴ I_D).
+INITS = ("informed", "random", "small")
+#: ERM optimisers (slrpipe.train.erm).
+OPTIMIZERS = ("lbfgs", "gd", "adam", "sgd")
+#: floating-point precisions of training.
+DTYPES = ("float32", "float64")
+
+#: seed offsets (docs/model.md §5): one experiment seed s gives the teacher seed s, the training-data
+#: seed 10000 + s and the test-set seed 20000 + s, so the three streams never coincide.
+TEACHER_SEED_OFFSET, DATA_SEED_OFFSET, TEST_SEED_OFFSET = 0, 10_000, 20_000
+
+
+def seeds(seed: int) -> dict[str, int]:
+    """The three seeds of experiment seed ``seed``: {"teacher_seed", "data_seed", "test_seed"}."""
+    s = int(seed)
+    return {"teacher_seed": TEACHER_SEED_OFFSET + s, "data_seed": DATA_SEED_OFFSET + s,
+            "test_seed": TEST_SEED_OFFSET + s}
+
+
+#: the stream tag of random starts: ``init_seed(seed, restart)`` hashes (INIT_STREAM, seed, restart).
+INIT_STREAM = 30_000
+
+
+def init_seed(seed: int, restart: int) -> int:
+    """Seed of random start ``restart`` (0, 1, …) of experiment seed ``seed`` (docs/model.md §5).
+
+    A 31-bit hash of (``INIT_STREAM``, seed, restart) through ``numpy.random.SeedSequence``, so that
+    the starts of different (seed, restart) pairs are independent streams and adding a restart never
+    changes the seed of an existing one. The informed start uses no randomness; its jobs record the
+    restart-0 value all the same.
+
+    Raises:
+        ValueError: seed or restart negative.
+    """
+    if int(seed) < 0 or int(restart) < 0:
+        raise ValueError(f"seed, restart: must be ≥ 0, got {seed}, {restart}")
+    state = np.random.SeedSequence([INIT_STREAM, int(seed), int(restart)]).generate_state(1, np.uint32)[0]
+    return int(state) >> 1
+
+
+def default_test_seed(data_seed: int) -> int:
+    """Test-set seed paired with a training-data seed (the same offset as :func:`seeds`)."""
+    return int(data_seed) + TEST_SEED_OFFSET - DATA_SEED_OFFSET
+
+
+# ------------------------------------------------------------------------------------ range checks
+def check_choice(field: str, value, allowed) -> str:
+    """``value`` if it is one of ``allowed``.
+
+    Raises:
+        ValueError: one line naming ``field`` and the allowed values.
+    """
+    if value not in allowed:
+        raise ValueError(f"{field}: must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def check_sigma(sigma: str) -> str:
+    """``sigma`` if it names a score function (:data:`SIGMAS`); else ValueError."""
+    return check_choice("sigma", sigma, SIGMAS)
+
+
+def check_model_nu(model: str, nu: float) -> float:
+    """ν as a float, checked against the model: ν ≥ 0, ν = inf for max-SLR only, never NaN.
+
+    Raises:
+        ValueError: unknown model, NaN or negative ν, or spiked-SLR with ν = inf.
+    """
+    check_choice("model", model, MODELS)
+    nu = float(nu)
+    if not (nu >= 0):  # also NaN
+        raise ValueError(f"nu: must be ≥ 0 (inf allowed for model 'max' only), got {nu}")
+    if math.isinf(nu) and model != "max":
+        raise ValueError(f"nu: inf is allowed for model 'max' only; spiked needs a finite ν ≥ 0, got {nu}")
+    return nu
+
+
+def check_delta(delta: float) -> float:
+    """Δ as a float; ValueError unless finite and ≥ 0."""
+    delta = float(delta)
+    if not (delta >= 0 and math.isfinite(delta)):
+        raise ValueError(f"delta: must be a finite number ≥ 0, got {delta}")
+    return delta
+
+
+def check_length(L) -> int:
+    """A fixed sequence length as an int; ValueError unless an integer ≥ 1."""
+    if isinstance(L, bool) or int(L) != L or L < 1:
+        raise ValueError(f"L: must be an integer ≥ 1, got {L!r}")
+    return int(L)
+
+
+def c_nu(model: str, nu: float) -> float:
+    """Bayes key scale c_ν: √ν for spiked-SLR, ν for max-SLR (inf at ν = inf); docs/model.md §3.
+
+    Raises:
+        ValueError: as :func:`check_model_nu`.
+    """
+    nu = check_model_nu(model, nu)
+    return math.sqrt(nu) if model == "spiked" else nu
+
+
+# -------------------------------------------------------------------------------- field projection
+def project(X, k, v, mask=None, xp=np):
+    """Key and value fields χ = X k/√D, z = X v/√D (docs/model.md §3), each of shape (..., L).
+
+    X: (..., L, D); k, v: (D,); mask: bool (..., L) or None. One pass over X (both directions
+    multiplied together); padded tokens are zeroed after the product, so whatever they hold never
+    reaches a score or an output. ``xp``: ``numpy`` or ``jax.numpy``; the result has X's dtype.
+    """
+    D = X.shape[-1]
+    W = xp.stack([xp.asarray(k), xp.asarray(v)], axis=1).astype(X.dtype) / math.sqrt(D)
+    P = X @ W
+    chi, z = P[..., 0], P[..., 1]
+    if mask is not None:
+        chi = xp.where(mask, chi, 0.0)
+        z = xp.where(mask, z, 0.0)
+    return chi, z

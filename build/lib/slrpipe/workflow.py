@@ -1,0 +1,349 @@
+"""Config → job tables for the Snakemake workflow (no science here).
+
+``validate`` checks a config dict against the config schema (package data ``slrpipe/resources/config.schema.yaml``,
+linked from ``workflow/schemas/``) — the one source
+of defaults, filled by ``snakemake.utils.validate(set_default=True)`` — plus the rules JSON Schema
+cannot express (NaN/inf, cross-references), and raises ``ConfigError`` with one line naming the
+field and the allowed range. ``plan`` turns the validated config into the jobs each rule runs,
+keyed by output path; paths encode the parameters that define a job (stable float formatting), so
+adding one α creates only that α's jobs. Job dicts hold the parameters' values (floats, ints,
+length laws); text appears only in paths (:func:`fmt`, :func:`L_key`) and in the rules' command
+lines.
+"""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from slrpipe.figures import REGISTRY as FIGURES
+from slrpipe.jobs import DataJob, LengthJob, PopulationJob, ReplicaJob, TrainBatchJob, TrainJob
+from slrpipe.lengths import length_law
+from slrpipe.vocabulary import BAYES, init_seed, seeds
+
+#: the config schema, package data (workflow/schemas/config.schema.yaml links to it)
+SCHEMA = resources.files("slrpipe") / "resources" / "config.schema.yaml"
+KINDS = ("population", "erm", "replica", "length")
+
+
+class ConfigError(ValueError):
+    """A config value out of its allowed range; the message is one line naming the field."""
+
+
+def fmt(x) -> str:
+    """Stable, filename-safe number formatting for paths: 6 significant digits, 'inf' for ∞."""
+    if isinstance(x, bool):
+        raise TypeError("bool is not a number here")
+    if isinstance(x, int):
+        return str(x)
+    x = float(x)
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.6g}"
+
+
+def L_key(L) -> str:
+    """Path form of a length law: '3' for a fixed length, 'u1-2-3' for L ~ Uniform{1,2,3}."""
+    law = length_law(L)
+    return str(next(iter(law))) if len(law) == 1 else "u" + "-".join(str(v) for v in law)
+
+
+def _law(L) -> dict[int, float]:
+    """The config's length (an int or {uniform: [...]}) as a length law (slrpipe.lengths)."""
+    if isinstance(L, dict):
+        vals = sorted(L["uniform"])
+        return {v: 1.0 / len(vals) for v in vals}
+    return length_law(L)
+
+
+def _path_str(path) -> str:
+    return ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path).replace(".[", "[")
+
+
+def _describe(err: jsonschema.ValidationError) -> str:
+    where = _path_str(err.absolute_path) or "<top level>"
+    desc = err.schema.get("description") if isinstance(err.schema, dict) else None
+    if err.validator == "oneOf" and desc:
+        return f"config error: {where}: {err.instance!r} is not valid; allowed: {desc}"
+    msg = err.message
+    if err.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "type", "enum", "minItems",
+                         "uniqueItems") and desc:
+        msg += f" ({desc})"
+    return f"config error: {where}: {msg}"
+
+
+def _non_finite(node, path=()):
+    """(path, value) of the first NaN anywhere, or ∞ anywhere but a ν."""
+    if isinstance(node, dict):
+        items = node.items()
+    elif isinstance(node, list):
+        items = enumerate(node)
+    else:
+        if isinstance(node, float) and (math.isnan(node) or (math.isinf(node) and "nu" not in path)):
+            return path, node
+        return None
+    for k, v in items:
+        hit = _non_finite(v, (*path, k))
+        if hit:
+            return hit
+    return None
+
+
+def validate(config: dict, schema_path=SCHEMA) -> dict:
+    """Validate ``config`` in place and fill the schema's defaults; returns it.
+
+    Raises:
+        ConfigError: the first violation, as one line ``config error: <field path>: <what is allowed>``.
+    """
+    from snakemake.utils import validate as fill_defaults
+
+    hit = _non_finite(config)
+    if hit:  # JSON Schema's range keywords let NaN and ∞ through
+        where, v = hit
+        raise ConfigError(f"config error: {_path_str(where)}: {v} is not allowed; allowed: a finite number "
+                          "(∞ only for a ν of model max)")
+    schema_path = Path(schema_path) if isinstance(schema_path, str) else schema_path
+    schema = yaml.safe_load(schema_path.read_text())
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if errors:
+        raise ConfigError(_describe(jsonschema.exceptions.best_match(errors)))
+    # a ladder sizes every α by its own D: a sqrt_nD beside it is a contradiction — except the
+    # schema's default, which validation fills in (a config is validated again by each command)
+    default = schema["$defs"]["erm"]["properties"]["sqrt_nD"]["default"]
+    for name, exp in (config.get("erm") or {}).items():
+        if isinstance(exp.get("D"), list) and exp.get("sqrt_nD", default) != default:
+            raise ConfigError(f"config error: erm.{name}.sqrt_nD: not allowed with a D ladder (D = {exp['D']}); "
+                              "allowed: either D or sqrt_nD")
+    with resources.as_file(schema_path) as path:  # a real file even from a zip install
+        fill_defaults(config, str(Path(path).resolve()), set_default=True)
+    _cross_checks(config)
+    return config
+
+
+def _cross_checks(config: dict) -> None:
+    for kind in KINDS:
+        for name, exp in config[kind].items():
+            nus = exp["nu"] if isinstance(exp["nu"], list) else [exp["nu"]]
+            if exp["model"] == "spiked" and any(math.isinf(v) for v in nus):
+                raise ConfigError(f"config error: {kind}.{name}.nu: ν = inf is allowed for model max only; spiked needs finite ν ≥ 0")
+            if not name.replace("_", "").replace("-", "").isalnum():
+                raise ConfigError(f"config error: {kind}.{name}: experiment names may use letters, digits, '_' and '-' only")
+    for name, exp in config["erm"].items():
+        for D in ladder(exp) or []:
+            off = [a for a in exp["alphas"] if abs(a * D - round(a * D)) > 1e-9 * max(1.0, a * D)]
+            if off:  # n = αD exactly, so the realised α of every D is the config's α (one alpha coordinate)
+                raise ConfigError(f"config error: erm.{name}.alphas: α·D must be an integer at every D of the ladder; "
+                                  f"α = {off} at D = {D} is not")
+    for fig, names in config["figures"].items():
+        if fig not in FIGURES:
+            raise ConfigError(f"config error: figures.{fig}: unknown figure; allowed: {sorted(FIGURES)}")
+        kind = FIGURES[fig]
+        for name in names:
+            if name not in config[kind]:
+                raise ConfigError(f"config error: figures.{fig}: {name!r} is not a {kind} experiment; allowed: {sorted(config[kind])}")
+    for name, exp in config["length"].items():
+        extra = sorted((set(exp["target_sigmas"]) | set(exp["var_sigmas"])) - set(exp["sigmas"]))
+        if extra:
+            raise ConfigError(f"config error: length.{name}.target_sigmas/var_sigmas: {extra} not in sigmas; allowed: {exp['sigmas']}")
+        if exp["target_sigmas"] and exp["target_risk"] is None:
+            raise ConfigError(f"config error: length.{name}.target_risk: needed by target_sigmas; allowed: a number in (0, 1)")
+        if exp["var_sigmas"] and (exp["var_L_max"] is None or not exp["var_nu"]):
+            raise ConfigError(f"config error: length.{name}.var_sigmas: needs var_L_max and a non-empty var_nu")
+        if exp["model"] == "spiked" and any(math.isinf(v) for v in exp["var_nu"]):
+            raise ConfigError(f"config error: length.{name}.var_nu: ν = inf is allowed for model max only")
+    for name, exp in config["replica"].items():
+        if exp["erm"] and exp["erm"] not in config["erm"]:
+            raise ConfigError(f"config error: replica.{name}.erm: {exp['erm']!r} is not an erm experiment; allowed: {sorted(config['erm'])}")
+        if exp["bayes_optimal"] and exp["model"] == "max" and not (exp["nu"] == 0 or math.isinf(exp["nu"])):
+            raise ConfigError(f"config error: replica.{name}.bayes_optimal: for model max needs nu = 0 or inf (got {exp['nu']}); "
+                              "set bayes_optimal: false")
+
+
+# --------------------------------------------------------------------------------------------
+# Job tables
+
+
+def ladder(exp: dict) -> list[int] | None:
+    """The D ladder of an ERM experiment (``D`` given as a list; sorted ascending), else None."""
+    return sorted(exp["D"]) if isinstance(exp.get("D"), list) else None
+
+
+def size(exp: dict, alpha: float) -> tuple[int, int]:
+    """(D, n) of an ERM point: fixed D, or the paper's rule √(nD) = const (D = √(nD)/√α, n = αD).
+
+    Raises: ValueError: ``exp`` has a D ladder (use :func:`sizes`)."""
+    if ladder(exp):
+        raise ValueError(f"D = {exp['D']} is a ladder: use sizes()")
+    D = exp["D"] if exp.get("D") else max(2, round(exp["sqrt_nD"] / math.sqrt(alpha)))
+    return D, max(1, round(alpha * D))
+
+
+def sizes(exp: dict, alpha: float) -> list[tuple[int, int]]:
+    """Every (D, n) of an ERM point: one per rung of a D ladder (n = αD, an integer by the config
+    check), else the one of :func:`size`."""
+    return [(D, round(alpha * D)) for D in ladder(exp)] if ladder(exp) else [size(exp, alpha)]
+
+
+def setting_dir(exp: dict) -> str:
+    """model/L/ν/Δ part of a path: the teacher setting shared by all σ, λ, α."""
+    return f"{exp['model']}/L{L_key(_law(exp['L']))}/nu{fmt(exp['nu'])}/delta{fmt(exp['delta'])}"
+
+
+FIRST_ORDER = ("gd", "sgd", "adam")
+
+
+def erm_runs(exp: dict, seed: int) -> list[tuple[str, dict]]:
+    """The training runs of one ERM point: (path key, run parameters) for each init × restart ×
+    optimizer of the experiment. The informed start is deterministic, so it is one run (restart 0);
+    random and small starts have ``restarts`` runs, start r seeded by ``init_seed(seed, r)``. The key
+    spells out what defines the run: ``{init}-r{restart}_{optimizer}``, with ``-lr{lr}`` for a
+    first-order optimiser (its step size); budgets (``max_iter``, ``steps``) are job parameters."""
+    runs = []
+    for init in exp["inits"]:
+        for restart in range(1 if init == "informed" else exp["restarts"]):
+            for opt in exp["optimizers"]:
+                lr = exp["lr"][opt] if opt in FIRST_ORDER else None
+                budget = exp["steps"] if opt in FIRST_ORDER and exp["steps"] else exp["max_iter"]
+                key = f"{init}-r{restart}_{opt}" + (f"-lr{fmt(lr)}" if lr is not None else "")
+                runs.append((key, {"init": init, "restart": restart, "init_seed": init_seed(seed, restart),
+                                   "optimizer": opt, "lr": lr, "max_iter": budget,
+                                   "record_every": exp["record_every"]}))
+    return runs
+
+
+@dataclass
+class Plan:
+    """Every job of a validated config, keyed by its output path: each value is the typed record
+    (:mod:`slrpipe.jobs`) whose :func:`~slrpipe.jobs.argv` is the job's command line.
+
+    ``population``, ``length``, ``data``, ``erm`` (one :class:`~slrpipe.jobs.TrainJob` per trained
+    model), ``replica``: path → record. ``train_batches``: batch name → :class:`TrainBatchJob`, the
+    ERM runs trained in one process (:func:`batch_key`). ``members``: (kind, experiment) → the
+    result paths the store reads for that experiment, in plan order."""
+
+    population: dict = field(default_factory=dict)
+    length: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+    erm: dict = field(default_factory=dict)
+    replica: dict = field(default_factory=dict)
+    train_batches: dict = field(default_factory=dict)
+    members: dict = field(default_factory=dict)
+
+
+def _add(table: dict, path: str, job) -> None:
+    if path in table and table[path] != job:
+        raise ConfigError(f"config error: two experiments define the job {path} with different parameters: {table[path]} vs {job}")
+    table[path] = job
+
+
+def batch_key(job: TrainJob) -> str:
+    """The training batch of an ERM run: one per (setting, σ, α, D) — its seeds, λ and starts are
+    trained in one process — as a name usable in rule and file names (letters, digits, '_')."""
+    text = f"{job.model}_L{L_key(job.L)}_nu{fmt(job.nu)}_delta{fmt(job.delta)}_{job.sigma}_D{job.D}_n{job.n}"
+    return "".join(c if c.isalnum() else "_" for c in text)
+
+
+#: resource law of one train-batch job (measured by benchmarks/bench_train_batch.py; docs/cluster.md):
+#: peak memory = MEM_BASE_MB + MEM_PER_SET × (one training set X in its dtype) + the test chunks
+MEM_BASE_MB, MEM_PER_SET, TEST_CHUNK_MB = 1200.0, 3.0, 512.0
+#: runtime = START_S + Σ_runs iterations × SEC_PER_GB_ITER × |X| in GB (+ sampling), ×SAFETY
+START_S, SEC_PER_GB_ITER, SAMPLE_SEC_PER_GB, SAFETY = 120.0, 0.2, 60.0, 2.0
+
+
+def batch_resources(batch: TrainBatchJob) -> dict[str, int]:
+    """Slurm request of one training batch from the measured law above: ``mem_mb`` (MiB) and
+    ``runtime`` (minutes) of the first attempt; the rules scale both with Snakemake's ``attempt``.
+    The runtime is the CPU law (a GPU runs an iteration ~100× faster, so it is an upper bound)."""
+    m = batch.members[0]
+    itemsize = 8 if any(j.dtype == "float64" for j in batch.members) else 4
+    x_gb = m.n * max(m.L) * m.D * itemsize / 2**30
+    mem = MEM_BASE_MB + MEM_PER_SET * x_gb * 1024 + TEST_CHUNK_MB
+    n_sets = len({(j.teacher_seed, j.data_seed) for j in batch.members})
+    tests = {(j.teacher_seed, j.test_seed, j.n_test) for j in batch.members}  # one pass over each
+    test_gb = sum(n_test for *_, n_test in tests) * max(m.L) * m.D * 4 / 2**30
+    sec = START_S + sum(j.max_iter for j in batch.members) * SEC_PER_GB_ITER * x_gb \
+        + SAMPLE_SEC_PER_GB * (n_sets * x_gb + test_gb)
+    return {"mem_mb": int(math.ceil(mem)), "runtime": int(math.ceil(SAFETY * sec / 60))}
+
+
+def plan(config: dict, results: str = "results") -> Plan:
+    """All jobs of a validated config. Population sweeps are one job per (experiment, σ) over the ν
+    grid; ERM one record per (setting, σ, λ, α, D, seed) and run of :func:`erm_runs` (init × restart ×
+    optimizer; one D per α, or each rung of a D ladder), trained in batches of :func:`batch_key`;
+    replica one job per (setting, σ, λ) over the α grid (warm-started along α) plus one
+    Bayes-optimal job per setting."""
+    p = Plan()
+    pops = dict(config["population"])
+    for name, exp in config["erm"].items():  # population optimum at each ERM setting, for its panel
+        auto = f"at_{name}"
+        if auto in pops:
+            raise ConfigError(f"config error: population.{auto}: name is reserved for the erm experiment {name!r}")
+        pops[auto] = {"model": exp["model"], "L": exp["L"], "delta": exp["delta"], "nu": [exp["nu"]],
+                      "sigmas": [BAYES, *exp["sigmas"]]}
+    # the population point of an ERM experiment is keyed by its setting, not its name, so that
+    # experiments of one setting (random starts beside an informed sweep) share its jobs
+    auto_dir = {f"at_{name}": f"{results}/population/at/{setting_dir(exp)}" for name, exp in config["erm"].items()}
+    for name, exp in pops.items():
+        for sigma in exp["sigmas"]:
+            path = f"{auto_dir[name]}/{sigma}.nc" if name in auto_dir else f"{results}/population/{name}/{sigma}.nc"
+            _add(p.population, path, PopulationJob(sigma=sigma, model=exp["model"], L=_law(exp["L"]),
+                                                   delta=exp["delta"], nu_grid=exp["nu"]))
+            p.members.setdefault(("population", name), []).append(path)
+    for name, exp in config["erm"].items():
+        for alpha, (D, n) in ((a, dn) for a in exp["alphas"] for dn in sizes(exp, a)):
+            for seed in exp["seeds"]:
+                s = seeds(seed)
+                dpath = f"{results}/data/{setting_dir(exp)}/D{D}_n{n}_seed{seed}.zarr"
+                data = DataJob(model=exp["model"], nu=exp["nu"], L=_law(exp["L"]), delta=exp["delta"], D=D, n=n,
+                               teacher_seed=s["teacher_seed"], data_seed=s["data_seed"])
+                if exp["store_data"]:
+                    _add(p.data, dpath, data)
+                for sigma in exp["sigmas"]:
+                    for lam in exp["lams"]:
+                        stem = f"{results}/erm/{setting_dir(exp)}/{sigma}/lam{fmt(lam)}/alpha{fmt(alpha)}/D{D}_n{n}_seed{seed}"
+                        for start, run in erm_runs(exp, seed):
+                            path = f"{stem}_{start}.nc"
+                            job = TrainJob(**vars(data), sigma=sigma, lam=lam, test_seed=s["test_seed"], **run,
+                                           tol=exp["tol"], n_test=exp["n_test"], dtype=exp["dtype"],
+                                           data=dpath if exp["store_data"] else None, out=path)
+                            _add(p.erm, path, job)
+                            p.members.setdefault(("erm", name), []).append(path)
+    batches: dict[str, list] = {}
+    for job in p.erm.values():
+        batches.setdefault(batch_key(job), []).append(job)
+    p.train_batches = {k: TrainBatchJob(members=v) for k, v in batches.items()}
+    for name, exp in config["replica"].items():
+        base = {"model": exp["model"], "nu": exp["nu"], "L": _law(exp["L"]), "delta": exp["delta"],
+                "alpha_grid": exp["alphas"], "seed": exp["seed"]}
+        stem = f"{results}/replica/{setting_dir(exp)}"
+        for sigma in exp["sigmas"]:
+            for lam in exp["lams"]:
+                mc = f"_mc{exp['mc_seeds']}" if exp["mc_seeds"] > 1 else ""
+                path = f"{stem}/{sigma}/lam{fmt(lam)}_n{exp['n_samples']}_seed{exp['seed']}{mc}.nc"
+                _add(p.replica, path, ReplicaJob(**base, n_samples=exp["n_samples"], sigma=sigma, lam_grid=(lam,),
+                                                 mc_seeds=exp["mc_seeds"]))
+                p.members.setdefault(("replica", name), []).append(path)
+        if exp["bayes_optimal"]:
+            path = f"{stem}/bayes_optimal_n{exp['bayes_optimal_samples']}_seed{exp['seed']}.nc"
+            _add(p.replica, path, ReplicaJob(**base, n_samples=exp["bayes_optimal_samples"], bayes_optimal=True))
+            p.members.setdefault(("replica", name), []).append(path)
+    _plan_length(config, p, results)
+    return p
+
+
+def _plan_length(config: dict, p: Plan, results: str) -> None:
+    """One job per (length experiment, σ): the (L, ν) grid, the target ν, the variable-length grid."""
+    for name, exp in config["length"].items():
+        for sigma in exp["sigmas"]:
+            path = f"{results}/length/{name}/{sigma}.nc"
+            var = exp["var_L_max"] is not None and sigma in exp["var_sigmas"]
+            _add(p.length, path, LengthJob(
+                sigma=sigma, model=exp["model"], L_grid=exp["lengths"], nu_grid=exp["nu"], delta=exp["delta"],
+                target_risk=exp["target_risk"] if sigma in exp["target_sigmas"] else None,
+                var_L_max=exp["var_L_max"] if var else None, var_nu_grid=exp["var_nu"] if var else None))
+            p.members.setdefault(("length", name), []).append(path)

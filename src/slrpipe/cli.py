@@ -26,6 +26,7 @@ COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``slrpipe`` argument parser: one subparser per entry of :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(prog="slrpipe", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, modname in COMMANDS.items():
@@ -37,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run ``slrpipe <step> …`` (``argv``: the arguments, default ``sys.argv[1:]``); returns the exit
+    status: 0, or 2 with a one-line error for bad parameters (a ValueError)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
     args = build_parser().parse_args(argv)

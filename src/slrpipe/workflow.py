@@ -291,6 +291,14 @@ def plan(config: dict, results: str = "results") -> Plan:
             _add(p.population, path, PopulationJob(sigma=sigma, model=exp["model"], L=_law(exp["L"]),
                                                    delta=exp["delta"], nu_grid=exp["nu"]))
             p.members.setdefault(("population", name), []).append(path)
+    _plan_erm(config, p, results)
+    _plan_replica(config, p, results)
+    _plan_length(config, p, results)
+    return p
+
+
+def _plan_erm(config: dict, p: Plan, results: str) -> None:
+    """One TrainJob per ERM run (and one DataJob per stored set), grouped into training batches."""
     for name, exp in config["erm"].items():
         for alpha, (D, n) in ((a, dn) for a in exp["alphas"] for dn in sizes(exp, a)):
             for seed in exp["seeds"]:
@@ -314,6 +322,10 @@ def plan(config: dict, results: str = "results") -> Plan:
     for job in p.erm.values():
         batches.setdefault(batch_key(job), []).append(job)
     p.train_batches = {k: TrainBatchJob(members=v) for k, v in batches.items()}
+
+
+def _plan_replica(config: dict, p: Plan, results: str) -> None:
+    """One ReplicaJob per (setting, σ, λ) over the α grid, plus one Bayes-optimal job per setting."""
     for name, exp in config["replica"].items():
         base = {"model": exp["model"], "nu": exp["nu"], "L": _law(exp["L"]), "delta": exp["delta"],
                 "alpha_grid": exp["alphas"], "seed": exp["seed"]}
@@ -329,8 +341,6 @@ def plan(config: dict, results: str = "results") -> Plan:
             path = f"{stem}/bayes_optimal_n{exp['bayes_optimal_samples']}_seed{exp['seed']}.nc"
             _add(p.replica, path, ReplicaJob(**base, n_samples=exp["bayes_optimal_samples"], bayes_optimal=True))
             p.members.setdefault(("replica", name), []).append(path)
-    _plan_length(config, p, results)
-    return p
 
 
 def _plan_length(config: dict, p: Plan, results: str) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 
 def add_config_arguments(p):
+    """``--plan`` or ``--config``: the workflow a command reads (exactly one is required)."""
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--plan", help="the workflow's plan file (results/plan.json)")
     g.add_argument("--config", help="a workflow config file (YAML), validated and planned here")

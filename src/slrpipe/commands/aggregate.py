@@ -8,12 +8,17 @@ from slrpipe.commands._config import add_config_arguments, load_plan
 
 
 def add_arguments(p):
+    """The options of ``slrpipe aggregate`` (added to its subparser ``p``)."""
     add_config_arguments(p)
     p.add_argument("--out", required=True, help="the store to write (e.g. results/slr.zarr)")
     p.add_argument("--results", help="with --config: the results directory the jobs wrote to (default: the directory of --out)")
 
 
 def run(args):
+    """Run ``slrpipe aggregate`` on parsed arguments; returns the exit status (0 on success).
+
+    Raises:
+        ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
     from slrpipe.store.aggregate import build_store
 
     config, members = load_plan(args, results=args.results or str(Path(args.out).parent))

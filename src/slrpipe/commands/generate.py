@@ -30,12 +30,17 @@ def add_data_arguments(p, required: bool = True) -> None:
 
 
 def add_arguments(p) -> None:
+    """The options of ``slrpipe generate`` (added to its subparser ``p``)."""
     add_data_arguments(p)
     p.add_argument("--n", type=int, required=True, help="number of sequences")
     p.add_argument("--out", required=True, help="output zarr store (written atomically)")
 
 
 def run(args) -> int:
+    """Run ``slrpipe generate`` on parsed arguments; returns the exit status (0 on success).
+
+    Raises:
+        ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
     from slrpipe.data import SLRDataset, SLRTask, write_dataset
 
     job = from_namespace(DataJob, args)

@@ -12,6 +12,7 @@ PROFILES = resources.files("slrpipe") / "resources" / "profiles"
 
 
 def add_arguments(p):
+    """The options of ``slrpipe install-profile`` (added to its subparser ``p``)."""
     p.add_argument("name", nargs="?", default="slurm", help="profile to install (a folder of profiles/; default: slurm)")
     p.add_argument("--dest", help="profile folder to create (default: Snakemake's user config dir "
                    "$XDG_CONFIG_HOME/snakemake/<name>, usually ~/.config/snakemake/<name>)")
@@ -19,6 +20,10 @@ def add_arguments(p):
 
 
 def run(args):
+    """Run ``slrpipe install-profile`` on parsed arguments; returns the exit status (0 on success).
+
+    Raises:
+        ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
     from snakemake.common import get_appdirs  # the directory Snakemake itself searches
 
     src = PROFILES / args.name

@@ -35,6 +35,7 @@ def _nus(text: str, name: str) -> list[float]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``slrpipe length`` (added to its subparser ``p``)."""
     p.add_argument("--sigma", required=True, choices=(*SIGMAS, BAYES), help="score function or the Bayes oracle")
     p.add_argument("--model", required=True, choices=MODELS)
     p.add_argument("--L-grid", required=True, type=_ints, help="comma list of fixed lengths L ≥ 1")
@@ -48,6 +49,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``slrpipe length`` on parsed arguments; returns the exit status (0 on success).
+
+    Raises:
+        ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
     from slrpipe.theory.length_sweep import length_sweep
 
     if (args.var_L_max is None) != (args.var_nu_grid is None):

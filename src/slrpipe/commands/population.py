@@ -24,6 +24,7 @@ def _nu_grid(text: str) -> list[float]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``slrpipe population`` (added to its subparser ``p``)."""
     p.add_argument("--sigma", required=True, choices=(*SIGMAS, BAYES), help="score function or the Bayes oracle")
     p.add_argument("--model", required=True, choices=MODELS)
     p.add_argument("--L", required=True, type=parse_L, help="sequence length: '3', 'uniform:1,2,3' or JSON {\"L\": p}")
@@ -34,6 +35,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``slrpipe population`` on parsed arguments; returns the exit status (0 on success).
+
+    Raises:
+        ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
     from slrpipe.theory.population import population_sweep
     from slrpipe.theory.quadrature import QuadSpec
 

@@ -25,6 +25,7 @@ def _grid(text: str) -> list[float]:
 
 
 def add_arguments(p) -> None:
+    """The options of ``slrpipe replica`` (added to its subparser ``p``)."""
     p.add_argument("--sigma", default=None, choices=REPLICA_SIGMAS, help="score function (default softmax)")
     p.add_argument("--model", required=True, choices=MODELS)
     p.add_argument("--nu", required=True, type=parse_nu, help="signal strength (max-SLR: inf allowed)")
@@ -44,6 +45,10 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    """Run ``slrpipe replica`` on parsed arguments; returns the exit status (0 on success).
+
+    Raises:
+        ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
     from slrpipe.theory.replica import bayes_optimal_sweep, replica_sweep
     from slrpipe.theory.replica.options import SolverOptions, SweepOptions
 

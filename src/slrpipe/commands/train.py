@@ -21,6 +21,7 @@ EXECUTION = {"batch_size": None, "sgd_seed": 0, "log_every": 100, "no_theory": F
 
 
 def add_arguments(p) -> None:
+    """The options of ``slrpipe train`` (added to its subparser ``p``)."""
     p.add_argument("--data", default=None, help="stored dataset (zarr); the data options, if given, must match it")
     g = p.add_argument_group("data regenerated from seeds (when --data is not given)")
     add_data_arguments(g, required=False)
@@ -129,6 +130,10 @@ def train_and_write(jobs: list[TrainJob], outs: list, data, **execution) -> None
 
 
 def run(args) -> int:
+    """Run ``slrpipe train`` on parsed arguments; returns the exit status (0 on success).
+
+    Raises:
+        ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
     job = job_of(args)
     train_and_write([job], [args.out], dataset(job, args.chunk_size), **{k: getattr(args, k) for k in EXECUTION})
     return 0

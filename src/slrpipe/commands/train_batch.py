@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(p) -> None:
+    """The options of ``slrpipe train-batch`` (added to its subparser ``p``)."""
     p.add_argument("--members", required=True, help="JSON list of TrainJob records (slrpipe.jobs), each with 'out'")
     add_execution_arguments(p)
 
@@ -48,6 +49,10 @@ def _data_key(job: TrainJob):
 
 
 def run(args) -> int:
+    """Run ``slrpipe train-batch`` on parsed arguments; returns the exit status (0 on success).
+
+    Raises:
+        ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
     jobs = members(args.members)
     execution = {k: getattr(args, k) for k in EXECUTION}
     groups: dict = {}

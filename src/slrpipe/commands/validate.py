@@ -9,12 +9,17 @@ from slrpipe.commands._config import add_config_arguments, load_plan
 
 
 def add_arguments(p):
+    """The options of ``slrpipe validate`` (added to its subparser ``p``)."""
     p.add_argument("--store", required=True, help="results/slr.zarr")
     add_config_arguments(p)
     p.add_argument("--out", required=True, help="table path (.txt); a .json with the rows is written beside it")
 
 
 def run(args):
+    """Run ``slrpipe validate`` on parsed arguments; returns the exit status (0 on success).
+
+    Raises:
+        ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
     from slrpipe.store.validation import ValidationFailed, validate_store
 
     config, _ = load_plan(args)

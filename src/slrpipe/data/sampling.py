@@ -50,6 +50,7 @@ class SLRTask:
 
     @property
     def L_max(self) -> int:
+        """The longest sequence length of the law (the padded token axis)."""
         return max(self.L)
 
     @property
@@ -58,6 +59,7 @@ class SLRTask:
         return c_nu(self.model, self.nu)
 
     def default_chunk_size(self) -> int:
+        """Samples per chunk for ~:data:`CHUNK_FLOATS` floats of X (at least 1)."""
         return max(1, CHUNK_FLOATS // (self.L_max * self.D))
 
 

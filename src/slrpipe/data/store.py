@@ -94,9 +94,14 @@ class SLRDataset:
 
     @property
     def n_chunks(self) -> int:
+        """Number of chunks, ⌈n / chunk_size⌉."""
         return math.ceil(self.n / self.chunk_size)
 
     def bounds(self, i: int) -> tuple[int, int]:
+        """Row range [a, b) of chunk ``i``.
+
+            Raises:
+                ValueError: ``i`` outside [0, n_chunks)."""
         if not 0 <= i < self.n_chunks:
             raise ValueError(f"i: chunk index must be in [0, {self.n_chunks}), got {i}")
         return i * self.chunk_size, min(self.n, (i + 1) * self.chunk_size)

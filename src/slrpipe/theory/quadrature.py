@@ -152,6 +152,7 @@ class FieldRule:
 
     @property
     def L(self) -> int:
+        """The sequence length of the rule's fields."""
         return self.chi_star.shape[1]
 
 

@@ -53,6 +53,7 @@ class Fields:
 
     @property
     def n(self) -> int:
+        """Number of channel samples N."""
         return self.chi_star.shape[0]
 
     @property

@@ -5,7 +5,7 @@
 rule validate:
     localrule: True
     input:
-        "results/slr.zarr",
+        STORE_DONE,  # the sentinel of results/slr.zarr (aggregate.smk)
     output:
         "results/validation.txt",
     params:
@@ -15,4 +15,4 @@ rule validate:
     benchmark:
         "results/benchmarks/validate.tsv"
     shell:
-        f"{SLRPIPE} validate --store {{input}} --config-json {{params.config:q}} --out {{output}} > {{log}} 2>&1"
+        f"{SLRPIPE} validate --store {STORE} --config-json {{params.config:q}} --out {{output}} > {{log}} 2>&1"

@@ -78,6 +78,29 @@ def test_unreadable_result_file_is_named_in_one_line_and_the_store_kept(done, tm
     assert not any(p.name.startswith((".tmp-", ".old-")) for p in results.iterdir())
 
 
+def test_snakemake_keeps_the_store_and_regenerates_a_removed_result(done, tmp_path):
+    """Through Snakemake: a truncated result file fails the aggregation with its one line in the
+    log, the last good store stays readable, and the advice (rm the file, rerun the same command)
+    regenerates it and aggregates again."""
+    import shutil
+
+    wd = tmp_path / "wf"
+    shutil.copytree(done, wd, ignore=shutil.ignore_patterns("cache"), symlinks=True)
+    bad = min((wd / "results" / "erm").rglob("*_informed-r0_lbfgs.nc"))
+    bad.write_bytes(bad.read_bytes()[:1000])
+    proc = snakemake(wd, *SMOKE, check=False)
+    assert proc.returncode != 0
+    log = (wd / "results" / "logs" / "aggregate.log").read_text().splitlines()
+    rel = bad.relative_to(wd)
+    assert log[-1].startswith(f"slrpipe aggregate: error: cannot read result file {rel} ") and f"rm {rel} " in log[-1]
+    assert not (wd / "results" / "slr.zarr.done").exists()
+    open_strictly(wd / "results" / "slr.zarr")  # the last good store
+    bad.unlink()
+    snakemake(wd, *SMOKE)
+    assert bad.stat().st_size > 1000 and (wd / "results" / "slr.zarr.done").exists()
+    assert planned_jobs(wd) == {}
+
+
 def test_store_contents(done):
     tree = open_strictly(done / "results" / "slr.zarr")
     pop = tree["population/spiked_L2"].to_dataset()

@@ -1,4 +1,5 @@
-"""Per-point verdict of the theory-vs-ERM comparison (docs/results.md §2; the runs: docs/validation.md §2; RS stability: docs/theory.md §11).
+"""Per-point verdict of the theory-vs-ERM comparison (docs/results.md §2; the measured runs:
+docs/validation.md §2; RS stability: docs/theory.md §11).
 
 Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order:
   1. ``agrees``: ERM (informed start, at the largest D measured) agrees with the theory: NOT

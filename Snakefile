@@ -19,8 +19,11 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/validate.smk"
 
 
+# The store's sentinel is a target itself: after a failed aggregation (sentinel deleted, the last
+# good store kept) the next run aggregates again, regenerating any result file removed meanwhile.
 rule all:
     default_target: True
     input:
+        STORE_DONE,
         FIGURES,
         VALIDATION,

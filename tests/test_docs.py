@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ("model.md", "theory.md")
+DOCS = ("model.md", "theory.md", "validation.md", "results.md")
 TEXT_SUFFIXES = {".py", ".md", ".smk", ".yaml", ".yml", ".rst", ".toml", ".txt", ""}
 
 
@@ -34,8 +34,8 @@ def _sections(doc):
 
 def test_section_references_resolve():
     sections = {doc: _sections(doc) for doc in DOCS}
-    assert all(sections.values()), "docs/model.md and docs/theory.md must have numbered sections"
-    pattern = re.compile(r"(model|theory)\.md\s+§+\s*(\d+)(?:\s*[–-]\s*(\d+))?")
+    assert all(sections.values()), f"each of {DOCS} must have numbered sections"
+    pattern = re.compile(r"(model|theory|validation|results)\.md\s+§+\s*(\d+)(?:\s*[–-]\s*(\d+))?")
     dangling, count = [], 0
     for path in _tracked_text_files():
         for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
@@ -64,10 +64,58 @@ def test_nothing_cited_outside_the_repository(forbidden):
 
 
 def test_paths_named_in_the_docs_exist():
-    pattern = re.compile(r"`((?:config|docs|benchmarks|profiles|src|workflow|tests)/[^`\s*<>{}]+)`")
+    pattern = re.compile(r"`((?:config|docs|benchmarks|scripts|profiles|src|workflow|tests)/[^`\s*<>{}]+)`")
     missing = []
-    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for doc in [ROOT / "README.md", ROOT / "config" / "README.md", ROOT / "scripts" / "README.md",
+                *sorted((ROOT / "docs").glob("*.md"))]:
         for name in pattern.findall(doc.read_text()):
             if not (ROOT / name.rstrip("/")).exists():
                 missing.append(f"{doc.relative_to(ROOT)}: {name}")
     assert not missing, "named in the docs but absent:\n" + "\n".join(missing)
+
+
+def _schema_keys(node, keys):
+    """Every property name of the config schema, at any depth ($defs included)."""
+    if isinstance(node, dict):
+        keys.update(node.get("properties", {}) if isinstance(node.get("properties"), dict) else {})
+        for v in node.values():
+            _schema_keys(v, keys)
+    elif isinstance(node, list):
+        for v in node:
+            _schema_keys(v, keys)
+    return keys
+
+
+def test_every_config_key_is_described_in_config_readme():
+    import yaml
+
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    keys = _schema_keys(schema, set())
+    assert {"population", "erm", "replica", "validation", "max_abs_z", "gd", "uniform"} <= keys
+    text = (ROOT / "config" / "README.md").read_text()
+    missing = sorted(k for k in keys if f"`{k}`" not in text)
+    assert not missing, "config keys not described in config/README.md: " + ", ".join(missing)
+
+
+def test_every_figure_has_one_readme_line_and_a_caption():
+    from slrpipe.figures import REGISTRY
+
+    readme = (ROOT / "README.md").read_text()
+    results = (ROOT / "docs" / "results.md").read_text()
+    for fig in REGISTRY:
+        assert len(re.findall(rf"^- `{fig}` — .*`figures\.{fig}`", readme, flags=re.M)) == 1, fig
+        assert f"**`{fig}`**" in results, fig
+        assert (ROOT / "workflow" / "report" / f"{fig}.rst").is_file(), fig
+
+
+def test_no_ticket_numbers_in_sources_and_docs():
+    """Docs and code say what a change does, not which ticket asked for it."""
+    hits = []
+    for path in _tracked_text_files():
+        rel = path.relative_to(ROOT)
+        if not (rel.parts[0] in ("src", "docs", "workflow") or str(rel) == "README.md"):
+            continue
+        for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if re.search(r"issue[- ]?#?[0-9]+", line, flags=re.I) and "https://" not in line:
+                hits.append(f"{rel}:{lineno}: {line.strip()[:100]}")
+    assert not hits, "ticket numbers:\n" + "\n".join(hits)

@@ -145,7 +145,7 @@ def test_rejects_bad_window():
 
 @pytest.mark.slow
 def test_replicon_operator_predicts_the_erm_susceptibility():
-    """Finite-D check of T itself (benchmarks/replicon_vs_hessian.py, docs/theory.md §11): at a
+    """Finite-D check of T itself (scripts/replicon_vs_hessian.py, docs/theory.md §11): at a
     stable point with two tokens (linear σ, L = 2, spiked ν = 1, λ = 0.1, α = 10, no prox jumps)
     the ERM minimum's (1/D) tr H⁻¹ → V and (1/D) tr (H⁻²)_aa → [(I − T)⁻¹V²]_aa (4 seeds at
     D = 200, float64 L-BFGS; tolerance 4 × (seed s.e. ⊕ 2 %)). The cross-token blocks A_ℓℓ' (ℓ ≠ ℓ')

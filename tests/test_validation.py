@@ -68,10 +68,11 @@ def test_non_converged_theory_is_not_enforced(tmp_path):
     rows = compare(open_store(store(tmp_path, 0.1, converged=False, extra_rep={"alpha_reached_down": 4.0})), CONFIG)
     assert not any(r["enforced"] for r in rows) and not any(r["agrees"] for r in rows)
     # the table says where the branch followed from above stopped (α = 4 on the way to α = 1)
-    from slrpipe.store.validation import _verdict
+    from slrpipe.store.validation import format_table
 
-    assert _verdict(rows[0]).endswith("(not enforced: not converged; branch ends from above at α=4)")
-    assert _verdict(rows[1]).endswith("(not enforced: not converged)")
+    notes = format_table(rows).split("notes:\n", 1)[1].splitlines()
+    assert notes[0].endswith(": not enforced (not converged); branch ends from above at α=4")
+    assert notes[1].endswith(": not enforced (not converged)")
 
 
 def test_risk_at_learned_weights_is_compared_when_present(tmp_path):
@@ -119,14 +120,14 @@ def test_ill_conditioned_theory_is_reported_not_enforced(tmp_path):
 
 def test_rs_stability_and_verdict_columns(tmp_path):
     """RS stability from the replica output enters the rows (grid points only) and decides the
-    issue-#14 verdict of a disagreeing point: RS unstable vs unexplained (slrpipe.store.verdict)."""
+    verdict of a disagreeing point: RS unstable vs unexplained (slrpipe.store.verdict)."""
     from slrpipe.store.aggregate import open_store
     from slrpipe.store.validation import format_table
 
     bad = compare(open_store(store(tmp_path, 0.1, extra_rep={"rs_stable": 0.0, "replicon": 1.3})), CONFIG)
     assert all(r["rs_stable"] == 0.0 and r["replicon"] == pytest.approx(1.3) for r in bad)
     assert all(r["verdict"] == "RS unstable" for r in bad)
-    assert "RS unstable (replicon 1.30) | RS unstable" in format_table(bad)
+    assert "unstable ρ=1.30" in format_table(bad) and format_table(bad).count(" RS unstable\n") == 2
     mc = {"test_error_seed_mean": 0.5, "test_error_mc_sd": 0.002}  # the theory's MC error measured
     odd = compare(open_store(store(tmp_path / "b", 0.1, extra_rep={"rs_stable": 1.0, "replicon": 0.5, **mc})),
                   CONFIG)
@@ -139,7 +140,7 @@ def test_rs_stability_and_verdict_columns(tmp_path):
     ties = compare(open_store(store(tmp_path / "e", 0.1, extra_rep={"rs_stable": 0.0, "replicon": 0.8,
                                                                     "prox_tie_fraction": 3 / 4096})), CONFIG)
     assert all(r["prox_ties"] == 3 and r["theory_n_samples"] == 4096 for r in ties)
-    assert "RS unstable (replicon 0.80, 3 prox ties in 4096) | RS unstable" in format_table(ties)
+    assert "unstable ρ=0.80, ties 3/4096" in format_table(ties)
     plain = compare(open_store(store(tmp_path / "d", 0.1)), CONFIG)  # no stability in the store
     assert all(np.isnan(r["rs_stable"]) and r["verdict"] == "theory MC error not measured" for r in plain)
 
@@ -196,4 +197,30 @@ def test_ladder_rows_extrapolate_and_decide_the_verdict(tmp_path):
     (r,) = compare(open_store(ladder_store(tmp_path / "c", flat, flat)), cfg)
     assert r["verdict"] == "unexplained"
     text = format_table([r])
-    assert "D ladder" in text and "D=800: 0.6000 ± " in text and "→  D=∞: 0.6000 ± " in text
+    assert "D ladder" in text and "D=800: 0.6000±" in text and "D=∞: 0.6000 ± " in text
+    assert max(map(len, text.splitlines())) <= 120
+
+
+def test_text_table_is_at_most_120_columns_and_markdown_has_every_point(tmp_path):
+    """The widest cases: long names, every note, a 6-rung ladder, large values; the markdown
+    rendering (docs/validation.md's table) of the same rows."""
+    from slrpipe.store.aggregate import open_store
+    from slrpipe.store.validation import WIDTH, format_markdown, format_table
+
+    rows = compare(open_store(store(tmp_path, 0.1, converged=False,
+                                    extra_rep={"alpha_reached_down": 4.0, "alpha_reached_up": 0.7, "rs_stable": 0.0,
+                                               "replicon": 12.345, "prox_tie_fraction": 843 / 16384})), CONFIG)
+    long = [dict(r, experiment="a_rather_long_experiment_name_x", sigma="softplus_norm", D=10000, erm_mean=10.1234,
+                 erm_se=1.2345, theory=9.8765, theory_mc_se=0.4321, z=-100.53, rel_diff=-0.882, n_seeds=12,
+                 n_branches=2, theory_alt=3.4281, prox_ties=843.0, theory_n_samples=16384,
+                 verdict="theory MC error not measured", ladder_D=[128, 256, 512, 1024, 2048, 4096],
+                 ladder_erm=[1.0] * 6, ladder_erm_se=[0.01] * 6, ladder_ground_D=[128, 256, 512, 1024, 2048, 4096],
+                 ladder_ground=[1.0] * 6, ladder_ground_se=[0.01] * 6, erm_limit=1.0, erm_limit_se=0.01,
+                 erm_law="1/sqrt(D)", erm_chi2_dof=12.5, erm_fit_p=0.001, erm_fit_ok=False, ground_limit=1.0,
+                 ground_limit_se=0.01, ground_law="1/D", ground_chi2_dof=1.0, ground_fit_p=0.5, ground_fit_ok=True,
+                 z_limit=-3.2, z_ground_limit=1.1) for r in rows]
+    text = format_table(rows + long)
+    assert max(map(len, text.splitlines())) <= WIDTH, max(text.splitlines(), key=len)
+    assert "ERM vs replica theory: 4 points" in text.splitlines()[0]
+    md = format_markdown(rows + long).splitlines()
+    assert len([line for line in md if line.startswith("| a_rather_long")]) == 2 and md[-1].startswith("4 points: ")

@@ -5,6 +5,7 @@ One module-scoped run (about a minute on 2 cores) feeds every test here.
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -49,8 +50,74 @@ def planned_jobs(wd, *extra) -> dict[str, int]:
     return job_stats(out)
 
 
+def open_strictly(store):
+    """The store opened by plain xarray with every warning an error (consolidated metadata, nothing
+    foreign inside the store directory)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return xr.open_datatree(store, engine="zarr")
+
+
+def test_store_opens_cleanly_with_nothing_foreign_inside(done):
+    store = done / "results" / "slr.zarr"
+    tree = open_strictly(store)
+    assert {"population", "erm", "replica"} <= set(tree.children)
+    names = {p.name for p in store.rglob("*") if p.is_file()}
+    assert ".snakemake_timestamp" not in names and "zarr.json" in names
+    assert not any(p.name.startswith((".tmp-", ".old-")) for p in store.parent.iterdir())
+    assert (done / "results" / "slr.zarr.done").exists()  # the sentinel Snakemake tracks instead
+
+
+def test_unreadable_result_file_is_named_in_one_line_and_the_store_kept(done, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    results = tmp_path / "results"
+    shutil.copytree(done / "results", results, ignore=shutil.ignore_patterns("cache"))
+    before = open_strictly(results / "slr.zarr")["erm/spiked_L2"].to_dataset().load()
+    bad = min((results / "erm").rglob("*.nc"))
+    bad.write_bytes(bad.read_bytes()[:1000])  # a truncated result file
+    proc = subprocess.run([sys.executable, "-m", "slrpipe", "aggregate", "--config", str(done / "config" / "smoke.yaml"),
+                           "--out", str(results / "slr.zarr")], capture_output=True, text=True, timeout=600, check=False,
+                          env=dict(__import__("os").environ, PYTHONPATH=str(done / "src")))
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if "Traceback" in line or "error" in line.lower()]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert str(bad) in errors[0] and f"rm {bad}" in errors[0], errors[0]
+    # the previous store is intact, and no temporary sibling is left behind
+    after = open_strictly(results / "slr.zarr")["erm/spiked_L2"].to_dataset().load()
+    xr.testing.assert_identical(before, after)
+    assert not any(p.name.startswith((".tmp-", ".old-")) for p in results.iterdir())
+
+
+def test_snakemake_keeps_the_store_and_regenerates_a_removed_result(done, tmp_path):
+    """Through Snakemake: a truncated result file fails the aggregation with its one line in the
+    log, the last good store stays readable, and the advice (rm the file, rerun the same command)
+    regenerates it and aggregates again."""
+    import shutil
+
+    wd = tmp_path / "wf"
+    shutil.copytree(done, wd, ignore=shutil.ignore_patterns("cache"), symlinks=True)
+    bad = min((wd / "results" / "erm").rglob("*_informed-r0_lbfgs.nc"))
+    bad.write_bytes(bad.read_bytes()[:1000])
+    proc = snakemake(wd, *SMOKE, check=False)
+    assert proc.returncode != 0
+    log = (wd / "results" / "logs" / "aggregate.log").read_text().splitlines()
+    rel = bad.relative_to(wd)
+    assert log[-1].startswith(f"slrpipe aggregate: error: cannot read result file {rel} ") and f"rm {rel} " in log[-1]
+    assert not (wd / "results" / "slr.zarr.done").exists()
+    open_strictly(wd / "results" / "slr.zarr")  # the last good store
+    bad.unlink()
+    snakemake(wd, *SMOKE)
+    assert bad.stat().st_size > 1000 and (wd / "results" / "slr.zarr.done").exists()
+    assert planned_jobs(wd) == {}
+
+
 def test_store_contents(done):
-    tree = xr.open_datatree(done / "results" / "slr.zarr", engine="zarr", consolidated=False)
+    tree = open_strictly(done / "results" / "slr.zarr")
     pop = tree["population/spiked_L2"].to_dataset()
     assert set(pop["sigma"].values) == {"bayes", "softmax", "linear"} and list(pop["nu"].values) == [0.5, 2.0]
     assert not pop["risk"].isnull().any()
@@ -68,14 +135,17 @@ def test_store_contents(done):
     # the Bayes-optimal curve on the same α grid, below the population risk of no information
     bo = rep["bayes_optimal_test_error"]
     assert bo.dims == ("alpha",) and bool(((bo > 0) & (bo < 1)).all()) and bool(rep["bayes_optimal_converged"].all())
-    assert (done / "results" / "validation.txt").read_text().count("spiked_L2") == 4  # 2 σ × 2 α
+    table = (done / "results" / "validation.txt").read_text()
+    rows = json.loads((done / "results" / "validation.json").read_text())
+    assert len(rows) == 4 and "== spiked_L2 ==" in table  # 2 σ × 2 α
+    assert max(map(len, table.splitlines())) <= 120 and table.startswith("ERM vs replica theory: 4 points")
     assert "slrpipe_version" in tree.attrs and "config" in tree.attrs and "git_commit" in tree.attrs
 
 
 def test_figures_are_real_images(done):
     import matplotlib.image as mpimg
 
-    for fig in ("fig2", "cor43", "erm_vs_population", "fig3", "optimization"):
+    for fig in ("fig2", "cor43", "erm_vs_population", "fig3", "optimization", "validation"):
         png, pdf = done / "results" / "figures" / f"{fig}.png", done / "results" / "figures" / f"{fig}.pdf"
         assert pdf.stat().st_size > 5_000 and pdf.read_bytes()[:4] == b"%PDF"
         img = mpimg.imread(png)
@@ -96,10 +166,11 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
     path.write_text(yaml.safe_dump(cfg))
     out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
     # new α: 2 datasets (seeds), one training batch per σ (its 2 seeds), then the plan file,
-    # aggregation, the two figures with ERM markers and the ERM-vs-theory check; no theory job,
+    # aggregation, the three figures with ERM points and the ERM-vs-theory check; no theory job,
     # and not fig2/cor43
     assert job_stats(out) == {"generate_data": 2, "train_erm": 2, "plan": 1, "aggregate": 1,
-                              "fig_erm_vs_population": 1, "fig_fig3": 1, "validate": 1, "all": 1}, out
+                              "fig_erm_vs_population": 1, "fig_fig3": 1, "fig_validation": 1, "validate": 1,
+                              "all": 1}, out
     trained = trained_outputs(out)
     assert len(trained) == 4 and all("/alpha4/" in t for t in trained), trained
 
@@ -171,7 +242,7 @@ def test_population_only_config_end_to_end(workflow_dir):
            "figures": {"fig2": ["p"]}}
     (workflow_dir / "config" / "pop.yaml").write_text(yaml.safe_dump(cfg))
     snakemake(workflow_dir, "--cores", "2", "--configfile", "config/pop.yaml")
-    tree = xr.open_datatree(workflow_dir / "results" / "slr.zarr", engine="zarr", consolidated=False)
+    tree = open_strictly(workflow_dir / "results" / "slr.zarr")
     assert set(tree.children) == {"population"} and set(tree["population/p"]["sigma"].values) == {"bayes", "linear"}
     assert (workflow_dir / "results" / "figures" / "fig2.png").stat().st_size > 5_000
     assert not (workflow_dir / "results" / "validation.txt").exists()

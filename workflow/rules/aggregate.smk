@@ -1,5 +1,12 @@
 # One store for everything: results/slr.zarr, written once (atomically) by one local job, from the
 # plan file (the validated config and each experiment's result files; rewritten when they change).
+# Snakemake tracks the sentinel STORE_DONE beside the store, not the store itself: a directory()
+# output would get Snakemake's .snakemake_timestamp inside the zarr store and be deleted before the
+# job runs. The store is written to a temporary sibling and renamed over the old one when complete,
+# so a failed aggregation (e.g. an unreadable result file) keeps the last good store; Snakemake then
+# deletes only the sentinel, and the next run aggregates again.
+STORE = "results/slr.zarr"
+STORE_DONE = f"{STORE}.done"
 
 
 rule plan:
@@ -21,10 +28,12 @@ rule aggregate:
         replica=list(PLAN.replica),
         length=list(PLAN.length),
     output:
-        directory("results/slr.zarr"),
+        STORE_DONE,
+    params:
+        store=STORE,
     log:
         "results/logs/aggregate.log",
     benchmark:
         "results/benchmarks/aggregate.tsv"
     shell:
-        f"{SLRPIPE} aggregate --plan {{input.plan}} --out {{output}} > {{log}} 2>&1"
+        f"{SLRPIPE} aggregate --plan {{input.plan}} --out {{params.store}} > {{log}} 2>&1 && touch {{output}}"

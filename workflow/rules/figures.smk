@@ -8,7 +8,7 @@ for _fig in FIGURE_INPUTS:
             f"fig_{_fig}"
         localrule: True
         input:
-            store=ancient("results/slr.zarr"),
+            store=ancient(STORE_DONE),  # the sentinel of results/slr.zarr (aggregate.smk)
             uses=figure_uses(_fig),
         output:
             pdf=f"results/figures/{_fig}.pdf",
@@ -21,6 +21,6 @@ for _fig in FIGURE_INPUTS:
         benchmark:
             f"results/benchmarks/figures/{_fig}.tsv"
         shell:
-            f"{SLRPIPE} figure {{params.fig}} --store {{input.store}} --experiments {{params.experiments}}"
+            f"{SLRPIPE} figure {{params.fig}} --store {STORE} --experiments {{params.experiments}}"
             " --out results/figures/{params.fig} > {log} 2>&1"
 

@@ -5,7 +5,7 @@
 rule validate:
     localrule: True
     input:
-        store="results/slr.zarr",
+        store=STORE_DONE,  # the sentinel of results/slr.zarr (aggregate.smk)
         plan=PLAN_FILE,
     output:
         "results/validation.txt",
@@ -14,4 +14,4 @@ rule validate:
     benchmark:
         "results/benchmarks/validate.tsv"
     shell:
-        f"{SLRPIPE} validate --store {{input.store}} --plan {{input.plan}} --out {{output}} > {{log}} 2>&1"
+        f"{SLRPIPE} validate --store {STORE} --plan {{input.plan}} --out {{output}} > {{log}} 2>&1"

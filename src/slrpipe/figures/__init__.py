@@ -13,4 +13,5 @@ REGISTRY = {
     "fig3": "replica",
     "length": "length",
     "optimization": "erm",
+    "validation": "replica",  # the verdict of every ERM point against the replica theory
 }

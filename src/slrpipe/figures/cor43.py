@@ -10,6 +10,13 @@ import matplotlib.pyplot as plt
 
 
 def plot(tree, experiments, out_stem):
+    """Corollary 4.3 (docs/model.md §7): per population experiment (one row of two panels) the
+    excess risk R* − Δ² vs ν on a log-linear and a log-log scale, with the ∝ 1/ν reference of
+    linear σ and the exp(−c ν) fit of softmax's tail (the fitted c in the legend).
+
+    ``tree``: the store (``open_store``), ``experiments``: population experiment names (dims
+    (sigma, nu), ν > 0 finite drawn), ``out_stem``: output path without extension. Returns the
+    written [pdf, png] paths. Raises KeyError for an experiment not in the store."""
     fig, axes = plt.subplots(len(experiments), 2, figsize=(6.8, 2.8 * len(experiments)), squeeze=False)
     for (ax_lin, ax_log), name in zip(axes, experiments):
         node = tree[f"population/{name}"].to_dataset()

@@ -32,6 +32,13 @@ def draw_erm(ax, erm, lam_styles=True, label_suffix="", var="test_error"):
 
 
 def plot(tree, experiments, out_stem):
+    """One panel per ERM experiment: its test error (informed start, largest D of a ladder; mean ±
+    s.e. over seeds) vs α, the population formula at the learned overlaps (crosses), the
+    population optimum of each σ (dashed) and the Bayes risk (dotted), from the store's
+    ``population/at_<experiment>`` node (docs/model.md §4–5).
+
+    ``out_stem``: output path without extension. Returns the written [pdf, png] paths. Raises
+    KeyError for an experiment (or its ``at_`` population node) not in the store."""
     fig, axes = panels(len(experiments), width=3.6, height=2.9)
     for ax, name in zip(axes, experiments):
         erm = reference(largest_D(tree[f"erm/{name}"].to_dataset()))  # the informed start (largest D of a ladder)

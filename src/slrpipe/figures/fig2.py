@@ -19,6 +19,9 @@ def nu_axis(nu: np.ndarray):
 
 
 def draw_panel(ax, node, log_y=False):
+    """The optimal population risk vs ν of every σ of a population node (dims (sigma, nu)) on
+    ``ax``; ν = ∞ (max-SLR) drawn as star markers at the right edge (:func:`nu_axis`); ``log_y``:
+    a log risk axis. Source: docs/model.md §4."""
     x = nu_axis(node["nu"].values)
     inf = ~np.isfinite(node["nu"].values)
     for s in ordered(node["sigma"].values):
@@ -43,6 +46,9 @@ def draw_panel(ax, node, log_y=False):
 
 
 def plot(tree, experiments, out_stem):
+    """Fig. 2 of the paper: one panel per population experiment (:func:`draw_panel`), one legend
+    below. ``out_stem``: output path without extension. Returns the written [pdf, png] paths.
+    Raises KeyError for an experiment not in the store."""
     fig, axes = panels(len(experiments))
     for ax, name in zip(axes, experiments):
         draw_panel(ax, tree[f"population/{name}"].to_dataset())

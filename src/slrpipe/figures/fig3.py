@@ -4,7 +4,7 @@ its uninformed state-evolution branch dotted where it differs, docs/theory.md §
 ERM markers are the population risk at the learned (k, v) (``test_error_pop``, mean ± s.e. over
 seeds) when the store has it — the quantity the theory predicts, free of test-set noise — else
 the finite-test-set error. Where the RS equations have a second fixed point (``n_branches = 2``,
-docs/theory.md §10) its test error is drawn as small open diamonds. Theory lines are the mean
+docs/validation.md §1 (v)) its test error is drawn as small open diamonds. Theory lines are the mean
 over the Monte Carlo draws of the channel where the sweep made several (``mc_seeds``); points
 whose Monte Carlo s.d. exceeds the validation's ``max_theory_rel_sd`` of the value (from the
 config the store carries; near a fold, where the RS prediction is ill-conditioned and not
@@ -61,6 +61,12 @@ def draw_theory(ax, alpha, err, stable, **kw) -> bool:
 
 
 def plot(tree, experiments, out_stem):
+    """Fig. 3 of the paper (module docstring): one panel per replica experiment, the theory lines of
+    each (σ, λ), the ERM markers of its linked experiment and the Bayes-optimal error.
+
+    ``tree``: the store; its root ``config`` attribute gives ``validation.max_theory_rel_sd``
+    (the ill-conditioning crosses). ``out_stem``: output path without extension. Returns the
+    written [pdf, png] paths. Raises KeyError for an experiment not in the store."""
     fig, axes = panels(len(experiments), width=3.6, height=2.9)
     rel_sd = max_theory_rel_sd(json.loads(tree.attrs.get("config", "{}")))
     for ax, name in zip(axes, experiments):

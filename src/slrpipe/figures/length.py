@@ -32,6 +32,13 @@ def fit_laws(L: np.ndarray, nu_target: dict) -> dict:
 
 
 def plot(tree, experiments, out_stem):
+    """One row of three panels per length experiment (docs/theory.md §12; Cor. 4.3–4.4): (a) the
+    optimal excess risk R* − Δ² vs L at each ν (with linear σ's closed form on spiked-SLR), (b)
+    the ν reaching ``target_risk`` vs L with fitted laws (:func:`fit_laws`), (c) the optimum for
+    L ~ Unif{1..var_L_max} vs ν, where the node has it.
+
+    ``out_stem``: output path without extension. Returns the written [pdf, png] paths. Raises
+    KeyError for an experiment not in the store."""
     fig, axes = plt.subplots(len(experiments), 3, figsize=(11.0, 3.2 * len(experiments)), squeeze=False)
     for (ax_r, ax_n, ax_v), name in zip(axes, experiments):
         node = tree[f"length/{name}"].to_dataset()

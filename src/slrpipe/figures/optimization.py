@@ -1,4 +1,4 @@
-"""Figure ``optimization``: what gradient-based training reaches from random starts (issue 13).
+"""Figure ``optimization``: what gradient-based training reaches from random starts.
 
 The figure's experiments are read as one study of one data setting (same model, ν, L, Δ; the first
 λ of each): those with L-BFGS runs give panels (a) and (c), those with first-order runs (gd, sgd,
@@ -69,6 +69,8 @@ def replica_at(rep, sigma, lam, alpha, var="test_error") -> float:
 
 
 def mean_se(da: xr.DataArray, dim="seed"):
+    """Mean over ``dim`` and its standard error (s.d. with ddof 1 / √count; NaN where fewer than
+    two values), both DataArrays without ``dim``; NaN values are skipped."""
     n = da.count(dim)
     return da.mean(dim), (da.std(dim, ddof=1) / np.sqrt(n)).where(n > 1)
 
@@ -88,6 +90,17 @@ def _err_var(ds) -> str:
 
 
 def plot(tree, experiments, out_stem):
+    """The figure 'optimization' (module docstring): panels (a) informed vs best random start vs α
+    against the replica line, (b) the population risk along first-order training from random
+    starts, (c) the fraction of random starts at the informed minimum.
+
+    ``experiments``: ERM experiment names of one setting (model, L, ν, Δ), e.g. an L-BFGS sweep
+    with random starts and a GD run with trajectories. ``out_stem``: output path without
+    extension. Returns the written [pdf, png] paths.
+
+    Raises:
+        ValueError: no experiment, or experiments of different settings.
+    """
     nodes = [largest_D(tree[f"erm/{name}"].to_dataset()) for name in experiments]  # largest D of a ladder
     if not nodes:
         raise ValueError("experiments: the optimization figure needs at least one erm experiment")

@@ -27,6 +27,8 @@ plt.rcParams.update({"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "
 
 
 def ordered(sigmas):
+    """The σ names as str, in the figures' fixed order (``ORDER``: bayes, softmax, softplus_norm,
+    erf, linear; unknown names last)."""
     sigmas = [str(s) for s in sigmas]
     return sorted(sigmas, key=lambda s: ORDER.index(s) if s in ORDER else len(ORDER))
 
@@ -73,6 +75,8 @@ def log_error_axis(ax, label="test error"):
 
 
 def panels(n: int, width=3.3, height=2.7):
+    """A figure with ``n`` panels side by side, each ``width`` × ``height`` inches; returns
+    (figure, [axes])."""
     fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
     return fig, list(axes[0])
 

@@ -33,7 +33,8 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.data import SLRTask
-from slrpipe.io import read_netcdf, write_zarr
+from slrpipe.io import atomic_dir, write_zarr
+from slrpipe.io import read_netcdf as _read_netcdf
 from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
 from slrpipe.store.ground import add_ground_state
@@ -42,6 +43,28 @@ from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
 from slrpipe.vocabulary import TEACHER_SEED_OFFSET
 
 log = logging.getLogger(__name__)
+
+
+class UnreadableResult(ValueError):
+    """A result file that cannot be read (truncated, or not a netCDF file); the message is one line
+    naming the file and how to regenerate it. A ``ValueError``, so the CLI prints it as one line."""
+
+
+def read_netcdf(path) -> xr.Dataset:
+    """:func:`slrpipe.io.read_netcdf`, with any failure to read the file raised as one line naming
+    it and how to regenerate it.
+
+    Raises:
+        UnreadableResult: the file is missing, truncated or not a netCDF file.
+    """
+    try:
+        return _read_netcdf(path)
+    except Exception as exc:  # noqa: BLE001  (scipy/h5netcdf/xarray: OSError, ValueError, IndexError, KeyError …)
+        why = " ".join(str(exc).split())[:120] or type(exc).__name__
+        raise UnreadableResult(
+            f"cannot read result file {path} ({type(exc).__name__}: {why}); regenerate it: "
+            f"rm {path} && rerun the same snakemake command (add --rerun-incomplete after an interrupted run)"
+        ) from None
 
 
 def _scalars(ds: xr.Dataset) -> xr.Dataset:
@@ -177,6 +200,8 @@ def replica_node(files) -> xr.Dataset:
 
 
 def git_commit() -> str:
+    """The commit the working directory is at (``git rev-parse HEAD``), or "unknown" outside a git
+    checkout or without git (provenance of the store's root attributes)."""
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                               check=True, timeout=10).stdout.strip()
@@ -225,7 +250,29 @@ def _build_store(members: dict, config: dict, out) -> Path:
     root = xr.Dataset(attrs=provenance(config=config, git_commit=git_commit(),
                                        constraints_sha256=constraints_sha256()))
     tree = xr.DataTree.from_dict({"/": root, **nodes})
-    return write_zarr(tree, out)
+    return write_store(tree, out)
+
+
+def write_store(tree: xr.DataTree, out) -> Path:
+    """Write ``tree`` to the zarr v3 store ``out`` with consolidated metadata, atomically.
+
+    :func:`slrpipe.io.write_zarr` writes the tree into a temporary sibling directory, the metadata
+    of every node is then consolidated into its root ``zarr.json`` (so that
+    ``xarray.open_datatree(out, engine="zarr")`` opens it without listing the directory and without
+    a warning), and only then is the directory renamed over ``out``: a failed aggregation leaves the
+    previous store in place. zarr-python's warning that consolidated metadata is not yet part of
+    the zarr v3 specification is silenced (xarray and zarr-python read it).
+    """
+    import warnings
+
+    import zarr
+
+    with atomic_dir(out) as tmp:
+        write_zarr(tree, tmp)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Consolidated metadata is currently not part")
+            zarr.consolidate_metadata(str(tmp))
+    return Path(out)
 
 
 def _fixed_strings(ds: xr.Dataset) -> xr.Dataset:
@@ -239,10 +286,21 @@ def _fixed_strings(ds: xr.Dataset) -> xr.Dataset:
 
 def open_store(path) -> xr.DataTree:
     """Open ``results/slr.zarr`` as an ``xarray.DataTree`` (loaded into memory; string variables as
-    numpy unicode arrays, as written)."""
+    numpy unicode arrays, as written).
+
+    Stores of this version carry consolidated metadata (:func:`slrpipe.io.write_zarr`); a store
+    written by an earlier version (no consolidated metadata, Snakemake's ``.snakemake_timestamp``
+    inside) is still opened, without xarray's fallback warning.
+
+    Raises:
+        FileNotFoundError: no store at ``path``.
+    """
     import warnings
 
-    with warnings.catch_warnings():  # Snakemake's .snakemake_timestamp marker inside directory outputs
+    if not Path(path).exists():
+        raise FileNotFoundError(f"no store at {path}: run the workflow (snakemake) or `slrpipe aggregate` first")
+    with warnings.catch_warnings():  # stores of earlier versions only
         warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
-        tree = xr.open_datatree(path, engine="zarr", consolidated=False).load()
+        warnings.filterwarnings("ignore", message="Failed to open Zarr store with consolidated metadata")
+        tree = xr.open_datatree(path, engine="zarr").load()
     return tree.map_over_datasets(_fixed_strings)

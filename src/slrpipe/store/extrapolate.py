@@ -24,7 +24,7 @@ Coverage, measured on synthetic ladders (D = 250 … 4000, 400 draws, tests/test
 1/D and 1/√D truths of several strengths (without the t factor and with an acceptance-based
 systematic instead of the weighted one: down to 89 %).
 z-score against a theory value: z = (a − theory)/√(se_a² + se_theory²).
-Pure numpy/scipy; source: docs/theory.md §10 (validation), issue #14.
+Pure numpy/scipy; source: docs/validation.md §2 (the D ladders).
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class LawFit:
 
     @property
     def acceptable(self) -> bool:
+        """Whether the fit is acceptable: no degrees of freedom left, or p-value ≥ ``P_ACCEPT``."""
         return self.dof == 0 or self.p_value >= P_ACCEPT
 
 

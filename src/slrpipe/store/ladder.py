@@ -5,7 +5,7 @@ dim (slrpipe.store.aggregate.erm_node). Figures draw its largest D (:func:`large
 validation table (slrpipe.store.validation) also gets, per (σ, λ, α), the per-D seed means and
 their extrapolation D → ∞ (:func:`point_ladder`, by slrpipe.store.extrapolate: a + b/D or
 a + b/√D, the lower χ², error bar Birge-inflated ⊕ the law-choice systematic). Source:
-docs/theory.md §10, issue #14.
+docs/validation.md §2 (the D ladders).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ theory and simulation may part: low SNR with low regularisation); replica points
 converge; ill-conditioned points, where the Monte Carlo s.d. of one draw (``test_error_mc_sd``)
 exceeds ``max_theory_rel_sd`` × theory — near a fold of the RS equations the fixed point's
 sensitivity to any perturbation diverges, to channel noise and to finite-D corrections alike
-(docs/theory.md §10); and points where the RS equations have two fixed points (``n_branches = 2``;
+(docs/validation.md §1 (ii)); and points where the RS equations have two fixed points (``n_branches = 2``;
 which one ERM reaches is then not predicted; ``theory_alt`` gives the other). For a point that did
 not converge, ``reached_down``/``reached_up`` say how far the continuation from above/below
 followed its branch (the folds around a window without a fixed point). ``erm_objective``
@@ -41,14 +41,16 @@ ground-state values are those of the largest D; beside them each quantity's per-
 (``ladder_D``, ``ladder_erm``/``_se``, ``ladder_ground_D``, ``ladder_ground``/``_se``; s.e. t-corrected) and its
 extrapolation D → ∞ (slrpipe.store.ladder.point_ladder, rule of slrpipe.store.extrapolate):
 ``erm_limit`` ± ``erm_limit_se`` with its law, χ²/dof, p-value and ``z_limit`` against the theory
-(the same for ``ground_limit``). The issue-#14 verdict (slrpipe.store.verdict) then sees both
+(the same for ``ground_limit``). The per-point verdict (slrpipe.store.verdict) then sees both
 limits; the enforced check (``agrees``) stays on the largest D. :func:`format_table` adds a
 second section with one line per ladder row.
 """
 
 from __future__ import annotations
 
+import collections
 import json
+import textwrap
 
 import numpy as np
 import xarray as xr
@@ -56,6 +58,7 @@ import xarray as xr
 from slrpipe.io import write_text
 from slrpipe.store.ground import reference
 from slrpipe.store.ladder import largest_D, point_ladder
+from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS
 from slrpipe.store.verdict import verdict as point_verdict
 
 COLUMNS = ["experiment", "sigma", "lam", "alpha", "D", "n_seeds", "erm_quantity", "erm_mean", "erm_se",
@@ -73,7 +76,7 @@ _THEORY = {"theory": "test_error", "theory_seed_mean": "test_error_seed_mean", "
            "reached_down": "alpha_reached_down", "reached_up": "alpha_reached_up",
            "replicon": "replicon", "rs_stable": "rs_stable", "prox_tie_fraction": "prox_tie_fraction"}
 #: default ``validation.max_theory_rel_sd``: MC s.d. of one draw above this fraction of the value
-#: marks an ill-conditioned theory point (near a fold; docs/theory.md §10 (ii))
+#: marks an ill-conditioned theory point (near a fold; docs/validation.md §1 (ii))
 MAX_THEORY_REL_SD = 0.03
 def max_theory_rel_sd(config: dict) -> float:
     """The ill-conditioning threshold in force: ``validation.max_theory_rel_sd`` of the config, else
@@ -209,7 +212,7 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
                     ok = bool(abs(z) <= max_z or abs(rel) <= rel_tol) if np.isfinite(theory) else False
                     D = int(pt["D"].max()) if "D" in pt else -1
                     lad = _ladder_at(by_D, sigma, lam, alpha, quantity, theory, sd) if "D" in by_D.dims else {}
-                    # issue #14 verdict: the D → ∞ limits where the experiment has a ladder
+                    # the per-point verdict: the D → ∞ limits where the experiment has a ladder
                     th["verdict"] = point_verdict(theory, sd, mean, se, ground=ground["ground_mean"],
                                                   ground_se=ground["ground_se"], rs_stable=th["rs_stable"],
                                                   erm_limit=lad.get("erm_limit"), erm_limit_se=lad.get("erm_limit_se"),
@@ -223,102 +226,227 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
     return rows
 
 
+#: the widest line of the text table (``results/validation.txt``); every column of every row is in
+#: ``results/validation.json``
+WIDTH = 120
+
+
+def _finite(x) -> bool:
+    return x is not None and isinstance(x, (int, float, np.floating, np.integer)) and bool(np.isfinite(x))
+
+
+def _pm(x, se, digits: int = 4, sep: str = " ± ") -> str:
+    """'x ± se'; 'x' alone where the error is missing, '—' where the value is."""
+    if not _finite(x):
+        return "—"
+    return f"{x:.{digits}f}{sep}{se:.{digits}f}" if _finite(se) else f"{x:.{digits}f}"
+
+
+def _n(x, digits: int = 4) -> str:
+    """A number with ``digits`` decimals, '—' where missing."""
+    return f"{x:.{digits}f}" if _finite(x) else "—"
+
+
+def _wrap(text: str, width: int = WIDTH, indent: str = "    ") -> list[str]:
+    """``text`` as lines of at most ``width`` characters, continuation lines indented."""
+    return textwrap.wrap(text, width=width, subsequent_indent=indent, break_on_hyphens=False,
+                         break_long_words=True) or [""]
+
+
 def _branch_ends(r: dict) -> str:
     ends = [f"{side} at α={r[f'reached_{p}']:.3g}" for p, side in (("down", "from above"), ("up", "from below"))
-            if np.isfinite(r.get(f"reached_{p}", np.nan)) and not np.isclose(r[f"reached_{p}"], r["alpha"])]
-    return "; branch ends " + ", ".join(ends) if ends else ""
+            if _finite(r.get(f"reached_{p}")) and not np.isclose(r[f"reached_{p}"], r["alpha"])]
+    return "branch ends " + ", ".join(ends) if ends else ""
 
 
-def _verdict(r: dict) -> str:
-    if not np.isfinite(r["theory"]):
-        return "no theory" + _branch_ends(r)
-    verdict = "ok" if r["agrees"] else "DISAGREES"
+def _not_enforced(r: dict) -> str:
+    """Why the enforced check skips a point ('' where it is enforced): the first reason that
+    applies, in the order of the module docstring's list."""
     if r["enforced"]:
-        return verdict
-    # the first reason that applies, in the order of the module docstring's list
-    if not r["theory_converged"]:
-        why = "not converged" + _branch_ends(r)
-    elif r["n_branches"] > 1:
-        why = "2 RS branches"
-    elif r["ill_conditioned"]:
-        why = "ill-conditioned theory"
-    else:
-        why = "outside enforced range"
-    return f"{verdict} (not enforced: {why})"
-
-
-def _rs(r: dict) -> str:
-    """RS stability and the issue-#14 verdict (docs/theory.md §11), when the replica output has them."""
-    if not np.isfinite(r.get("rs_stable", np.nan)):
         return ""
-    return f" | RS {_rs_words(r)} | {r['verdict']}"
+    if not _finite(r["theory"]) or not r["theory_converged"]:
+        return "not converged"
+    if r["n_branches"] > 1:
+        return "2 RS branches"
+    if r["ill_conditioned"]:
+        return "ill-conditioned theory"
+    if r["n_seeds"] < 2:
+        return "one seed"
+    return "outside enforced range"
+
+
+def _check(r: dict) -> str:
+    """The enforced check: ok / FAIL; in parentheses where not enforced; '—' without a theory."""
+    if not _finite(r["theory"]):
+        return "—"
+    word = "ok" if r["agrees"] else ("FAIL" if r["enforced"] else "≠")
+    return word if r["enforced"] else f"({word})"
 
 
 def _rs_words(r: dict) -> str:
     """'stable'/'unstable' with the replicon and the prox ties among the N samples (docs/theory.md §11:
-    one tie shows a switching surface, none bounds its rate below 3/N at 95 %)."""
+    one tie shows a switching surface, none bounds its rate below 3/N at 95 %); '' where not computed."""
+    if not _finite(r.get("rs_stable")):
+        return ""
     ties = r.get("prox_ties", np.nan)
-    tie = f", {int(ties)} prox ties in {r['theory_n_samples']}" if np.isfinite(ties) else ""
+    tie = f", {int(ties)} prox ties in {r['theory_n_samples']}" if _finite(ties) else ""
     return f"{'stable' if r['rs_stable'] else 'unstable'} (replicon {r['replicon']:.2f}{tie})"
 
 
-def format_table(rows: list[dict]) -> str:
-    """Fixed-width text table of ``compare`` rows (ERM: risk at the learned weights, test: finite test set)."""
-    w = max([15] + [len(r["experiment"]) + 1 for r in rows])  # names never run into the σ column
-    head = (f"{'experiment':<{w}}{'sigma':<8}{'lam':>5}{'alpha':>7}{'D':>5}{'seeds':>6}{'ERM ± s.e.':>17}{'test':>8}"
-            f"{'theory ± MC':>17}{'alt':>8}{'obj ERM':>9}{'obj th':>8}{'z':>8}{'rel':>7}{'ground ± s.e.':>17}{'obj gr':>8}"
-            "  verdict")
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        lines.append(f"{r['experiment']:<{w}}{r['sigma']:<8}{r['lam']:>5g}{r['alpha']:>7.4g}{r['D']:>5}{r['n_seeds']:>6}"
-                     f"{r['erm_mean']:>9.4f} ± {r['erm_se']:<6.4f}{r['erm_test']:>7.4f}"
-                     f"{r['theory']:>9.4f} ± {r['theory_mc_se']:<6.4f}{r['theory_alt']:>7.4f}"
-                     f"{r['erm_objective']:>9.4f}{r['theory_objective']:>8.4f}{r['z']:>8.2f}{r['rel_diff']:>7.3f}"
-                     f"{r['ground_mean']:>9.4f} ± {r['ground_se']:<6.4f}{r['ground_objective']:>8.4f}  "
-                     f"{_verdict(r)}{_rs(r)}")
+def _rs_short(r: dict) -> str:
+    """The RS stability column: 'stable ρ=0.46' / 'unstable ρ=1.21, ties 3/4096'; '—' where not computed."""
+    if not _finite(r.get("rs_stable")):
+        return "—"
+    ties = r.get("prox_ties", np.nan)
+    tie = f", ties {int(ties)}/{r['theory_n_samples']}" if _finite(ties) else ""
+    return f"{'stable' if r['rs_stable'] else 'unstable'} ρ={r['replicon']:.2f}{tie}"
+
+
+def _starts(r: dict) -> str:
+    """'k/n': how many of the n seeds' ground states are not the informed start ('' without starts)."""
+    words = str(r.get("ground_starts", "")).split()
+    return words[0] if words else ""
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """The head of the text table: how many points, the enforced check, the count of each verdict."""
+    counts = collections.Counter(r["verdict"] for r in rows)
+    order = [v for v in (*VERDICTS, UNMEASURED, MISSING) if counts[v]]
+    enforced = [r for r in rows if r["enforced"]]
+    agree = sum(r["agrees"] for r in enforced)
+    return [f"ERM vs replica theory: {len(rows)} points; enforced check: {agree} of {len(enforced)} agree",
+            *_wrap("verdicts: " + (", ".join(f"{v} {counts[v]}" for v in order) or "none"))]
+
+
+_LEGEND = (
+    "ERM: population risk at the learned weights (test: on the finite test set), mean ± s.e. over seeds (n); "
+    "theory ± its Monte Carlo error; z and rel: ERM − theory in combined errors and relative to the theory; "
+    "check: the enforced test (|z| ≤ max_abs_z or |rel| ≤ rel_tol), in parentheses where not enforced (the notes "
+    "say why); verdict: slrpipe.store.verdict (docs/results.md §2). obj: α·J of ERM and min 𝓛/D of the theory; "
+    "ground: the lowest-objective start per seed (starts: seeds whose ground state is not the informed start); "
+    "RS: replica-symmetric stability (replicon ρ, prox ties in the theory's samples). "
+    "Every column of every row is in validation.json."
+)
+
+
+def format_table(rows: list[dict], width: int = WIDTH) -> str:
+    """The text table of ``compare`` rows (``results/validation.txt``), at most ``width`` columns per
+    line: a summary, then per replica experiment one line per (σ, λ, α) with the comparison and the
+    verdict, one with the objectives, ground state and RS stability, notes on the points not
+    enforced, and the D-ladder section (:func:`format_ladder`) where there is a ladder."""
+    lines = [*summary(rows), *_wrap(_LEGEND, width, indent=""), ""]
+    sw = max([8] + [len(r["sigma"]) + 1 for r in rows])
+    for name in dict.fromkeys(r["experiment"] for r in rows):
+        group = [r for r in rows if r["experiment"] == name]
+        lines.append(f"== {name} ==")
+        head = (f"{'sigma':<{sw}}{'lam':>6}{'alpha':>7}{'D':>6}{'n':>3}{'ERM ± s.e.':>16}{'theory ± MC':>16}"
+                f"{'z':>7}{'rel':>7}  {'check':<6} verdict")
+        lines += [head, "-" * min(len(head) + 20, width)]
+        for r in group:
+            lines.append(f"{r['sigma']:<{sw}}{r['lam']:>6g}{r['alpha']:>7.4g}{r['D']:>6}{r['n_seeds']:>3}"
+                         f"{_pm(r['erm_mean'], r['erm_se']):>16}{_pm(r['theory'], r['theory_mc_se']):>16}"
+                         f"{_n(r['z'], 2):>7}{_n(r['rel_diff'], 3):>7}  {_check(r):<6} {r['verdict']}")
+        head = (f"{'sigma':<{sw}}{'lam':>6}{'alpha':>7}{'test':>8}{'obj ERM':>9}{'obj th':>8}{'ground ± s.e.':>17}"
+                f"{'obj gr':>8}{'starts':>7}  RS")
+        lines += ["", head, "-" * min(len(head) + 30, width)]
+        for r in group:
+            lines.append(f"{r['sigma']:<{sw}}{r['lam']:>6g}{r['alpha']:>7.4g}{_n(r['erm_test']):>8}"
+                         f"{_n(r['erm_objective']):>9}{_n(r['theory_objective']):>8}"
+                         f"{_pm(r['ground_mean'], r['ground_se']):>17}{_n(r['ground_objective']):>8}"
+                         f"{_starts(r):>7}  {_rs_short(r)}")
+        notes = []
+        for r in group:
+            why = [w for w in (_not_enforced(r) and f"not enforced ({_not_enforced(r)})", _branch_ends(r)) if w]
+            if r["n_branches"] > 1 and _finite(r["theory_alt"]):
+                why.append(f"second RS fixed point {r['theory_alt']:.4f}")
+            if why:
+                notes += _wrap(f"{r['sigma']} λ={r['lam']:g} α={r['alpha']:.4g}: " + "; ".join(why), width)
+        if notes:
+            lines += ["", "notes:", *notes]
+        lines.append("")
     ladder = [r for r in rows if r.get("ladder_D")]
     if ladder:
-        lines += ["", *format_ladder(ladder)]
-    return "\n".join(lines)
-
-
-def _pm(x: float, se: float) -> str:
-    return f"{x:.4f} ± {se:.4f}" if np.isfinite(x) else "—"
+        lines += format_ladder(ladder, width)
+    return "\n".join(lines).rstrip("\n")
 
 
 def _fit(r: dict, who: str) -> str:
-    if not np.isfinite(r[f"{who}_limit"]):
+    if not _finite(r[f"{who}_limit"]):
         return "no fit"
-    chi = f", χ²/dof {r[f'{who}_chi2_dof']:.2f}, p {r[f'{who}_fit_p']:.2f}" if np.isfinite(r[f"{who}_chi2_dof"]) else ""
+    chi = f", χ²/dof {r[f'{who}_chi2_dof']:.2f}, p {r[f'{who}_fit_p']:.2f}" if _finite(r[f"{who}_chi2_dof"]) else ""
     return f"{_pm(r[f'{who}_limit'], r[f'{who}_limit_se'])} [{r[f'{who}_law']}{chi}{'' if r[f'{who}_fit_ok'] else ', poor fit'}]"
 
 
-def format_ladder(rows: list[dict]) -> list[str]:
+def format_ladder(rows: list[dict], width: int = WIDTH) -> list[str]:
     """The D-ladder section of the table: per row the theory, the informed start's and the ground
     state's seed mean ± s.e. at each D, their D → ∞ limits (law, χ²/dof, p) with z against the
-    theory, RS stability and the verdict (module docstring)."""
-    out = ["D ladder: ERM (informed start) and ground state (lowest objective over starts) at each D, "
-           "extrapolated D → ∞ (a + b/D or a + b/√D, slrpipe.store.extrapolate)"]
+    theory, RS stability and the verdict (module docstring); lines of at most ``width`` columns."""
+    out = [*_wrap("D ladder: ERM (informed start) and ground state (lowest objective over starts) at each D, "
+                  "extrapolated D → ∞ (a + b/D or a + b/√D, slrpipe.store.extrapolate)", width, indent=""), ""]
     for r in rows:
-        rs = "" if not np.isfinite(r.get("rs_stable", np.nan)) else f"RS {_rs_words(r)}"
-        out.append(f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g}: theory "
-                   f"{_pm(r['theory'], r['theory_mc_se'] if np.isfinite(r['theory_mc_se']) else 0.0)}"
-                   f"{'; ' + rs if rs else ''}; verdict: {r['verdict']}")
+        rs = _rs_words(r)
+        out += _wrap(f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g}: theory "
+                     f"{_pm(r['theory'], r['theory_mc_se'])}{'; RS ' + rs if rs else ''}; verdict: {r['verdict']}",
+                     width)
         for who, label in (("erm", "informed"), ("ground", "ground")):
             if not r[f"ladder_{who}"]:
                 continue
             Ds = r["ladder_D" if who == "erm" else "ladder_ground_D"]
-            per_D = "  ".join(f"D={d}: {_pm(m, e)}" for d, m, e in zip(Ds, r[f"ladder_{who}"], r[f"ladder_{who}_se"]))
+            per_D = "  ".join(f"D={d}: {_pm(m, e, sep='±')}" for d, m, e in zip(Ds, r[f"ladder_{who}"], r[f"ladder_{who}_se"]))
             z = r["z_limit" if who == "erm" else "z_ground_limit"]
-            out.append(f"    {label:<9}{per_D}  →  D=∞: {_fit(r, who)}  z {z:.2f}")
+            out += _wrap(f"    {label:<9}{per_D}", width, indent=" " * 13)
+            out += _wrap(f"    {'':<9}D=∞: {_fit(r, who)}  z {z:.2f}", width, indent=" " * 13)
     return out
 
 
+#: how docs/validation.md writes the extrapolation laws
+_LAWS = {"1/D": "1/D", "1/sqrt(D)": "1/√D"}
+
+
+def format_markdown(rows: list[dict]) -> str:
+    """The verdict table as markdown, as docs/validation.md quotes it: per point the theory, ERM
+    from the informed start and the ground state at each D of the ladder, the D → ∞ limit of each
+    (law; z against the theory), RS stability (replicon, prox ties among the theory's samples) and
+    the verdict; then the count of each verdict. ``rows``: those of :func:`compare` or of
+    ``results/validation.json`` (NaN or None for a missing value)."""
+    def num(x, digits=3):
+        return _pm(x, None, digits)
+
+    def limit(r, who):
+        if not _finite(r.get(f"{who}_limit")):
+            return "—"
+        z = r["z_limit" if who == "erm" else "z_ground_limit"]
+        return (f"{num(r[f'{who}_limit'])} ± {num(r[f'{who}_limit_se'])} "
+                f"({_LAWS.get(r[f'{who}_law'], r[f'{who}_law'])}; {z:+.1f})")
+
+    def rs(r):
+        if not _finite(r.get("rs_stable")):
+            return "—"
+        tie = f", {int(r['prox_ties'])}" if _finite(r.get("prox_ties")) else ""
+        return f"{'stable' if r['rs_stable'] else 'unstable'} ({r['replicon']:.2f}{tie})"
+
+    if not rows:
+        return "0 points"
+    Ds = " / ".join(map(str, rows[0].get("ladder_D") or [rows[0]["D"]]))
+    out = [(f"| setting | σ | λ | α | theory | informed D = {Ds} | ground D = {Ds} | informed D → ∞ (law; z) "
+            "| ground D → ∞ (law; z) | RS (replicon, ties) | verdict |"), "|" + "---|" * 11]
+    for r in rows:
+        per_D = {w: " / ".join(map(num, r.get(f"ladder_{w}") or [r[f"{w}_mean"]])) for w in ("erm", "ground")}
+        out.append(f"| {r['experiment']} | {r['sigma']} | {r['lam']:g} | {r['alpha']:g} | "
+                   f"{_pm(r['theory'], r['theory_mc_se'])} | {per_D['erm']} | {per_D['ground']} | {limit(r, 'erm')} | "
+                   f"{limit(r, 'ground')} | {rs(r)} | {r['verdict']} |")
+    counts = collections.Counter(r["verdict"] for r in rows)
+    out += ["", f"{len(rows)} points: " + ", ".join(f"{v}: {n}" for v, n in counts.most_common())]
+    return "\n".join(out)
+
+
 def failures(rows: list[dict]) -> list[dict]:
+    """The rows of :func:`compare` that are enforced and disagree (the ones that fail the check)."""
     return [r for r in rows if r["enforced"] and not r["agrees"]]
 
 
 def to_json(rows) -> str:
+    """``rows`` as indented JSON (``results/validation.json``); NumPy scalars as floats, NaN as NaN."""
     return json.dumps(rows, indent=1, default=float)
 
 

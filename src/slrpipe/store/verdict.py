@@ -1,4 +1,5 @@
-"""Per-point verdict of the theory-vs-ERM comparison (issue #14; docs/theory.md §10–11).
+"""Per-point verdict of the theory-vs-ERM comparison (docs/results.md §2; the measured runs:
+docs/validation.md §2; RS stability: docs/theory.md §11).
 
 Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order:
   1. ``agrees``: ERM (informed start, at the largest D measured) agrees with the theory: NOT
@@ -11,7 +12,7 @@ Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order
      both shows nothing, and the limit lies closer to the theory than to the largest-D value: for
      a Gaussian limit estimate the data then favour "the gap closes as D → ∞" over "no drift"
      (without this clause a limit 3.9 s.e. from the theory and 0.6 s.e. from the largest-D value
-     would count, as at max-SLR softmax λ = 0.01, α = 0.5, docs/theory.md §10);
+     would count, as at max-SLR softmax λ = 0.01, α = 0.5, docs/validation.md §2);
   3. ``ERM not at its ground state``: not 1–2, but the ERM ground state (lowest training objective
      over informed and random starts) agrees, at the largest D or extrapolated (same rules, the
      precision clause of 2 against the ground state at the largest D);
@@ -19,11 +20,11 @@ Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order
      (``rs_stable`` False, docs/theory.md §11): the replica-symmetric prediction is not expected
      to be exact there;
   5. ``unexplained``: none of the above — a bug until shown otherwise.
-``theory missing`` (not one of the issue's five) is returned where the theory has no converged
+``theory missing`` (not one of the five) is returned where the theory has no converged
 value: nothing is compared there; ``theory MC error not measured`` where the point would be
 ``unexplained`` but the theory's Monte Carlo error is unknown (one draw, ``mc_seeds`` = 1): a gap
-there may be that error (near a fold, or where the fixed point depends on the draw: docs/theory.md
-§9–10), so it is not called a bug before the error is measured. Missing ERM data (None/NaN)
+there may be that error (near a fold, or where the fixed point depends on the draw: docs/validation.md
+§1 (ii), §3), so it is not called a bug before the error is measured. Missing ERM data (None/NaN)
 simply cannot make a rule hold, so a point with RS stable and only the informed ERM disagreeing is
 ``unexplained`` until the D ladder and the ground state are measured.
 """

@@ -9,7 +9,7 @@ script solves the RS point, builds T (``stability``), trains ERM at finite D fro
 start (float64 L-BFGS), forms H by autodiff and prints both sides. Valid where the prox does not
 jump (no ties): the Hessian sees only the pointwise Jacobian.
 
-Usage: python benchmarks/replicon_vs_hessian.py [--sigma linear --L 1 --nu 1 --lam 0.1 --alpha 2
+Usage: python scripts/replicon_vs_hessian.py [--sigma linear --L 1 --nu 1 --lam 0.1 --alpha 2
        --D 400 --seeds 0 1 --n-theory 16384]
 """
 

@@ -1,8 +1,8 @@
 """Is there an RS fixed point near the ERM solution? Solve the replica equations started from the
-overlaps ERM learned (docs/theory.md §10 (iv)), for points where the sweep from its default init
+overlaps ERM learned (docs/validation.md §1 (iv)), for points where the sweep from its default init
 found none.
 
-Usage: python benchmarks/replica_from_erm.py --store results/slr.zarr --experiment spiked_L3_nu1 \
+Usage: python scripts/replica_from_erm.py --store results/slr.zarr --experiment spiked_L3_nu1 \
            --sigma softmax --lam 0.01 --alphas 5,10,20 [--n-samples 8192]
 (the store of a `config/validation.yaml` run). Start: (m_k, q_k, m_v, q_v) = seed means of ERM,
 V_k = V_v = 1 (ERM does not measure V). Stages, each from the previous one's best point, until one

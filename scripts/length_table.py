@@ -4,7 +4,7 @@ over seeds, informed start), the population optimum of the same σ and the Bayes
 replica prediction where the store has a replica experiment linked to it (``erm:``) (its test error
 at that α, non-converged points as "n.c.").
 
-Usage: python benchmarks/length_table.py --store results/slr.zarr [--experiments spiked_L16_nu16,spiked_L64_nu16]
+Usage: python scripts/length_table.py --store results/slr.zarr [--experiments spiked_L16_nu16,spiked_L64_nu16]
 """
 
 from __future__ import annotations

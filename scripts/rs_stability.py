@@ -8,7 +8,7 @@ and the share of the largest contributions are printed beside the per-pair s.e.
 Prints: state, replicon ± s.e., jump slope, ties, share of the top 1/10/100 samples in tr T,
 CPU seconds of each evaluation.
 
-Usage: python benchmarks/rs_stability.py [--sigma softmax --model spiked --nu 1 --L 3 --delta 0
+Usage: python scripts/rs_stability.py [--sigma softmax --model spiked --nu 1 --L 3 --delta 0
        --lam 0.1 --alphas 2 5 --n 4096 --n-check 16384 --check-seeds 1 2]
 """
 

@@ -3,7 +3,7 @@ and the ground state over all starts (test error = population risk at the learne
 objective α·J = 𝓛/D at the end of training, mean ± s.e. over seeds), the replica prediction where the
 store has one of the same setting, and the fraction of random starts at the informed minimum.
 
-Usage: python benchmarks/optimization_table.py --store results/slr.zarr --experiment opt_spiked_L3_nu1
+Usage: python scripts/optimization_table.py --store results/slr.zarr --experiment opt_spiked_L3_nu1
 """
 
 from __future__ import annotations

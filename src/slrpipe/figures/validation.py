@@ -1,0 +1,102 @@
+"""Figure 'validation': the verdict of every (setting, σ, λ, α) point at a glance.
+
+One panel per replica experiment that names an ERM experiment (``erm:``): one row per (σ, λ), one
+column per α of the ERM grid; each cell is coloured by the point's verdict
+(:func:`slrpipe.store.verdict.verdict`, docs/results.md §2) and carries the relative gap
+(ERM − theory) / theory in percent, with ✓ / ✗ where the enforced check agrees / fails. The rows
+are those of ``results/validation.txt`` (:func:`slrpipe.store.validation.compare`, with the
+thresholds of the config kept in the store's root attributes).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from matplotlib.patches import Patch
+
+from slrpipe.figures.style import plt, save
+from slrpipe.store.validation import compare
+from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS
+
+#: cell colour of each verdict (colour-blind-safe Okabe–Ito hues, light enough for black text)
+VERDICT_COLORS = {
+    VERDICTS[0]: "#8fd19e",  # agrees
+    VERDICTS[1]: "#9ecae1",  # agrees after D → ∞
+    VERDICTS[2]: "#f6c85f",  # ERM not at its ground state
+    VERDICTS[3]: "#b9a9d9",  # RS unstable
+    VERDICTS[4]: "#e8776f",  # unexplained
+    UNMEASURED: "#f4a582",
+    MISSING: "#dddddd",
+}
+
+
+def verdict_grid(rows: list[dict]) -> tuple[list[tuple[str, float]], list[float], dict]:
+    """The rows of one experiment on a grid: the (σ, λ) row labels, the α columns (sorted) and
+    {(row, column): comparison row}. A (σ, λ, α) without an ERM point is absent from the dict."""
+    keys = list(dict.fromkeys((r["sigma"], r["lam"]) for r in rows))
+    alphas = sorted({r["alpha"] for r in rows})
+    cells = {(keys.index((r["sigma"], r["lam"])), alphas.index(r["alpha"])): r for r in rows}
+    return keys, alphas, cells
+
+
+def _cell_text(r: dict) -> str:
+    """'−4.0 %' and the enforced check (✓ agrees, ✗ fails; nothing where not enforced)."""
+    rel = r["rel_diff"]
+    if rel is None or not np.isfinite(rel):
+        return "—"
+    mark = (" ✓" if r["agrees"] else " ✗") if r["enforced"] else ""
+    return f"{100 * rel:+.1f} %{mark}"
+
+
+def draw_panel(ax, name: str, rows: list[dict]) -> None:
+    """One experiment's cells on ``ax`` (rows (σ, λ), columns α), verdict colours, gap text."""
+    keys, alphas, cells = verdict_grid(rows)
+    for (i, j), r in cells.items():
+        ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=VERDICT_COLORS.get(r["verdict"], "white"),
+                                   edgecolor="white", lw=1.5))
+        ax.text(j + 0.5, i + 0.5, _cell_text(r), ha="center", va="center", fontsize=7)
+    ax.set_xlim(0, len(alphas))
+    ax.set_ylim(len(keys), 0)
+    ax.set_xticks(np.arange(len(alphas)) + 0.5, [f"{a:g}" for a in alphas])
+    ax.set_yticks(np.arange(len(keys)) + 0.5, [f"{s}, λ = {lam:g}" for s, lam in keys])
+    ax.tick_params(length=0)
+    ax.grid(False)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    D = max(r["D"] for r in rows)
+    ax.set_title(f"{name}: (ERM − theory) / theory at D = {D}" if D > 0 else name, loc="left")
+    ax.set_xlabel("sample complexity α = n/D")
+
+
+def plot(tree, experiments, out_stem):
+    """Draw the panels of ``experiments`` (replica experiment names) and write ``out_stem``.pdf/.png.
+
+    ``tree``: the store (``results/slr.zarr``, :func:`slrpipe.store.aggregate.open_store`); its root
+    attribute ``config`` (JSON) gives each experiment's ERM link and the validation thresholds.
+    Returns the written paths.
+
+    Raises:
+        ValueError: an experiment names no ERM experiment, or the store has no ERM points for it.
+    """
+    config = json.loads(tree.attrs.get("config", "{}"))
+    groups = []
+    for name in experiments:
+        exp = (config.get("replica") or {}).get(name, {})
+        rows = compare(tree, dict(config, replica={name: exp})) if exp.get("erm") else []
+        if not rows:
+            raise ValueError(f"figure validation: replica experiment {name!r} has no linked ERM points "
+                             "(set erm: <an ERM experiment> in its config)")
+        groups.append((name, rows))
+    heights = [len(verdict_grid(rows)[0]) for _, rows in groups]
+    width = max(len(verdict_grid(rows)[1]) for _, rows in groups)
+    fig, axes = plt.subplots(len(groups), 1, figsize=(2.2 + 0.8 * width, 0.9 + 0.42 * sum(heights) + 0.6 * len(groups)),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for ax, (name, rows) in zip(axes[:, 0], groups):
+        draw_panel(ax, name, rows)
+    seen = {r["verdict"] for _, rows in groups for r in rows}
+    handles = [Patch(facecolor=c, label=v) for v, c in VERDICT_COLORS.items() if v in seen]
+    fig.tight_layout()
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(handles)),
+               frameon=False, title="verdict (✓ / ✗: enforced check agrees / fails)", title_fontsize=7.5)
+    return save(fig, out_stem)

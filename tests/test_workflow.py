@@ -111,9 +111,11 @@ def test_snakemake_keeps_the_store_and_regenerates_a_removed_result(done, tmp_pa
     assert not (wd / "results" / "slr.zarr.done").exists()
     open_strictly(wd / "results" / "slr.zarr")  # the last good store
     bad.unlink()
-    snakemake(wd, *SMOKE)
+    jobs = planned_jobs(wd)  # the same command plans the lost job and the aggregation
+    assert jobs["train_erm"] == 1 and jobs["aggregate"] == 1, jobs
+    snakemake(wd, "results/slr.zarr.done", *SMOKE)  # (run up to the store only, to save time)
     assert bad.stat().st_size > 1000 and (wd / "results" / "slr.zarr.done").exists()
-    assert planned_jobs(wd) == {}
+    open_strictly(wd / "results" / "slr.zarr")
 
 
 def test_store_contents(done):

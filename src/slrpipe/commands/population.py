@@ -11,7 +11,7 @@ import argparse
 
 from slrpipe.commands._common import parse_L, parse_nu
 from slrpipe.io import write_netcdf
-from slrpipe.jobs import PopulationJob, from_namespace, text
+from slrpipe.jobs import PopulationJob, from_namespace
 from slrpipe.provenance import provenance
 from slrpipe.vocabulary import BAYES, MODELS, SIGMAS
 
@@ -44,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
 
     job = from_namespace(PopulationJob, args)
     ds = population_sweep(job.sigma, job.model, job.L, list(job.nu_grid), job.delta, quad=QuadSpec(seed=args.qmc_seed))
-    ds.attrs.update(provenance(command="population", sigma=job.sigma, model=job.model, L=text(job.L),
-                               nu_grid=text(job.nu_grid), delta=job.delta, qmc_seed=args.qmc_seed))
+    ds.attrs.update(provenance(command="population", qmc_seed=args.qmc_seed))  # the parameters are coordinates
     write_netcdf(ds, args.out)
     return 0

@@ -22,7 +22,7 @@ def plot(tree, experiments, out_stem):
         node = tree[f"population/{name}"].to_dataset()
         nu = node["nu"].values
         ok = np.isfinite(nu) & (nu > 0)
-        delta2 = float(__import__("json").loads(node.attrs.get("delta", "0"))) ** 2
+        delta2 = float(node["delta"]) ** 2
         for s in ordered(node["sigma"].values):
             r = node["risk"].sel(sigma=s).values[ok] - delta2  # excess risk over the noise floor Δ²
             kw = dict(color=COLORS.get(s), label=LABELS.get(s, s), marker="o", ms=2.5)
@@ -44,7 +44,7 @@ def plot(tree, experiments, out_stem):
         ax_lin.set_xlabel("signal strength ν")
         ax_log.set_xlabel("signal strength ν")
         ax_lin.set_ylabel("excess risk  R* − Δ²")
-        ax_lin.set_title(setting_title(node.attrs) + " (log-lin)")
+        ax_lin.set_title(setting_title(node) + " (log-lin)")
         ax_log.set_title("(log-log)")
         ax_lin.legend(frameon=False)
         ax_log.legend(frameon=False)

@@ -60,6 +60,6 @@ def plot(tree, experiments, out_stem):
             log_error_axis(ax)
         else:
             ax.set_ylabel("test error")
-        ax.set_title(setting_title(erm.attrs))
+        ax.set_title(setting_title(erm))
     legend_below(fig, axes)
     return save(fig, out_stem)

@@ -38,7 +38,7 @@ def draw_panel(ax, node, log_y=False):
         ax.axvline(x[~inf].max() + 0.5 * (x[inf][0] - x[~inf].max()), color="grey", lw=0.6, ls=":")
     ax.set_xlabel("signal strength ν")
     ax.set_ylabel("optimal risk  R*")
-    ax.set_title(setting_title(node.attrs))
+    ax.set_title(setting_title(node))
     if log_y:
         ax.set_yscale("log")
     else:

@@ -121,6 +121,6 @@ def plot(tree, experiments, out_stem):
                                 label=f"ERM {LABELS.get(s, s)}, best λ (validation error)")
         log_alpha_axis(ax)
         log_error_axis(ax)
-        ax.set_title(setting_title(rep.attrs))
+        ax.set_title(setting_title(rep))
     legend_below(fig, axes)
     return save(fig, out_stem)

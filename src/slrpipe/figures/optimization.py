@@ -134,7 +134,7 @@ def plot(tree, experiments, out_stem):
                 r = rep["test_error"].sel(sigma=s).isel(lam=int(np.argmax(np.isclose(rep["lam"].values, lam))))
                 r = r.where(rep["converged"].sel(sigma=s, lam=r["lam"])) if "converged" in rep else r
                 ax_a.plot(rep["alpha"].values, r.values, color=c, lw=1, label=f"{LABELS.get(s, s)}, replica (RS)")
-        ax_a.set_title(f"(a) {setting_title(ds.attrs)}, λ = {lam:g}")
+        ax_a.set_title(f"(a) {setting_title(ds)}, λ = {lam:g}")
         _bayes(ax_a, rep, bayes_pop)
         _plain_log(ax_a.yaxis)
         ax_a.set_ylabel(f"test error ({'R at learned k, v' if var == 'test_error_pop' else 'test set'})")

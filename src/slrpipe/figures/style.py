@@ -33,19 +33,24 @@ def ordered(sigmas):
     return sorted(sigmas, key=lambda s: ORDER.index(s) if s in ORDER else len(ORDER))
 
 
-def setting_title(attrs: dict) -> str:
-    """'spiked-SLR, L = 2, Δ = 0' from a node's JSON-encoded experiment attributes."""
-    import json
+def setting_title(ds) -> str:
+    """'spiked-SLR, L = 2, ν = 1, Δ = 0.1' from a node's scalar coordinates model, L (text form,
+    slrpipe.lengths.format_L), ν (left out where ν is a dimension) and Δ (left out when 0)."""
+    from slrpipe.lengths import parse_L
 
-    get = lambda k, d=None: json.loads(attrs[k]) if k in attrs else d  # noqa: E731
-    model = {"spiked": "spiked-SLR", "max": "max-SLR"}.get(get("model"), get("model"))
-    L = get("L")
-    Ltxt = f"L ~ Unif{{{','.join(map(str, L['uniform']))}}}" if isinstance(L, dict) else f"L = {L}"
+    def scalar(k):
+        return ds[k].values.item() if k in ds.coords and ds[k].ndim == 0 else None
+
+    model = {"spiked": "spiked-SLR", "max": "max-SLR"}.get(scalar("model"), scalar("model"))
+    law = parse_L(str(scalar("L")))
+    uniform = len(law) > 1 and len(set(law.values())) == 1
+    Ltxt = f"L ~ Unif{{{','.join(map(str, law))}}}" if uniform else f"L = {next(iter(law))}" if len(law) == 1 \
+        else f"L ~ {law}"
     parts = [model, Ltxt]
-    nu = get("nu")
-    if nu is not None and not isinstance(nu, list):
-        parts.append("ν = ∞" if (isinstance(nu, str) or math.isinf(nu)) else f"ν = {nu:g}")
-    delta = get("delta", 0.0)
+    nu = scalar("nu")
+    if nu is not None:
+        parts.append("ν = ∞" if math.isinf(nu) else f"ν = {nu:g}")
+    delta = scalar("delta") or 0.0
     if delta:
         parts.append(f"Δ = {delta:g}")
     return ", ".join(parts)

@@ -75,6 +75,8 @@ def _scalars(ds: xr.Dataset) -> xr.Dataset:
 
 #: the data law of an experiment, kept as scalar coordinates of its node
 SETTING = ("model", "nu", "L", "delta")
+#: config keys of an experiment that its node holds as coordinates (the law, and the grids as dims)
+ON_COORDINATES = (*SETTING, "sigmas", "lams", "alphas", "seeds", "inits", "optimizers")
 
 
 def _setting(ds: xr.Dataset) -> dict:
@@ -244,7 +246,8 @@ def _build_store(members: dict, config: dict, out) -> Path:
         else:
             node = replica_node(files)
         exp = (config.get(kind) or {}).get(name, {})
-        node.attrs.update({k: json.dumps(v) for k, v in exp.items()})
+        # the parameters the node holds as coordinates are not repeated as attributes: one form each
+        node.attrs.update({k: json.dumps(v) for k, v in exp.items() if k not in ON_COORDINATES})
         node.attrs["experiment"] = name
         nodes[f"/{kind}/{name}"] = node
     root = xr.Dataset(attrs=provenance(config=config, git_commit=git_commit(),

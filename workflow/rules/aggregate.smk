@@ -10,17 +10,19 @@ STORE_DONE = f"{STORE}.done"
 
 
 rule plan:
-    localrule: True
     output:
         PLAN_FILE,
+    localrule: True
     params:
         plan=PLAN_TEXT,
+    log:
+        "results/logs/plan.log",
     run:
         write_text(params.plan, output[0])
+        write_text(f"wrote {output[0]}\n", log[0])
 
 
 rule aggregate:
-    localrule: True
     input:
         plan=PLAN_FILE,
         population=list(PLAN.population),
@@ -29,11 +31,12 @@ rule aggregate:
         length=list(PLAN.length),
     output:
         STORE_DONE,
-    params:
-        store=STORE,
     log:
         "results/logs/aggregate.log",
     benchmark:
         "results/benchmarks/aggregate.tsv"
+    localrule: True
+    params:
+        store=lambda wildcards, output: output[0].removesuffix(".done"),
     shell:
         f"{SLRPIPE} aggregate --plan {{input.plan}} --out {{params.store}} > {{log}} 2>&1 && touch {{output}}"

@@ -76,15 +76,8 @@ PLAN_TEXT = plan_text(config, PLAN.members)
 # figure -> (experiment kind, experiment names) of this config (slrpipe.figures.REGISTRY)
 FIGURE_INPUTS = {fig: (kind, config["figures"].get(fig, [])) for fig, kind in REGISTRY.items()}
 FIGURES = [
-    f"results/figures/{fig}.{ext}"
-    for fig, (_, names) in FIGURE_INPUTS.items()
-    if names
-    for ext in ("pdf", "png")
+    f"results/figures/{fig}.{ext}" for fig, (_, names) in FIGURE_INPUTS.items() if names for ext in ("pdf", "png")
 ]
 
 # The ERM-vs-replica check runs when some replica experiment names an ERM experiment.
-VALIDATION = (
-    ["results/validation.txt"]
-    if any(exp["erm"] for exp in config["replica"].values())
-    else []
-)
+VALIDATION = ["results/validation.txt"] if any(exp["erm"] for exp in config["replica"].values()) else []

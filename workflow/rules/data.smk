@@ -6,13 +6,13 @@
 rule generate_data:
     output:
         directory("results/data/{key}.zarr"),
-    params:
-        args=args_of(PLAN.data),
-        fingerprint=FINGERPRINT["generate"],
     log:
         "results/logs/data/{key}.log",
     benchmark:
         "results/benchmarks/data/{key}.tsv"
     threads: 1
+    params:
+        args=args_of(PLAN.data),
+        fingerprint=FINGERPRINT["generate"],
     shell:
         f"{THREAD_ENV} {SLRPIPE} generate {{params.args}} --out {{output}} > {{log}} 2>&1"

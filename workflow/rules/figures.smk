@@ -6,21 +6,20 @@ for _fig in FIGURE_INPUTS:
     rule:
         name:
             f"fig_{_fig}"
-        localrule: True
         input:
             store=ancient(STORE_DONE),  # the sentinel of results/slr.zarr (aggregate.smk)
             uses=figure_uses(_fig),
         output:
             pdf=f"results/figures/{_fig}.pdf",
             png=report(f"results/figures/{_fig}.png", caption=f"../report/{_fig}.rst", category="Figures"),
-        params:
-            fig=_fig,
-            experiments=",".join(FIGURE_INPUTS[_fig][1]),
         log:
             f"results/logs/figures/{_fig}.log",
         benchmark:
             f"results/benchmarks/figures/{_fig}.tsv"
+        localrule: True
+        params:
+            fig=_fig,
+            experiments=",".join(FIGURE_INPUTS[_fig][1]),
         shell:
             f"{SLRPIPE} figure {{params.fig}} --store {STORE} --experiments {{params.experiments}}"
             " --out results/figures/{params.fig} > {log} 2>&1"
-

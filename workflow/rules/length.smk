@@ -4,13 +4,13 @@
 rule length:
     output:
         "results/length/{exp}/{sigma}.nc",
-    params:
-        args=args_of(PLAN.length),
-        fingerprint=FINGERPRINT["length"],
     log:
         "results/logs/length/{exp}/{sigma}.log",
     benchmark:
         "results/benchmarks/length/{exp}/{sigma}.tsv"
     threads: 1
+    params:
+        args=args_of(PLAN.length),
+        fingerprint=FINGERPRINT["length"],
     shell:
         f"{THREAD_ENV} {SLRPIPE} length {{params.args}} --out {{output}} > {{log}} 2>&1"

@@ -5,14 +5,14 @@
 rule population:
     output:
         "results/population/{exp}/{sigma}.nc",
-    params:
-        args=args_of(PLAN.population),
-        fingerprint=FINGERPRINT["population"],
     log:
         "results/logs/population/{exp}/{sigma}.log",
     benchmark:
         "results/benchmarks/population/{exp}/{sigma}.tsv"
     threads: 1
+    params:
+        args=args_of(PLAN.population),
+        fingerprint=FINGERPRINT["population"],
     shell:
         f"{THREAD_ENV} {SLRPIPE} population {{params.args}} --out {{output}} > {{log}} 2>&1"
 
@@ -20,9 +20,6 @@ rule population:
 rule replica:
     output:
         "results/replica/{key}.nc",
-    params:
-        args=args_of(PLAN.replica),
-        fingerprint=FINGERPRINT["replica"],
     log:
         "results/logs/replica/{key}.log",
     benchmark:
@@ -31,5 +28,8 @@ rule replica:
     # not finish alone at the end while the other core idles
     priority: 10
     threads: 1
+    params:
+        args=args_of(PLAN.replica),
+        fingerprint=FINGERPRINT["replica"],
     shell:
         f"{THREAD_ENV} {JAX_CACHE_ENV} {SLRPIPE} replica {{params.args}} --out {{output}} > {{log}} 2>&1"

@@ -22,8 +22,7 @@ def _plain(setting):
 
 _FAMILY_THREADS = _plain(workflow.resource_settings.overwrite_threads.get(_FAMILY, 1))
 _FAMILY_RESOURCES = {
-    k: _plain(v)
-    for k, v in dict(workflow.resource_settings.overwrite_resources.get(_FAMILY, {})).items()
+    k: _plain(v) for k, v in dict(workflow.resource_settings.overwrite_resources.get(_FAMILY, {})).items()
 }
 
 
@@ -40,9 +39,6 @@ for _name, _batch in PLAN.train_batches.items():
             _batch_data(_batch),
         output:
             [m.out for m in _batch.members],
-        params:
-            args=command_line(_batch),
-            fingerprint=FINGERPRINT["train"],
         log:
             f"results/logs/erm/{_name}.log",
         benchmark:
@@ -51,5 +47,8 @@ for _name, _batch in PLAN.train_batches.items():
         resources:
             **{k: _scaled(v) for k, v in batch_resources(_batch).items()},
             **_FAMILY_RESOURCES,
+        params:
+            args=command_line(_batch),
+            fingerprint=FINGERPRINT["train"],
         shell:
             f"{THREAD_ENV} {JAX_CACHE_ENV} {SLRPIPE} train-batch {{params.args}} --no-theory > {{log}} 2>&1"

@@ -3,7 +3,6 @@
 
 
 rule validate:
-    localrule: True
     input:
         store=STORE_DONE,  # the sentinel of results/slr.zarr (aggregate.smk)
         plan=PLAN_FILE,
@@ -13,5 +12,6 @@ rule validate:
         "results/logs/validate.log",
     benchmark:
         "results/benchmarks/validate.tsv"
+    localrule: True
     shell:
         f"{SLRPIPE} validate --store {STORE} --plan {{input.plan}} --out {{output}} > {{log}} 2>&1"

@@ -64,6 +64,10 @@ def main(argv=None):
     fields = draw_fields("spiked", a.nu, a.L, 0.0, a.n_outer, 0, qmc=True)
     soft, hard = rs_solutions(task, fields, dict(zip(STATE, map(float, a.init.split(",")))))
     rs = hard if hard["converged"] else soft
+    for name, r in (("soft", soft), ("hard", hard)):
+        logging.info("RS %s: objective %.5f ± %.5f, test error %.4f, residual %.1e, converged %s, state %s", name,
+                     r["objective"], a.alpha * r["train_loss_se"], r["test_error"], r["residual"], r["converged"],
+                     {k: round(r[k], 5) for k in STATE})
     res = rsb1.rsb1_ground_state(*task, n_outer=a.n_outer, n_inner=a.n_inner,
                                  s_grid=[float(v) for v in a.s_grid.split(",")], rs=rs)
     erm = ERM.get((a.nu, a.alpha, a.lam))

@@ -29,6 +29,8 @@ from slrpipe.theory.replica import rsb1
 from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.theory.replica.solver import STATE, solve_replica
 
+log = logging.getLogger("rsb1_table")
+
 #: (ν, α, λ) → (objective mean, s.e., test error mean, s.e.) of ERM, docs/theory.md §10 (iv)
 ERM = {(1.0, 20.0, 0.01): (3.753, 0.049, 0.718, 0.005), (1.0, 10.0, 0.01): (1.377, 0.025, 0.808, 0.005),
        (1.0, 5.0, 0.01): (0.411, 0.014, 0.992, 0.026), (1.0, 2.0, 0.01): (0.0310, 0.0007, 1.623, 0.018),
@@ -65,7 +67,7 @@ def main(argv=None):
     soft, hard = rs_solutions(task, fields, dict(zip(STATE, map(float, a.init.split(",")))))
     rs = hard if hard["converged"] else soft
     for name, r in (("soft", soft), ("hard", hard)):
-        logging.info("RS %s: objective %.5f ± %.5f, test error %.4f, residual %.1e, converged %s, state %s", name,
+        log.info("RS %s: objective %.5f ± %.5f, test error %.4f, residual %.1e, converged %s, state %s", name,
                      r["objective"], a.alpha * r["train_loss_se"], r["test_error"], r["residual"], r["converged"],
                      {k: round(r[k], 5) for k in STATE})
     res = rsb1.rsb1_ground_state(*task, n_outer=a.n_outer, n_inner=a.n_inner,

@@ -393,9 +393,9 @@ def rsb1_ground_state(sigma, model, nu, L, delta, lam, alpha, *, n_outer=2048, n
         r = solve_rsb1(*task, s, fields=fields, inner=inner, init=x, warm=warm, **solve_kw)
         sols.append(r)
         log.info("1RSB scan s=%g: Φ=%.6f e=%.6f ± %.6f Σ=%.3e ± %.1e e_test=%.5f δq̂ N₁-bias (%.2g, %.2g) vs s.e. "
-                 "(%.2g, %.2g), ESS %.1f", s, r["phi"], r["energy_direct"], r["energy_direct_se"], r["sigma"],
+                 "(%.2g, %.2g), Φ_out N₁-bias %.2g, ESS %.1f", s, r["phi"], r["energy_direct"], r["energy_direct_se"], r["sigma"],
                  r["sigma_se"], r["test_error"], r["dqhat_k_n1_bias"], r["dqhat_v_n1_bias"], r["dqhat_k_se"],
-                 r["dqhat_v_se"], r["ess_median"])
+                 r["dqhat_v_se"], r["phi_out_n1_bias"], r["ess_median"])
         scan.append({k: r[k] for k in _SUMMARY})
         x, warm = np.array([r[k] for k in STATE1]), r["prox_warm"]
         if r["dq_k"] + r["dq_v"] < 1e-6 * frac:  # collapsed to RS: re-seed the next s

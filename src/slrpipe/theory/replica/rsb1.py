@@ -414,3 +414,25 @@ def rsb1_ground_state(sigma, model, nu, L, delta, lam, alpha, *, n_outer=2048, n
                                  "m_v", "q_v", "V_v", "residual", "converged")}
     return {"rs": rs_out, "scan": scan, "star": star, "e_gs": star["phi"] if star else math.nan,
                 "test_error_gs": star["test_error"] if star else math.nan, "n_outer": fields.n, "n_inner": inner.n}
+
+
+def inner_size_check(sigma, fields: Fields, alpha, lam, s, x, n_inners=(8, 32), inner_seed=1) -> list[dict]:
+    """The N₁ dependence at a fixed state: one full channel pass per N₁ in ``n_inners`` at state x
+    (8,) and Parisi parameter s, on the same outer ``fields`` (docs/theory.md §13, "Finite N₁").
+
+    At a saddle point Φ is stationary, so the change of Φ between N₁ values at fixed x is, to first
+    order, the change of the solved Φ. Returns one dict per N₁: n_inner, phi, sigma, energy_direct,
+    the conjugates ``CONJ1``, the residual max_i |F(x)_i − x_i|/(1 + |x_i|) and ess_median.
+    Raises:
+        ValueError: as :func:`rsb1_channel` / :func:`draw_inner`.
+    """
+    out = []
+    for n1 in n_inners:
+        inner = draw_inner(fields.L, int(n1), inner_seed)
+        ch = rsb1_channel(sigma, fields, inner, alpha, s, x)
+        th = thermodynamics(lam, alpha, s, np.asarray(x, float), ch)
+        fx = rsb1_prior(lam, s, ch)
+        out.append({"n_inner": int(n1), **{k: th[k] for k in ("phi", "sigma", "energy_direct")},
+                    **{k: ch[k] for k in CONJ1}, "residual": _residual(np.asarray(x, float), fx),
+                    "ess_median": ch["ess_median"]})
+    return out

@@ -11,7 +11,7 @@ Per point, on one draw of the outer samples (QMC seed 0, N₀ = n_outer; the RS 
 Prints the table: objective (min 𝓛/D; 1RSB: Φ and e = the energy of a typical state) and test
 error with their outer Monte Carlo s.e., δq, Σ ± s.e., the jackknife N₁-bias of δq̂ and Φ_out, the
 median inner ESS, and the fraction of the RS–ERM objective gap closed, (e_1RSB − e_RS)/(e_ERM − e_RS).
-ERM reference numbers (L-BFGS, informed start, 5 seeds; docs/theory.md §10): ``ERM`` below.
+ERM reference numbers (L-BFGS, informed start, mean ± s.e. over seeds; docs/theory.md §10): ``ERM`` below.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def main(argv=None):
               f" / {r['phi_out_n1_bias']:.2g} | {r['ess_median']:.1f} |"
               f" {r['residual']:.1e}{'' if r['converged'] else ' (not converged)'} |")
     if erm:
-        print(f"| ERM (5 seeds) | {erm[0]:.3f} ± {erm[1]:.3f} | {erm[2]:.3f} ± {erm[3]:.3f} | | | | | |")
+        print(f"| ERM (docs §10) | {erm[0]:.3f} ± {erm[1]:.3f} | {erm[2]:.3f} ± {erm[3]:.3f} | | | | | |")
         e_rs = rs["objective"]
         best = res["e_gs"] if res["star"] else max(r["phi"] for r in res["scan"])
         word = "e_gs = Φ(s*)" if res["star"] else "max Φ on the grid (no Σ = 0 crossing: a lower bound of e_gs)"

@@ -157,7 +157,9 @@ def rsb1_channel(sigma, fields: Fields, inner: Inner, alpha, s, x, *, warm=None,
         dict: the conjugates ``CONJ1`` (floats, α included) and their ``*_se`` (outer antithetic
         pairs), q1hat_a = q0hat_a + dqhat_a, phi_out = E −(1/s) log E_in e^{−s𝓜}, kl = E KL,
         train_loss = E⟨½(y − f)²⟩ (per sample, + ``*_se``), ess_median (median over outer samples of
-        1/Σπ²), ``*_n1_bias`` (bias estimates, same units as the key), prox_multi (fraction of
+        1/Σπ²), ``*_n1_bias`` (jackknife estimates of the 1/N₁ self-normalisation bias, same units as
+        the key; they miss the sampling error of the shared inner set, which dominates at N₁ = 8 —
+        compare N₁ with 4N₁, :func:`inner_size_check`; docs/theory.md §13), prox_multi (fraction of
         prox solves with ≥ 2 starts ending at different values), warm (N₀·N₁, 3, L).
     Raises:
         ValueError: bad σ, α ≤ 0, s ≤ 0 or an invalid state.

@@ -3,7 +3,8 @@
 Modules: ``fields`` (common random numbers), ``prox`` (per-sample global proximal point and its
 implicit Jacobian, JAX), ``channel`` (output-channel expectations → conjugates), ``prior`` (ridge
 channel, closed form), ``solver`` (Anderson-accelerated fixed point, damped fallback), ``sweep`` ((λ, α) grids),
-``bayes_optimal`` (Nishimori state evolution: the Bayes-optimal error at finite α).
+``bayes_optimal`` (Nishimori state evolution: the Bayes-optimal error at finite α), ``rsb1``
+(zero-temperature one-step RSB: Φ(s), complexity, ground state; docs/theory.md §13).
 """
 
 from slrpipe.theory.replica.solver import solve_replica

@@ -1,0 +1,440 @@
+"""Zero-temperature one-step replica-symmetry breaking (1RSB) of ridge ERM on SLR (docs/theory.md §13).
+
+Per column a ∈ {k, v} (the manifold of docs/theory.md §6) the state is x = (m_a, q₀_a, δq_a, V_a):
+overlap with the teacher, overlap between two minima ("states"), δq = q₁ − q₀ (q₁ the self-overlap
+of one minimum) and the within-state response V; the Parisi parameter s (> 0, units 1/objective per
+D; the y of Mézard–Parisi) weights states by e^{−sD·e}. One fixed-point map:
+
+* output channel (:func:`rsb1_channel`): nested Monte Carlo. Outer = the RS ``Fields`` (teacher,
+  label, outer student noise ξ⁰, antithetic); inner = ``Inner`` (N₁ vectors ξ¹ shared by all outer
+  samples, antithetic). ω = m h* + √(q₀ − m²) ξ⁰ + √δq ξ¹; the hard global prox of
+  :func:`slrpipe.theory.replica.prox.prox` at V gives 𝓜 and f = (h − ω)/V per (outer, inner) pair;
+  per outer sample the tilt π ∝ e^{−s𝓜} gives ⟨f⟩, Var_π f, log Z, KL, ⟨loss⟩ and the conjugates
+  q̂₀ = αEΣ⟨f⟩², δq̂ = αEΣVar_π f, V̂ = −αEΣ⟨f⟩ξ⁰/√(q₀ − m²) + sδq̂ and the Rao–Blackwellised m̂;
+* ridge prior (:func:`rsb1_prior`): V = 1/(λ + V̂), A = λ + V̂ − sδq̂, m = m̂/A,
+  q₀ = (m̂² + q̂₀)/A², δq = V²δq̂/(1 − sVδq̂).
+
+:func:`solve_rsb1` iterates it at one s; :func:`thermodynamics` gives Φ(s), the complexity Σ(s) and
+the energy e(s) at a point; :func:`rsb1_ground_state` scans s, finds s* with Σ(s*) = 0 and returns
+the ground-state energy e_gs = Φ(s*) (= the 1RSB training objective per D) and test error, next to
+the RS solution on the same samples. Everything is float64 numpy around the JAX prox.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp, ndtri
+from scipy.stats import qmc as _qmc
+
+from slrpipe.theory.replica.channel import _mean_se
+from slrpipe.theory.replica.fields import Fields, check_task, draw_fields
+from slrpipe.theory.replica.prox import check_sigma, prox
+from slrpipe.theory.replica.solver import test_error as rs_test_error
+
+log = logging.getLogger(__name__)
+
+#: state order: per column (k, then v) m, q₀, δq, V
+STATE1 = ("m_k", "q0_k", "dq_k", "V_k", "m_v", "q0_v", "dq_v", "V_v")
+#: conjugates returned by :func:`rsb1_channel` and used by :func:`rsb1_prior`
+CONJ1 = ("mhat_k", "q0hat_k", "dqhat_k", "Vhat_k", "mhat_v", "q0hat_v", "dqhat_v", "Vhat_v")
+_BIAS_KEYS = ("dqhat_k", "dqhat_v", "q0hat_k", "q0hat_v", "phi_out")
+
+
+@dataclass(frozen=True)
+class Inner:
+    """Inner (within-state) student noise ξ¹ shared by all outer samples.
+
+    xi_k, xi_v: (N₁, L) standard normals; rows j and j + N₁/2 are opposite (antithetic).
+    halves: two index arrays, each an antithetic half-set (for the jackknife of the N₁ bias).
+    """
+
+    xi_k: np.ndarray
+    xi_v: np.ndarray
+    seed: int
+
+    @property
+    def n(self) -> int:
+        return self.xi_k.shape[0]
+
+    @property
+    def halves(self) -> tuple[np.ndarray, np.ndarray]:
+        h, q = self.n // 2, self.n // 4
+        first = np.concatenate([np.arange(q), h + np.arange(q)])
+        return first, np.setdiff1d(np.arange(self.n), first)
+
+
+def draw_inner(L: int, n_inner: int, seed: int = 1) -> Inner:
+    """N₁ = ``n_inner`` inner noise vectors (a multiple of 4): a scrambled Sobol' set of N₁/2 points
+    in R^{2L} (``scipy.stats.qmc.Sobol``, seeded, inverse normal CDF) and its mirror image.
+
+    Raises:
+        ValueError: n_inner not a positive multiple of 4, or L < 1.
+    """
+    if int(n_inner) != n_inner or n_inner < 4 or n_inner % 4:
+        raise ValueError(f"n_inner: must be a positive multiple of 4, got {n_inner}")
+    if int(L) != L or L < 1:
+        raise ValueError(f"L: must be an integer ≥ 1, got {L}")
+    half = int(n_inner) // 2
+    sob = _qmc.Sobol(2 * int(L), scramble=True, seed=np.random.default_rng(int(seed)))
+    u = sob.random_base2(max(math.ceil(math.log2(half)), 0))[:half]
+    g = ndtri(np.clip(u, 2.0**-60, 1 - 2.0**-53))
+    g = np.concatenate([g, -g])
+    return Inner(xi_k=g[:, :L], xi_v=g[:, L:], seed=int(seed))
+
+
+def _check_state(x):
+    x = np.asarray(x, float)
+    if x.shape != (8,) or not np.all(np.isfinite(x)):
+        raise ValueError(f"x: need 8 finite order parameters {STATE1}, got {x}")
+    for c in (0, 4):
+        m, q0, dq, V = x[c:c + 4]
+        if not (V > 0 and dq >= 0 and q0 >= m * m - 1e-12):
+            raise ValueError(f"x: need V > 0, δq ≥ 0, q₀ ≥ m² per column, got {dict(zip(STATE1, x.tolist()))}")
+    return x
+
+
+def _tilt_stats(lw, fk, fv, loss, s, idx=None):
+    """Per-outer-sample tilt averages over the inner draws ``idx`` (all if None).
+
+    lw: (N₀, N₁) = −s𝓜; fk, fv: (N₀, N₁, L); loss: (N₀, N₁). Returns dict of (N₀,) or (N₀, L) arrays:
+    fk, fv (⟨f⟩), vk, vv (Var_π f), log_z, kl, loss (⟨loss⟩), ess (1/Σπ²)."""
+    if idx is not None:
+        lw, fk, fv, loss = lw[:, idx], fk[:, idx], fv[:, idx], loss[:, idx]
+    lse = logsumexp(lw, axis=1, keepdims=True)
+    p = np.exp(lw - lse)
+    mk, mv = np.einsum("ij,ijl->il", p, fk), np.einsum("ij,ijl->il", p, fv)
+    vk = np.einsum("ij,ijl->il", p, (fk - mk[:, None]) ** 2)
+    vv = np.einsum("ij,ijl->il", p, (fv - mv[:, None]) ** 2)
+    log_z = lse[:, 0] - math.log(lw.shape[1])
+    return {"fk": mk, "fv": mv, "vk": vk, "vv": vv, "log_z": log_z, "kl": np.sum(p * lw, 1) - log_z,
+                "loss": np.sum(p * loss, 1), "ess": 1.0 / np.sum(p * p, 1)}
+
+
+def _estimators(fields, st, x, s, a_k, a_v, jac_k, jac_v):
+    """Per-outer-sample estimators (N₀,) of the conjugates (before the factor α) and Φ_out."""
+    m_k, _q0_k, _, _, m_v, q0_v, _, _ = x
+    est = {"q0hat_k": (st["fk"] ** 2).sum(1), "q0hat_v": (st["fv"] ** 2).sum(1),
+           "dqhat_k": st["vk"].sum(1), "dqhat_v": st["vv"].sum(1)}
+    # V̂ by Stein on the outer noise (+ sδq̂ after averaging); the pointwise Jacobian where the outer
+    # noise vanishes (q₀ = m², e.g. the key column of σ ≡ 1)
+    est["Vhat_k"] = -(st["fk"] * fields.xi_k).sum(1) / a_k + s * est["dqhat_k"] if a_k > 1e-8 else jac_k
+    est["Vhat_v"] = -(st["fv"] * fields.xi_v).sum(1) / a_v + s * est["dqhat_v"] if a_v > 1e-8 else jac_v
+    eps = fields.eps[:, None]
+    if fields.model == "spiked":
+        est["mhat_k"] = (fields.dlogg * st["fk"]).sum(1)
+    else:  # the general form with the outer noise: α E Σ⟨f⟩h* + (V̂ − sδq̂)m
+        est["mhat_k"] = ((st["fk"] * fields.chi_star).sum(1) + m_k * (est["Vhat_k"] - s * est["dqhat_k"]))
+    det = q0_v * (1 + fields.delta**2) - m_v**2
+    w0 = m_v * fields.z_star + a_v * fields.xi_v
+    f_eps = np.take_along_axis(st["fv"], eps, 1)[:, 0]
+    if det > 1e-12:
+        est["mhat_v"] = f_eps * (q0_v * fields.y - m_v * np.take_along_axis(w0, eps, 1)[:, 0]) / det
+    else:
+        est["mhat_v"] = (st["fv"] * fields.z_star).sum(1) + m_v * (est["Vhat_v"] - s * est["dqhat_v"])
+    est["phi_out"] = -st["log_z"] / s
+    est["kl"] = st["kl"]
+    est["train_loss"] = st["loss"]
+    return est
+
+
+def rsb1_channel(sigma, fields: Fields, inner: Inner, alpha, s, x, *, warm=None, multistart=True, n_steps=25,
+                 bias=True) -> dict:
+    """1RSB output channel at state x and Parisi parameter s (docs/theory.md §13), hard prox.
+
+    Args:
+        sigma: score name (``prox.PROX_SIGMAS``).  fields: outer samples (N₀, the RS fields).
+        inner: :class:`Inner` (N₁).  alpha: n/D > 0.  s: Parisi parameter > 0.
+        x: (8,) state in the order ``STATE1`` (V > 0, δq ≥ 0, q₀ ≥ m²).
+        warm: (N₀·N₁, W, L) prox warm starts (``out["warm"]`` of the previous pass) or None.
+        multistart: False = centre and warm starts only (cheap pass).  n_steps: Newton steps.
+        bias: also compute the jackknife N₁-bias of δq̂, q̂₀ and Φ_out (``*_n1_bias``).
+    Returns:
+        dict: the conjugates ``CONJ1`` (floats, α included) and their ``*_se`` (outer antithetic
+        pairs), q1hat_a = q0hat_a + dqhat_a, phi_out = E −(1/s) log E_in e^{−s𝓜}, kl = E KL,
+        train_loss = E⟨½(y − f)²⟩ (per sample, + ``*_se``), ess_median (median over outer samples of
+        1/Σπ²), ``*_n1_bias`` (jackknife estimates of the 1/N₁ self-normalisation bias, same units as
+        the key; they miss the sampling error of the shared inner set, which dominates at N₁ = 8 —
+        compare N₁ with 4N₁, :func:`inner_size_check`; docs/theory.md §13), prox_multi (fraction of
+        prox solves with ≥ 2 starts ending at different values), warm (N₀·N₁, 3, L).
+    Raises:
+        ValueError: bad σ, α ≤ 0, s ≤ 0 or an invalid state.
+    """
+    check_sigma(sigma)
+    if not alpha > 0:
+        raise ValueError(f"alpha: must be > 0, got {alpha}")
+    if not s > 0:
+        raise ValueError(f"s: the Parisi parameter must be > 0, got {s}")
+    x = _check_state(x)
+    m_k, q0_k, dq_k, V_k, m_v, q0_v, dq_v, V_v = x
+    a_k, a_v = math.sqrt(max(q0_k - m_k**2, 0.0)), math.sqrt(max(q0_v - m_v**2, 0.0))
+    c_k, c_v = math.sqrt(dq_k), math.sqrt(dq_v)
+    N0, N1, L = fields.n, inner.n, fields.L
+    w0k = m_k * fields.chi_star + a_k * fields.xi_k
+    w0v = m_v * fields.z_star + a_v * fields.xi_v
+    wk = (w0k[:, None] + c_k * inner.xi_k[None]).reshape(N0 * N1, L)
+    wv = (w0v[:, None] + c_v * inner.xi_v[None]).reshape(N0 * N1, L)
+    y = np.repeat(fields.y, N1)
+    p = prox(sigma, wk, wv, y, V_k, V_v, warm=warm, n_steps=n_steps, multistart=multistart, softmin=None)
+    fk = ((p["chi"] - wk) / V_k).reshape(N0, N1, L)
+    fv = ((p["z"] - wv) / V_v).reshape(N0, N1, L)
+    lw = -s * p["psi"].reshape(N0, N1)
+    loss = 0.5 * p["resid"].reshape(N0, N1) ** 2
+    hd = p["hinv_diag"].reshape(N0, N1, 2 * L)
+    jac_k = (1 / V_k - hd[..., :L] / V_k**2).sum(2).mean(1)  # pointwise, used only where q₀ = m²
+    jac_v = (1 / V_v - hd[..., L:] / V_v**2).sum(2).mean(1)
+    st = _tilt_stats(lw, fk, fv, loss, s)
+    est = _estimators(fields, st, x, s, a_k, a_v, jac_k, jac_v)
+    out = {}
+    for key, v in est.items():
+        mu, se = _mean_se(v)
+        scale = alpha if key in CONJ1 else 1.0
+        out[key], out[key + "_se"] = scale * mu, scale * se
+    for a in ("k", "v"):
+        out[f"q1hat_{a}"] = out[f"q0hat_{a}"] + out[f"dqhat_{a}"]
+    out["ess_median"] = float(np.median(st["ess"]))
+    if bias:
+        halves = [_estimators(fields, _tilt_stats(lw, fk, fv, loss, s, idx), x, s, a_k, a_v, jac_k, jac_v)
+                  for idx in inner.halves]
+        for key in _BIAS_KEYS:
+            scale = alpha if key in CONJ1 else 1.0
+            half = 0.5 * (np.mean(halves[0][key]) + np.mean(halves[1][key]))
+            out[key + "_n1_bias"] = scale * float(half - np.mean(est[key]))
+    out["prox_multi"] = float(np.mean(p["n_best"] < p["n_starts"]))
+    out["warm"] = np.stack([p["chi"], p["chi2"], p["chi3"]], axis=1)
+    return out
+
+
+def rsb1_prior(lam, s, conj) -> np.ndarray:
+    """Ridge prior of the 1RSB (docs/theory.md §13): the state (8,) from the conjugates ``conj``
+    (a dict with the keys ``CONJ1``).
+
+    Raises:
+        ValueError: λ + V̂ ≤ 0, or A = λ + V̂ − sδq̂ ≤ 0 (the inner Gaussian integral diverges).
+    """
+    out = []
+    for a in ("k", "v"):
+        mh, q0h, dqh, Vh = (float(conj[f"{k}_{a}"]) for k in ("mhat", "q0hat", "dqhat", "Vhat"))
+        if not lam + Vh > 0:
+            raise ValueError(f"lam: λ + V̂_{a} must be > 0, got λ={lam}, V̂={Vh}")
+        V = 1.0 / (lam + Vh)
+        A = lam + Vh - s * dqh
+        if not A > 0:
+            raise ValueError(f"s: A_{a} = λ + V̂ − sδq̂ must be > 0, got {A} (s={s}, δq̂={dqh})")
+        out += [mh / A, (mh * mh + q0h) / A**2, V * V * max(dqh, 0.0) / (1 - s * V * dqh), V]
+    return np.array(out)
+
+
+def thermodynamics(lam, alpha, s, x, ch) -> dict:
+    """Φ(s), Σ(s) and e(s) (docs/theory.md §13) at state x (8,) from the channel pass ``ch`` at x.
+
+    Φ = Σ_a [m̂m − ½V̂q₁ + ½q̂₁V + (s/2)(q̂₁q₁ − q̂₀q₀) + (1/2s) log(1 − sGδq̂) − (m̂² + q̂₀)/(2A)]
+        + α E Φ_out,  G = 1/(λ + V̂), A = λ + V̂ − sδq̂  (units: objective per D);
+    Σ = Σ_a [(s²/2) q̂₀δq − (s/2) Vδq̂ − ½ log(1 − sVδq̂)] − α E KL  (complexity per D; exact at the
+        saddle, where it equals s² dΦ/ds);
+    e = Φ + Σ/s  and  e_direct = α E⟨loss⟩ + (λ/2)(q₁_k + q₁_v)  (they agree at the saddle).
+    Returns dict: phi, sigma, sigma_se (outer MC s.e. of Σ, linearised), energy, energy_direct,
+    energy_direct_se, objective (= energy_direct), train_loss.
+    """
+    phi, sig = alpha * ch["phi_out"], -alpha * ch["kl"]
+    q1sum = 0.0
+    lin2 = (alpha * ch["kl_se"]) ** 2
+    for c, a in ((0, "k"), (4, "v")):
+        m, q0, dq, V = x[c:c + 4]
+        mh, q0h, dqh, Vh = (ch[f"{k}_{a}"] for k in ("mhat", "q0hat", "dqhat", "Vhat"))
+        q1, q1h = q0 + dq, q0h + dqh
+        G, A = 1.0 / (lam + Vh), lam + Vh - s * dqh
+        phi += (mh * m - 0.5 * Vh * q1 + 0.5 * q1h * V + 0.5 * s * (q1h * q1 - q0h * q0)
+                + math.log1p(-s * G * dqh) / (2 * s) - (mh * mh + q0h) / (2 * A))
+        sig += 0.5 * s * s * q0h * dq - 0.5 * s * V * dqh - 0.5 * math.log1p(-s * V * dqh)
+        # linearised s.e. (the conjugate means are nearly independent of the KL mean: upper-ish)
+        g = -0.5 * s * V + 0.5 * s * V / (1 - s * V * dqh)
+        lin2 += (0.5 * s * s * dq * ch[f"q0hat_{a}_se"]) ** 2 + (g * ch[f"dqhat_{a}_se"]) ** 2
+        q1sum += q1
+    e_direct = alpha * ch["train_loss"] + 0.5 * lam * q1sum
+    return {"phi": float(phi), "sigma": float(sig), "sigma_se": float(math.sqrt(lin2)), "energy": float(phi + sig / s),
+                "energy_direct": float(e_direct), "energy_direct_se": float(alpha * ch["train_loss_se"]),
+                "objective": float(e_direct), "train_loss": float(ch["train_loss"])}
+
+
+def _residual(x, fx):
+    return float(np.max(np.abs(fx - x) / (1 + np.abs(x))))
+
+
+def solve_rsb1(sigma, model, nu, L, delta, lam, alpha, s, *, fields: Fields, inner: Inner, init, warm=None,
+               tol=2e-4, damping=0.5, max_iter=80, full_every=4, n_steps=25, patience=20) -> dict:
+    """The 1RSB saddle point at Parisi parameter s by damped iteration (docs/theory.md §13).
+
+    Args:
+        sigma, model, nu, L, delta, lam, alpha: the task (as ``solve_replica``).  s: Parisi parameter
+            > 0.  fields: outer samples (N₀).  inner: :class:`Inner` (N₁).
+        init: (8,) starting state (``STATE1`` order), e.g. the RS solution with δq = 0.05 q.
+        warm: (N₀·N₁, W, L) prox warm starts from an earlier solve on the same samples.
+        tol: on max_i |F(x)_i − x_i| / (1 + |x_i|), declared on full multi-start passes only.
+        damping: d of x ← (1 − d)x + dF(x); a step leaving the domain (A ≤ 0, λ + V̂ ≤ 0) is
+            retried with d halved (at most 6 times).  full_every: passes between full prox searches
+            (the others start from the centre and the previous minima).  patience: evaluations
+            without a new best residual that end the solve.
+    Returns:
+        dict: the state ``STATE1`` (and q1_k, q1_v), the conjugates ``CONJ1`` with ``*_se``,
+        :func:`thermodynamics` (phi, sigma, sigma_se, energy, energy_direct, objective,
+        train_loss), test_error (RS formula of docs/theory.md §7 at (m, q₁): a typical minimum at s),
+        ess_median, ``*_n1_bias``, residual, converged, iterations, wall_time, s, n_outer, n_inner,
+        prox_warm. Reported at the last full pass's state when converged, else at the best one.
+    Raises:
+        ValueError: any argument outside its range.
+    """
+    check_sigma(sigma)
+    check_task(model, nu, L, delta)
+    if not (lam > 0 and alpha > 0 and s > 0):
+        raise ValueError(f"lam, alpha, s: must be > 0, got {lam}, {alpha}, {s}")
+    if fields.L != L or fields.model != model:
+        raise ValueError(f"fields: drawn for model={fields.model}, L={fields.L}, not {model}, {L}")
+    t0 = time.perf_counter()
+    x = _check_state(init)
+    best = (math.inf, x, None, warm)
+    stall, it, conv = 0, 0, False
+    ch = None
+    for it in range(1, int(max_iter) + 1):
+        full = it == 1 or it % full_every == 0 or best[0] < 5 * tol
+        ch = rsb1_channel(sigma, fields, inner, alpha, s, x, warm=warm, multistart=full, n_steps=n_steps,
+                          bias=False)
+        warm = ch["warm"]
+        fx = rsb1_prior(lam, s, ch)
+        r = _residual(x, fx)
+        if full and r < best[0]:
+            best, stall = (r, x.copy(), ch, warm), 0
+        elif full:
+            stall += 1
+        if full and r < tol:
+            conv = True
+            break
+        if stall >= patience:
+            break
+        d = damping
+        for _ in range(6):
+            xn = (1 - d) * x + d * fx
+            try:
+                _check_state(xn)
+                break
+            except ValueError:
+                d /= 2
+        x = xn
+    resid, x, _, warm = best if not conv else (r, x, ch, warm)
+    ch = rsb1_channel(sigma, fields, inner, alpha, s, x, warm=warm, multistart=True, n_steps=n_steps)
+    out = dict(zip(STATE1, x.tolist()))
+    out.update(q1_k=x[1] + x[2], q1_v=x[5] + x[6])
+    for k in CONJ1:
+        out[k], out[k + "_se"] = ch[k], ch[k + "_se"]
+    out.update(thermodynamics(lam, alpha, s, x, ch))
+    out["test_error"] = rs_test_error(sigma, model, nu, L, delta, x[0], x[1] + x[2], x[4], x[5] + x[6])
+    out.update({k: v for k, v in ch.items() if k.endswith("_n1_bias")})
+    out.update(ess_median=ch["ess_median"], residual=resid, converged=conv, iterations=it + 1,
+               wall_time=time.perf_counter() - t0, s=float(s), n_outer=fields.n, n_inner=inner.n,
+               train_loss_se=ch["train_loss_se"], prox_warm=ch["warm"])
+    log.info("1RSB %s α=%g λ=%g s=%g: δq=(%.3g, %.3g) Φ=%.5f Σ=%.3g e=%.5f e_test=%.4f resid=%.1e conv=%s (%.0fs)",
+             sigma, alpha, lam, s, out["dq_k"], out["dq_v"], out["phi"], out["sigma"], out["energy_direct"],
+             out["test_error"], resid, conv, out["wall_time"])
+    return out
+
+
+def rs_state(rs: dict, frac: float = 0.0) -> np.ndarray:
+    """1RSB state (8,) from an RS solution dict (``solve_replica``): q₁ = q_RS, δq = frac·(q − m²)."""
+    x = []
+    for a in ("k", "v"):
+        m, q, V = rs[f"m_{a}"], rs[f"q_{a}"], rs[f"V_{a}"]
+        dq = frac * (q - m * m)
+        x += [m, q - dq, dq, V]
+    return np.array(x)
+
+
+_SUMMARY = ("s", "phi", "sigma", "sigma_se", "energy", "energy_direct", "energy_direct_se", "test_error",
+            "dq_k", "dq_v", "q1_k", "q1_v", "m_k", "m_v", "V_k", "V_v", "ess_median", "residual", "converged",
+            "dqhat_k_n1_bias", "dqhat_v_n1_bias", "dqhat_k_se", "dqhat_v_se", "phi_out_n1_bias", "wall_time")
+
+
+def rsb1_ground_state(sigma, model, nu, L, delta, lam, alpha, *, n_outer=2048, n_inner=16, seed=0, inner_seed=1,
+                      s_grid=(0.5, 1.0, 2.0, 4.0, 8.0), frac=0.05, rs: dict | None = None, **solve_kw) -> dict:
+    """RS and 1RSB ground state of ridge ERM at one (λ, α) on the same samples (docs/theory.md §13).
+
+    The RS fixed point (``solve_replica`` with the hard channel, ``softmin=None``, on the outer
+    fields) starts a scan over ``s_grid`` (ascending, each s warm-started from the previous one; the
+    first from the RS state with δq = frac·(q − m²)). The ground state is where Σ(s) crosses zero from
+    above: s* by linear interpolation of Σ between the bracketing grid points, then one more solve
+    at s*. Where Σ > 0 on the whole grid no crossing is claimed (``star`` is None; the largest Φ on
+    the grid is then only a lower bound of e_gs).
+
+    Args:
+        sigma, model, nu, L, delta, lam, alpha: the task (``solve_replica``).  n_outer: N₀ (outer QMC
+        samples, the RS sample size).  n_inner: N₁ (multiple of 4).  seed / inner_seed: their seeds.
+        s_grid: Parisi parameters (> 0).  rs: an RS solution on the same fields to reuse.
+        solve_kw: options of :func:`solve_rsb1` (tol, damping, max_iter, …).
+    Returns:
+        dict: rs (the RS solution: objective, test_error, train_loss(+_se), order parameters,
+        residual, converged), scan (list of per-s summaries, keys ``_SUMMARY``), star (the summary at
+        s*, or None), e_gs (Φ(s*) or NaN), test_error_gs, n_outer, n_inner.
+    Raises:
+        ValueError: as :func:`solve_rsb1`, or an empty / non-positive s_grid.
+    """
+    from slrpipe.theory.replica.solver import solve_replica
+
+    grid = sorted(float(v) for v in s_grid)
+    if not grid or grid[0] <= 0:
+        raise ValueError(f"s_grid: need Parisi parameters > 0, got {list(s_grid)}")
+    fields = draw_fields(model, float(nu), int(L), float(delta), int(n_outer), int(seed), qmc=True)
+    inner = draw_inner(int(L), int(n_inner), int(inner_seed))
+    if rs is None:
+        rs = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, softmin=None)
+    task = (sigma, model, float(nu), int(L), float(delta), float(lam), float(alpha))
+    x, warm, scan, sols = rs_state(rs, frac), None, [], []
+    for s in grid:
+        r = solve_rsb1(*task, s, fields=fields, inner=inner, init=x, warm=warm, **solve_kw)
+        sols.append(r)
+        log.info("1RSB scan s=%g: Φ=%.6f e=%.6f ± %.6f Σ=%.3e ± %.1e e_test=%.5f δq̂ N₁-bias (%.2g, %.2g) vs s.e. "
+                 "(%.2g, %.2g), Φ_out N₁-bias %.2g, ESS %.1f", s, r["phi"], r["energy_direct"], r["energy_direct_se"], r["sigma"],
+                 r["sigma_se"], r["test_error"], r["dqhat_k_n1_bias"], r["dqhat_v_n1_bias"], r["dqhat_k_se"],
+                 r["dqhat_v_se"], r["phi_out_n1_bias"], r["ess_median"])
+        scan.append({k: r[k] for k in _SUMMARY})
+        x, warm = np.array([r[k] for k in STATE1]), r["prox_warm"]
+        if r["dq_k"] + r["dq_v"] < 1e-6 * frac:  # collapsed to RS: re-seed the next s
+            x = rs_state(rs, frac)
+    star = None
+    for i in range(1, len(grid)):
+        a, b = scan[i - 1], scan[i]
+        if a["converged"] and b["converged"] and a["sigma"] > 0 >= b["sigma"]:
+            s_star = a["s"] + (b["s"] - a["s"]) * a["sigma"] / (a["sigma"] - b["sigma"])
+            near = sols[i - 1] if s_star - a["s"] < b["s"] - s_star else sols[i]
+            r = solve_rsb1(*task, s_star, fields=fields, inner=inner, init=np.array([near[k] for k in STATE1]),
+                           warm=near["prox_warm"], **solve_kw)
+            star = {k: r[k] for k in _SUMMARY}
+            break
+    rs_out = {k: rs[k] for k in ("objective", "test_error", "train_loss", "train_loss_se", "m_k", "q_k", "V_k",
+                                 "m_v", "q_v", "V_v", "residual", "converged")}
+    return {"rs": rs_out, "scan": scan, "star": star, "e_gs": star["phi"] if star else math.nan,
+                "test_error_gs": star["test_error"] if star else math.nan, "n_outer": fields.n, "n_inner": inner.n}
+
+
+def inner_size_check(sigma, fields: Fields, alpha, lam, s, x, n_inners=(8, 32), inner_seed=1) -> list[dict]:
+    """The N₁ dependence at a fixed state: one full channel pass per N₁ in ``n_inners`` at state x
+    (8,) and Parisi parameter s, on the same outer ``fields`` (docs/theory.md §13, "Finite N₁").
+
+    At a saddle point Φ is stationary, so the change of Φ between N₁ values at fixed x is, to first
+    order, the change of the solved Φ. Returns one dict per N₁: n_inner, phi, sigma, energy_direct,
+    the conjugates ``CONJ1``, the residual max_i |F(x)_i − x_i|/(1 + |x_i|) and ess_median.
+    Raises:
+        ValueError: as :func:`rsb1_channel` / :func:`draw_inner`.
+    """
+    out = []
+    for n1 in n_inners:
+        inner = draw_inner(fields.L, int(n1), inner_seed)
+        ch = rsb1_channel(sigma, fields, inner, alpha, s, x)
+        th = thermodynamics(lam, alpha, s, np.asarray(x, float), ch)
+        fx = rsb1_prior(lam, s, ch)
+        out.append({"n_inner": int(n1), **{k: th[k] for k in ("phi", "sigma", "energy_direct")},
+                    **{k: ch[k] for k in CONJ1}, "residual": _residual(np.asarray(x, float), fx),
+                    "ess_median": ch["ess_median"]})
+    return out

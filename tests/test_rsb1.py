@@ -1,0 +1,123 @@
+"""Zero-temperature 1RSB of ridge ERM (docs/theory.md §13): checks with known answers.
+
+(a) δq = 0: the 1RSB map is the RS map (hard channel), so the RS fixed point is a 1RSB fixed point
+    with Φ = the RS objective and Σ = 0;
+(b) ridge regression (σ ≡ 1, L = 1) is convex: δq → 0 from δq > 0 at every s;
+(c) the closed-form complexity Σ(s) equals s² dΦ/ds by a finite difference of the solved Φ in s.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from slrpipe.theory.replica import rsb1
+from slrpipe.theory.replica.channel import channel
+from slrpipe.theory.replica.fields import draw_fields
+from slrpipe.theory.replica.solver import STATE, solve_replica
+
+# RS fixed point (hard channel) of softmax, spiked ν = 1, L = 2, Δ = 0, λ = 0.1, α = 5 at
+# N = 1024 (QMC seed 0): a start from which the RS solver converges in a few evaluations
+RS_START = {"m_k": 0.83, "q_k": 1.80, "V_k": 2.77, "m_v": 1.057, "q_v": 1.190, "V_v": 0.4405}
+
+
+def test_draw_inner_is_antithetic_and_validates():
+    inner = rsb1.draw_inner(3, 16, seed=2)
+    assert inner.xi_k.shape == (16, 3) and inner.xi_v.shape == (16, 3)
+    np.testing.assert_array_equal(inner.xi_k[:8], -inner.xi_k[8:])
+    a, b = inner.halves
+    assert sorted(np.concatenate([a, b]).tolist()) == list(range(16))
+    np.testing.assert_array_equal(inner.xi_v[a[:4]], -inner.xi_v[a[4:]])  # each half antithetic
+    with pytest.raises(ValueError, match="n_inner"):
+        rsb1.draw_inner(3, 6)
+
+
+def test_prior_rejects_a_nonpositive_a():
+    conj = {"mhat_k": 1.0, "q0hat_k": 1.0, "dqhat_k": 1.0, "Vhat_k": 1.0, "mhat_v": 1.0, "q0hat_v": 1.0, "dqhat_v": 0.0,
+                "Vhat_v": 1.0}
+    with pytest.raises(ValueError, match="A_k"):
+        rsb1.rsb1_prior(0.1, 2.0, conj)  # λ + V̂ − sδq̂ = 1.1 − 2 < 0
+
+
+def test_dq_zero_reproduces_the_rs_fixed_point():
+    """(a) at a softmax point with competing minima: map, fixed point, Φ = objective, Σ = 0."""
+    task = ("softmax", "spiked", 1.0, 2, 0.0, 0.1, 5.0)
+    fields = draw_fields("spiked", 1.0, 2, 0.0, 1024, 0, qmc=True)
+    tol = 1e-6
+    rs = solve_replica(*task, fields=fields, softmin=None, tol=tol, init=RS_START)
+    assert rs["converged"], rs["residual"]
+    x = rsb1.rs_state(rs)
+    inner = rsb1.draw_inner(2, 8)
+    for s in (0.5, 4.0):
+        ch = rsb1.rsb1_channel("softmax", fields, inner, 5.0, s, x)
+        ref = channel("softmax", fields, 5.0, *(rs[k] for k in STATE), softmin=None)
+        for a in ("k", "v"):  # the same map, to rounding
+            assert ch[f"dqhat_{a}"] == pytest.approx(0.0, abs=1e-14)
+            for k1, k0 in (("mhat", "mhat"), ("q0hat", "qhat"), ("Vhat", "Vhat")):
+                assert ch[f"{k1}_{a}"] == pytest.approx(ref[f"{k0}_{a}"], rel=1e-10, abs=1e-12)
+        fx = rsb1.rsb1_prior(0.1, s, ch)
+        assert rsb1._residual(x, fx) < tol  # the RS fixed point is a 1RSB fixed point
+        assert fx[2] < 1e-20 and fx[6] < 1e-20  # rounding of a variance of equal values
+        th = rsb1.thermodynamics(0.1, 5.0, s, x, ch)
+        assert th["sigma"] == pytest.approx(0.0, abs=1e-12)
+        # Φ = the RS objective at the saddle (first order in the residual); e from both forms
+        assert th["phi"] == pytest.approx(rs["objective"], rel=20 * tol)
+        assert th["energy"] == pytest.approx(th["energy_direct"], rel=20 * tol)
+    assert prox_has_competing_minima(fields, rs)
+
+
+def prox_has_competing_minima(fields, rs):
+    """The point is not trivially convex: some samples have several local minima."""
+    ch = channel("softmax", fields, 5.0, *(rs[k] for k in STATE), softmin=None)
+    return ch["prox_multi"] > 0.01
+
+
+@pytest.mark.parametrize("s", [0.5, 5.0])
+def test_ridge_regression_has_no_rsb(s):
+    """(b) σ ≡ 1 (softmax, L = 1) is ridge regression: from δq_v = 0.3 the iteration returns to δq = 0
+    and to the closed-form RS point λV² + (λ + α − 1)V − 1 = 0 (docs/theory.md §2, §13)."""
+    lam, alpha, delta = 0.1, 2.0, 0.5
+    fields = draw_fields("spiked", 1.0, 1, delta, 2048, 0, qmc=True)
+    inner = rsb1.draw_inner(1, 16)
+    x0 = np.array([0.0, 0.0, 0.0, 1 / lam, 0.5, 0.6, 0.3, 0.5])
+    r = rsb1.solve_rsb1("softmax", "spiked", 1.0, 1, delta, lam, alpha, s, fields=fields, inner=inner, init=x0,
+                        tol=1e-9, damping=1.0, max_iter=150, patience=150)
+    assert r["converged"], r["residual"]
+    assert r["dq_v"] < 1e-8 and r["dq_k"] == 0.0
+    assert r["sigma"] == pytest.approx(0.0, abs=1e-8)
+    V = (-(lam + alpha - 1) + math.sqrt((lam + alpha - 1) ** 2 + 4 * lam)) / (2 * lam)
+    assert r["V_v"] == pytest.approx(V, rel=2e-2)
+    assert r["m_v"] == pytest.approx(alpha * V / (1 + V), rel=2e-2)
+
+
+def test_complexity_is_s_squared_dphi_ds():
+    """(c) Σ(s) (closed form, docs/theory.md §13) against s² (Φ(s + h) − Φ(s − h))/(2h) of the solved
+    potential, at a softmax point where RS is unstable (δq > 0), within 3 Monte Carlo s.e.; and the
+    explicit ∂Φ/∂s at the saddle (conjugates and state held, the tilt re-weighted) to 1e-6."""
+    task = ("softmax", "spiked", 1.0, 2, 0.0, 0.1, 1.0)
+    fields = draw_fields("spiked", 1.0, 2, 0.0, 512, 0, qmc=True)
+    inner = rsb1.draw_inner(2, 8)
+    rs = solve_replica(*task, fields=fields, softmin=None, tol=1e-5)
+    s, h = 4.0, 1.0
+    kw = {"fields": fields, "inner": inner, "tol": 1e-5, "max_iter": 120, "patience": 40}
+    mid = rsb1.solve_rsb1(*task, s, init=rsb1.rs_state(rs, 0.3), **kw)
+    assert mid["converged"], mid["residual"]
+    assert mid["dq_k"] + mid["dq_v"] > 1e-2  # a genuine 1RSB point
+    x, warm = np.array([mid[k] for k in rsb1.STATE1]), mid["prox_warm"]
+    # explicit derivative: Φ(x, x̂, s ± ε) with Φ_out re-weighted at s ± ε on the same prox solutions
+    ch = rsb1.rsb1_channel("softmax", fields, inner, 1.0, s, x, warm=warm)
+    eps, phis = 1e-4, []
+    for t in (s - eps, s + eps):
+        cht = rsb1.rsb1_channel("softmax", fields, inner, 1.0, t, x, warm=warm)
+        phis.append(rsb1.thermodynamics(0.1, 1.0, t, x, {**cht, **{k: ch[k] for k in rsb1.CONJ1}})["phi"])
+    th = rsb1.thermodynamics(0.1, 1.0, s, x, ch)
+    assert s * s * (phis[1] - phis[0]) / (2 * eps) == pytest.approx(th["sigma"], abs=1e-6 + 1e-3 * abs(th["sigma"]))
+    # total derivative along the solved saddle (envelope theorem)
+    lo = rsb1.solve_rsb1(*task, s - h, init=x, warm=warm, **kw)
+    hi = rsb1.solve_rsb1(*task, s + h, init=x, warm=warm, **kw)
+    assert lo["converged"] and hi["converged"]
+    fd = s * s * (hi["phi"] - lo["phi"]) / (2 * h)
+    assert abs(fd - mid["sigma"]) < 3 * mid["sigma_se"], (fd, mid["sigma"], mid["sigma_se"])
+    assert abs(mid["sigma"]) > 3 * mid["sigma_se"]  # the check is not trivially 0 = 0
+    # and e = Φ + Σ/s equals the energy of a typical state, α E⟨loss⟩ + (λ/2) tr q₁
+    assert mid["energy"] == pytest.approx(mid["energy_direct"], abs=3 * mid["energy_direct_se"])

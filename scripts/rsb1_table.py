@@ -1,6 +1,6 @@
 """RS against zero-temperature 1RSB (docs/theory.md §13) against ERM at the disputed softmax points.
 
-Usage: python benchmarks/rsb1_table.py --alpha 20 [--lam 0.01] [--nu 1] [--L 3] [--n-outer 1024]
+Usage: python scripts/rsb1_table.py --alpha 20 [--lam 0.01] [--nu 1] [--L 3] [--n-outer 1024]
            [--n-inner 16] [--s-grid 0.5,2,8] [--init 4,64,1,0.5,1,1] [--json out.json]
 Per point, on one draw of the outer samples (QMC seed 0, N₀ = n_outer; the RS sample):
   1. RS, soft-min channel (the solver's default; Anderson, then damped if needed) from ``--init``

@@ -14,9 +14,9 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from slrpipe.theory.population import optimal_risk, population_sweep  # noqa: E402
+from slrpipe.theory.population import optimal_risk, population_sweep
 
 SIGMAS = ("softmax", "linear", "erf", "softplus_norm", "bayes")
 

@@ -21,11 +21,11 @@ import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from slrpipe.store.aggregate import open_store  # noqa: E402
-from slrpipe.theory.replica import solve_replica  # noqa: E402
-from slrpipe.theory.replica.solver import STATE  # noqa: E402
+from slrpipe.store.aggregate import open_store
+from slrpipe.theory.replica import solve_replica
+from slrpipe.theory.replica.solver import STATE
 
 STAGES = (("anderson", 80), ("damped", 200), ("anderson", 100))
 

@@ -67,7 +67,7 @@ def erm_side(a, r, seed):
     Hi = np.linalg.inv(H)
     Hi2 = Hi @ Hi
     D = a.D
-    blk = lambda A, i, j: np.trace(A[i * D:(i + 1) * D, j * D:(j + 1) * D]) / D  # noqa: E731
+    blk = lambda A, i, j: np.trace(A[i * D:(i + 1) * D, j * D:(j + 1) * D]) / D
     q = [float(np.dot(np.asarray(res.params[c]), np.asarray(res.params[c])) / D) for c in ("k", "v")]
     return dict(grad=g, eig_min=float(np.linalg.eigvalsh(H)[0]), V=[blk(Hi, 0, 0), blk(Hi, 1, 1)],
                 C=[blk(Hi2, 0, 0), blk(Hi2, 1, 1), blk(Hi2, 0, 1)], q=q)

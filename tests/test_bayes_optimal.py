@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from slrpipe.theory import population
-from slrpipe.theory.replica.bayes_optimal import (_channel, bayes_optimal_sweep, bo_channel,
-                                                   solve_bayes_optimal)
+from slrpipe.theory.replica.bayes_optimal import _channel, bayes_optimal_sweep, bo_channel, solve_bayes_optimal
 from slrpipe.theory.replica.fields import draw_fields
 
 

@@ -7,8 +7,8 @@ import math
 
 import pytest
 import yaml
-
 from conftest import REPO, snakemake
+
 from slrpipe.workflow import ConfigError, fmt, plan, size, validate
 
 SMOKE = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())

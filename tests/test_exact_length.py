@@ -47,7 +47,7 @@ def test_equals_field_quadrature(sigma, model, nu, m, c, L):
 def test_erf_moments_vs_quad():
     # E σ and E σ², σ = 1 + erf(c + m x), x ~ N(μ, 1): closed forms (erfc, Owen's T) against quad
     for mu, m, c in [(0.0, 0.0, 0.3), (1.0, 0.7, -1.2), (0.0, 5.0, 2.0), (2.0, 40.0, 0.1)]:
-        f = lambda x, k: (1 + erf(c + m * x)) ** k * math.exp(-(x - mu) ** 2 / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+        f = lambda x, k: (1 + erf(c + m * x)) ** k * math.exp(-(x - mu) ** 2 / 2) / math.sqrt(2 * math.pi)
         pts = [-c / m] if m > 0 and abs(c / m - mu) < 12 else None
         e1 = quad(f, mu - 12, mu + 12, args=(1,), points=pts, epsabs=1e-13, limit=200)[0]
         e2 = quad(f, mu - 12, mu + 12, args=(2,), points=pts, epsabs=1e-13, limit=200)[0]
@@ -61,7 +61,7 @@ def test_erf_moments_far_tail_relative():
     from scipy.special import erfc
 
     for mu, m, c in [(0.0, 0.035, -5.6), (1.0, 0.5, -3.0), (0.0, 2.0, -8.0), (1.0, 0.3, -6.0)]:
-        f = lambda x: erfc(-(c + m * x)) ** 2 * math.exp(-(x - mu) ** 2 / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+        f = lambda x: erfc(-(c + m * x)) ** 2 * math.exp(-(x - mu) ** 2 / 2) / math.sqrt(2 * math.pi)
         ref = quad(f, -40, 40, epsabs=0, epsrel=1e-12, limit=500, points=[-c / m])[0]
         assert _erf_sq_mean(mu, m, c) == pytest.approx(ref, rel=1e-10)
 

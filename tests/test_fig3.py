@@ -8,11 +8,11 @@ import json
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import xarray as xr  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import xarray as xr
 
-from slrpipe.figures import fig3  # noqa: E402
+from slrpipe.figures import fig3
 
 ALPHA = np.array([0.5, 1.0, 2.0, 5.0, 10.0])
 

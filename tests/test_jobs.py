@@ -48,7 +48,7 @@ def test_every_planned_record_round_trips_through_its_command_line(name):
         assert from_namespace(ReplicaJob, _parse("replica", record)) == record
     for record in p.data.values():
         assert from_namespace(DataJob, _parse("generate", record)) == record
-    for path, record in p.erm.items():
+    for record in p.erm.values():
         if record.data is None:  # a stored set is read by the command (checked in tests/test_train.py)
             assert job_of(_parse("train", record)) == record
     for batch in p.train_batches.values():

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
-
 from conftest import REPO
+
 from slrpipe.store.ladder import largest_D, point_ladder
 from slrpipe.workflow import plan, size, sizes, validate
 

@@ -4,13 +4,12 @@ command, the config section and its plan (docs/theory.md §12)."""
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 import pytest
 import yaml
-
 from conftest import REPO
+
 from slrpipe.theory import population as pop
 from slrpipe.theory.length_sweep import length_sweep, nu_for_risk
 from slrpipe.workflow import ConfigError, plan, validate

@@ -14,8 +14,8 @@ from flax import nnx
 
 from slrpipe.data import SLRDataset, SLRTask
 from slrpipe.models import Attention, attention_apply, bayes_predict
-from slrpipe.vocabulary import SIGMAS
 from slrpipe.train.metrics import streamed_error
+from slrpipe.vocabulary import SIGMAS
 
 
 def _hand(X, mask, k, v, sigma, c=0.0):

@@ -15,8 +15,8 @@ from slrpipe.data import SLRTask
 from slrpipe.store.aggregate import erm_node
 from slrpipe.store.ground import add_ground_state, reached, reference
 from slrpipe.store.trajectory import add_trajectory_risk, risk_along
-from slrpipe.train import SolverOptions, minimize
 from slrpipe.theory.learned import risk_at_gram
+from slrpipe.train import SolverOptions, minimize
 from slrpipe.train.metrics import gram
 from slrpipe.vocabulary import init_seed
 

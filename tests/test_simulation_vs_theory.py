@@ -9,6 +9,7 @@ error, ≤ 1e-4 as measured by the theory module, negligible against s.e. ≈ 3e
 """
 
 import math
+from functools import partial
 
 import jax
 import numpy as np
@@ -79,7 +80,7 @@ def measured(request):
     for name, (G, c) in preds.items():
         k, v = predictor_from_gram(k_star, v_star, G)
         params[name] = {"k": np.float32(k), "v": np.float32(v), "c": np.float32(c)}
-    fns = {name: jax.jit(lambda X, m, p=p, s=name.removesuffix("_off"): attention_apply(p, X, m, s))
+    fns = {name: jax.jit(partial(attention_apply, p, sigma=name.removesuffix("_off")))
            for name, p in params.items()}
     s1 = {name: 0.0 for name in fns}
     s2 = dict(s1)

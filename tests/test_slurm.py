@@ -30,7 +30,6 @@ Needs root and apt-get (CI: fresh Debian, as root); skipped with the reason othe
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import importlib.util
 import os

@@ -207,7 +207,7 @@ def test_replicon_operator_predicts_the_erm_susceptibility():
                 jnp.concatenate([res.params["k"], res.params["v"]])))
         Hi = np.linalg.inv(H)
         Hi2 = Hi @ Hi
-        tr = lambda A, a: np.trace(A[a * D:(a + 1) * D, a * D:(a + 1) * D]) / D  # noqa: E731
+        tr = lambda A, a: np.trace(A[a * D:(a + 1) * D, a * D:(a + 1) * D]) / D
         vals.append([tr(Hi, 0), tr(Hi, 1), tr(Hi2, 0), tr(Hi2, 1)])
     vals = np.array(vals)
     mean, se = vals.mean(0), vals.std(0, ddof=1) / np.sqrt(len(vals))

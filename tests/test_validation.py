@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from slrpipe.store.validation import ValidationFailed, compare, validate_store
 from slrpipe.io import write_zarr
+from slrpipe.store.validation import ValidationFailed, compare, validate_store
 
 ALPHAS = [1.0, 4.0]
 
@@ -180,8 +180,8 @@ def test_ladder_rows_extrapolate_and_decide_the_verdict(tmp_path):
     from slrpipe.store.aggregate import open_store
     from slrpipe.store.validation import format_table
 
-    finite = lambda D: 0.5 + 40.0 / D  # noqa: E731
-    flat = lambda D: 0.6 + 0 * D  # noqa: E731
+    finite = lambda D: 0.5 + 40.0 / D
+    flat = lambda D: 0.6 + 0 * D
     cfg = dict(CONFIG, validation=dict(CONFIG["validation"], rel_tol=0.01))
     (r,) = compare(open_store(ladder_store(tmp_path, finite, finite)), cfg)
     assert r["D"] == 800 and r["erm_mean"] == pytest.approx(0.55) and not r["agrees"]

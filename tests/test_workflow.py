@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
-
 from conftest import copy_workflow, snakemake
 
 pytestmark = pytest.mark.slow

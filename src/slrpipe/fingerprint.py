@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 PACKAGE = "slrpipe"
@@ -40,7 +40,7 @@ def _name_of(path: Path) -> str:
     return ".".join(parts)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _direct_imports(path: Path) -> frozenset[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
     me = _name_of(path)

@@ -91,7 +91,7 @@ def write_zarr(obj, path, **kwargs) -> Path:
     # encodings read from the result files would be reapplied here: an int variable that an outer
     # join promoted to float with NaN (e.g. ``iterations`` of a start that does not exist) would be
     # cast back to int, NaN becoming −2⁶³
-    prep = lambda ds: _vlen_strings(ds.drop_encoding())  # noqa: E731
+    prep = lambda ds: _vlen_strings(ds.drop_encoding())
     obj = obj.map_over_datasets(prep) if isinstance(obj, xr.DataTree) else prep(obj)
     tmp = _tmp_sibling(path, is_dir=True)
     try:

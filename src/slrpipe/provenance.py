@@ -7,8 +7,8 @@ import json
 import platform
 import time
 from functools import lru_cache
-from importlib.metadata import PackageNotFoundError, version
 from importlib import resources
+from importlib.metadata import PackageNotFoundError, version
 
 from slrpipe import __version__
 

@@ -14,8 +14,8 @@ lines.
 from __future__ import annotations
 
 import math
-from importlib import resources
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import jsonschema

@@ -218,7 +218,7 @@ class LocalSlurm:
             time.sleep(0.3)
         raise RuntimeError(f"timeout after {timeout} s: {what}\n{self.logs()}")
 
-    def start(self, timeout: float = 60) -> "LocalSlurm":
+    def start(self, timeout: float = 60) -> LocalSlurm:
         """Write the configuration and start the daemons; returns when the node is idle."""
         self.state.mkdir(parents=True, exist_ok=True)
         self._write_config()
@@ -256,7 +256,7 @@ class LocalSlurm:
             if p.exists() and MARKER in p.read_text():
                 p.unlink()
 
-    def restart(self, gpus: int) -> "LocalSlurm":
+    def restart(self, gpus: int) -> LocalSlurm:
         """Stop and start again with another number of fake GPUs (gres are read at start only)."""
         self.stop()
         self.gpus = gpus

@@ -21,9 +21,9 @@ import numpy as np
 
 from slrpipe import __version__
 from slrpipe.data.sampling import Chunk, SLRTask, sample_chunk
-from slrpipe.lengths import format_L
 from slrpipe.data.teacher import make_teacher
 from slrpipe.io import atomic_dir
+from slrpipe.lengths import format_L
 
 FORMAT = "slrpipe-dataset-1"
 
@@ -63,7 +63,7 @@ class SLRDataset:
 
     # --- construction -------------------------------------------------------------------------
     @classmethod
-    def open(cls, path) -> "SLRDataset":
+    def open(cls, path) -> SLRDataset:
         """Handle on a store written by ``write_dataset`` (chunks are read from it).
 
         Raises:
@@ -73,7 +73,7 @@ class SLRDataset:
 
         try:
             g = zarr.open_group(str(path), mode="r", zarr_format=3)
-        except Exception as exc:  # noqa: BLE001 - any failure means "not a dataset"
+        except Exception as exc:
             raise ValueError(f"data: {path} is not a readable zarr v3 store ({exc})") from exc
         a = dict(g.attrs)
         if a.get("format") != FORMAT:
@@ -82,7 +82,7 @@ class SLRDataset:
                        a["delta"], a["D"])
         return cls(task, a["n"], a["teacher_seed"], a["data_seed"], a["chunk_size"], Path(path))
 
-    def regenerated(self) -> "SLRDataset":
+    def regenerated(self) -> SLRDataset:
         """The same dataset, drawn on the fly from its seeds instead of read from a store."""
         return replace(self, path=None)
 

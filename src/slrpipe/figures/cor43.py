@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from .style import COLORS, LABELS, ordered, save, setting_title
-
-import matplotlib.pyplot as plt
 
 
 def plot(tree, experiments, out_stem):

@@ -7,7 +7,18 @@ import numpy as np
 from slrpipe.store.ground import reference
 from slrpipe.store.ladder import largest_D
 
-from .style import COLORS, LABELS, legend_below, log_alpha_axis, log_error_axis, MARKERS, ordered, panels, save, setting_title
+from .style import (
+    COLORS,
+    LABELS,
+    MARKERS,
+    legend_below,
+    log_alpha_axis,
+    log_error_axis,
+    ordered,
+    panels,
+    save,
+    setting_title,
+)
 
 LAM_FILL = {0: "full", 1: "none", 2: "left", 3: "bottom"}
 

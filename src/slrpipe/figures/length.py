@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from .style import COLORS, LABELS, MARKERS, ordered, save
-
-import matplotlib.pyplot as plt
 
 _NU_STYLES = ["-", "--", ":", "-."]
 

@@ -20,8 +20,6 @@ adam) panel (b).
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import xarray as xr
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from slrpipe.io import atomic_file  # noqa: E402
-from slrpipe.vocabulary import BAYES, NORMALISED_SIGMAS, SIGMAS  # noqa: E402
+from slrpipe.io import atomic_file
+from slrpipe.vocabulary import BAYES, NORMALISED_SIGMAS, SIGMAS
 
 COLORS = {"softmax": "#1f77b4", "linear": "#d62728", "erf": "#2ca02c", "softplus_norm": "#ff7f0e",
           "bayes": "black", "bayes_optimal": "black"}

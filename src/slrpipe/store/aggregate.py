@@ -59,7 +59,7 @@ def read_netcdf(path) -> xr.Dataset:
     """
     try:
         return _read_netcdf(path)
-    except Exception as exc:  # noqa: BLE001  (scipy/h5netcdf/xarray: OSError, ValueError, IndexError, KeyError …)
+    except Exception as exc:
         why = " ".join(str(exc).split())[:120] or type(exc).__name__
         raise UnreadableResult(
             f"cannot read result file {path} ({type(exc).__name__}: {why}); regenerate it: "

@@ -47,7 +47,7 @@ def risk_at_gram(sigma: str, model: str, nu: float, L, delta: float, gram, c: fl
     try:
         return float(risk_gram(sigma, model, nu, L, delta, np.asarray(gram, float), c=float(c),
                                quad=QuadSpec(method="qmc", qmc_log2=QMC_LOG2)))
-    except Exception as exc:  # noqa: BLE001 - theory failures are recorded, not fatal here
+    except Exception as exc:
         log.warning("risk_gram failed at this point (%s: %s); recording NaN", type(exc).__name__, exc)
         return math.nan
 

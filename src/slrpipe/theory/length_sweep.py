@@ -8,6 +8,11 @@ through :mod:`slrpipe.theory.population` with the exact-in-L reductions.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: xarray is imported where a Dataset is built
+    import xarray
+
 import logging
 import math
 from collections.abc import Sequence
@@ -41,7 +46,7 @@ def nu_for_risk(sigma, model, L, target: float, *, quad: QuadSpec | None = None)
     if not 0 < target < 1:
         raise ValueError(f"target: must be in (0, 1), got {target}")
     quad = quad or QuadSpec()
-    f = lambda lg: _excess(sigma, model, math.exp(lg), L, quad) - target  # noqa: E731
+    f = lambda lg: _excess(sigma, model, math.exp(lg), L, quad) - target
     if _excess(sigma, model, 0.0, L, quad) <= target:
         return 0.0
     lo, hi = math.log(1e-3), math.log(10.0)
@@ -54,7 +59,7 @@ def nu_for_risk(sigma, model, L, target: float, *, quad: QuadSpec | None = None)
 
 def length_sweep(sigma, model, lengths: Sequence[int], nus: Sequence[float], delta: float = 0.0, *,
                  target_risk: float | None = None, var_L_max: int | None = None,
-                 var_nus: Sequence[float] = (), quad: QuadSpec | None = None) -> "xarray.Dataset":
+                 var_nus: Sequence[float] = (), quad: QuadSpec | None = None) -> xarray.Dataset:
     """Dataset with risk, m_k, risk_err (dims L, nu); nu_target (dim L) when ``target_risk`` is
     given (the ν at which the excess risk R* − Δ² equals it, :func:`nu_for_risk`); risk_var
     (dim nu_var) when ``var_L_max`` is given: the optimum for L ~ Uniform{1, …, var_L_max} with

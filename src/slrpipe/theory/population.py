@@ -17,6 +17,11 @@ paper's Prop. 4.2 (softmax attains Bayes), Cor. 4.3, Cor. 4.4.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: xarray is imported where a Dataset is built
+    import xarray
+
 import logging
 import math
 from collections.abc import Sequence
@@ -26,7 +31,7 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import erf
 
-from slrpipe.lengths import format_L, length_law  # noqa: F401  (re-exported)
+from slrpipe.lengths import format_L, length_law
 from slrpipe.scores import score
 from slrpipe.theory import exact_length
 from slrpipe.theory.quadrature import FieldRule, QuadSpec, field_rule
@@ -449,7 +454,7 @@ def linear_risk_spiked(L, nu, delta=0.0) -> float:
 
 
 def population_sweep(sigma, model, L, nus: Sequence[float], delta=0.0, *,
-                     quad: QuadSpec | None = None) -> "xarray.Dataset":
+                     quad: QuadSpec | None = None) -> xarray.Dataset:
     """Optimal population risk over a ν grid (Fig. 2 of the paper; model.md §4, §7).
 
     sigma: one of SIGMAS or "bayes" (Bayes risk at k = c_ν k*, v = v*). Returns a Dataset with

@@ -112,7 +112,7 @@ class QuadSpec:
             return self.method
         return "ordered" if L <= self.max_tensor_L else "qmc"
 
-    def coarse(self, L: int) -> "QuadSpec":
+    def coarse(self, L: int) -> QuadSpec:
         """A cheaper spec (≈½ nodes per dimension, ⅛ QMC points, ~0.55× exact-rule nodes: error
         ≲ 1e-6) for locating optimum basins."""
         n_t, n_y, n_mid, n_tail = _ordered_sizes(self, L)
@@ -120,7 +120,7 @@ class QuadSpec:
                        n_tail=max(6, n_tail // 2), n_gh=max(10, self.n_gh // 2),
                        qmc_log2=max(6, self.qmc_log2 - 3), exact_level=self.exact_level - 1.5)
 
-    def refined(self, L: int) -> "QuadSpec":
+    def refined(self, L: int) -> QuadSpec:
         """A finer spec of the same method at length L (≈1.5× nodes per dimension, 4× QMC points)."""
         n_t, n_y, n_mid, n_tail = _ordered_sizes(self, L)
         return replace(self, n_t=int(1.5 * n_t), n_y=int(1.5 * n_y) + 1, n_mid=int(1.5 * n_mid),

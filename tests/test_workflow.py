@@ -161,19 +161,26 @@ def test_nothing_to_do_on_second_run(done):
 
 
 def test_changing_one_alpha_reruns_only_its_jobs(done):
+    """spiked_L2's α = 8 becomes 4 (the YAML rewritten with its keys sorted: another experiment
+    order). The new α runs in new batches; the α = 8 batches lose spiked_L2's runs, so they rerun
+    with the runs they keep (opt_L2, opt_gd_L2: a batch is one job); the α = 2 batches are untouched."""
     cfg = yaml.safe_load((done / "config" / "smoke.yaml").read_text())
     cfg["erm"]["spiked_L2"]["alphas"] = [2.0, 4.0]  # 8.0 -> 4.0
     path = done / "config" / "smoke_alpha.yaml"
     path.write_text(yaml.safe_dump(cfg))
     out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
-    # new α: 2 datasets (seeds), one training batch per σ (its 2 seeds), then the plan file,
-    # aggregation, the three figures with ERM points and the ERM-vs-theory check; no theory job,
-    # and not fig2/cor43
-    assert job_stats(out) == {"generate_data": 2, "train_erm": 2, "plan": 1, "aggregate": 1,
-                              "fig_erm_vs_population": 1, "fig_fig3": 1, "fig_validation": 1, "validate": 1,
-                              "all": 1}, out
+    # 2 datasets (seeds) of the new α, 2 σ × (α = 4, α = 8) batches, then the plan file,
+    # aggregation, the figures with ERM points and the ERM-vs-theory check; no theory job, and not
+    # fig2/cor43
+    assert job_stats(out) == {"generate_data": 2, "train_erm": 4, "plan": 1, "aggregate": 1,
+                              "fig_erm_vs_population": 1, "fig_fig3": 1, "fig_optimization": 1,
+                              "fig_validation": 1, "validate": 1, "all": 1}, out
     trained = trained_outputs(out)
-    assert len(trained) == 4 and all("/alpha4/" in t for t in trained), trained
+    assert not any("/alpha2/" in t for t in trained), trained
+    assert sum("/alpha4/" in t for t in trained) == 4  # 2 σ × 2 seeds
+    # α = 8 keeps opt_L2's informed and random starts and opt_gd_L2's GD run (seed 0), per σ
+    assert sorted("_".join(t.rsplit("/", 1)[1].split("_")[2:]) for t in trained if "/alpha8/" in t) == sorted(
+        2 * ["seed0_informed-r0_lbfgs.nc", "seed0_random-r0_lbfgs.nc", "seed0_random-r0_gd-lr0.05.nc"])
 
 
 def test_adding_a_restart_lists_exactly_its_jobs(done):

@@ -321,7 +321,9 @@ def _plan_erm(config: dict, p: Plan, results: str) -> None:
     batches: dict[str, list] = {}
     for job in p.erm.values():
         batches.setdefault(batch_key(job), []).append(job)
-    p.train_batches = {k: TrainBatchJob(members=v) for k, v in batches.items()}
+    # members in path order: a batch's command line (its params) must not depend on the order in
+    # which the config lists its experiments, or reordering them would rerun every batch
+    p.train_batches = {k: TrainBatchJob(members=sorted(v, key=lambda j: j.out)) for k, v in batches.items()}
 
 
 def _plan_replica(config: dict, p: Plan, results: str) -> None:

@@ -12,7 +12,8 @@ of the process, converged, e_test; then the ratios to L = 3 against the targets 
 within 2× of L = 3's; time per evaluation growing no faster than L³).
 ``--criterion``: per (L, σ), at the state reached by the solve, the fraction of samples whose
 global minimum (ψ lower by more than 10⁻⁹ relative) changes when the start budget of the prox
-(``prox.MAX_DIRECTIONS``) is doubled — the criterion that fixes the budget.
+(``prox.MAX_DIRECTIONS``) is doubled — the criterion that fixes the budget;
+``--criterion-state m_k,q_k,V_k,m_v,q_v,V_v``: that fraction alone, at the given state.
 ``--quick`` (CI, < 60 s): L ∈ {3, 16}, softmax, N = 256, 2 evaluations.
 Times are this machine's (wall-clock depends on its load; CPU time and the ratios less so).
 """
@@ -30,17 +31,32 @@ import time
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 TASK = {"model": "spiked", "nu": 16.0, "delta": 0.0, "lam": 0.1}
+P_BUDGET = 10  # prox.MAX_DIRECTIONS (not imported here: the parent process stays free of JAX)
 
 
-def one(L, sigma, n, alpha, max_iter, criterion):
-    """Run in a fresh process: the measurements of one (L, σ) as a dict."""
-    import jax
+def changed_when_doubled(sigma, fields, m_k, q_k, V_k, m_v, q_v, V_v):
+    """Fraction of the samples whose global minimum is lower (by > 10⁻⁹ relative in ψ) with twice
+    the start budget of the prox (full multi-start search at these order parameters)."""
     import numpy as np
 
     from slrpipe.theory.replica import prox as P
-    from slrpipe.theory.replica import solve_replica
     from slrpipe.theory.replica.channel import centres
+
+    wk, wv, _, _ = centres(fields, m_k, q_k, m_v, q_v)
+    psi = {d: P.prox(sigma, wk, wv, fields.y, V_k, V_v, directions=d)["psi"]
+           for d in (P.MAX_DIRECTIONS, 2 * P.MAX_DIRECTIONS)}
+    base = psi[P.MAX_DIRECTIONS]
+    return float(np.mean(psi[2 * P.MAX_DIRECTIONS] < base - 1e-9 * (1 + np.abs(base))))
+
+
+def one(L, sigma, n, alpha, max_iter, criterion, state=None):
+    """Run in a fresh process: the measurements of one (L, σ) as a dict."""
+    import jax
+
+    from slrpipe.theory.replica import prox as P
+    from slrpipe.theory.replica import solve_replica
     from slrpipe.theory.replica.fields import draw_fields
+    from slrpipe.theory.replica.solver import STATE
 
     compile_s = [0.0]
 
@@ -50,6 +66,10 @@ def one(L, sigma, n, alpha, max_iter, criterion):
 
     jax.monitoring.register_event_duration_secs_listener(listen)
     fields = draw_fields(TASK["model"], TASK["nu"], L, TASK["delta"], n, 0, qmc=True)
+    cands = 2 * L if sigma != "linear" else 2 * L + 4
+    if state is not None:  # the criterion alone, at given order parameters
+        return {"L": L, "sigma": sigma, "n": fields.n, "candidates": cands,
+                "changed_when_doubled": changed_when_doubled(sigma, fields, *state)}
     t, c = time.perf_counter(), time.process_time()
     r = solve_replica(sigma, TASK["model"], TASK["nu"], L, TASK["delta"], TASK["lam"], alpha, fields=fields,
                       max_iter=max_iter, polish=False)
@@ -62,13 +82,8 @@ def one(L, sigma, n, alpha, max_iter, criterion):
            "converged": bool(r["converged"]), "test_error": r["test_error"], "residual": r["residual"],
            "chunk": P.default_chunk(L)}
     if criterion:
-        st = {k: r[k] for k in ("m_k", "q_k", "m_v", "q_v")}
-        wk, wv, _, _ = centres(fields, **st)
-        psi = {d: P.prox(sigma, wk, wv, fields.y, r["V_k"], r["V_v"], directions=d)["psi"]
-               for d in (P.MAX_DIRECTIONS, 2 * P.MAX_DIRECTIONS)}
-        lower = psi[2 * P.MAX_DIRECTIONS] < psi[P.MAX_DIRECTIONS] - 1e-9 * (1 + np.abs(psi[P.MAX_DIRECTIONS]))
-        out["changed_when_doubled"] = float(lower.mean())
-        out["candidates"] = 2 * L if sigma != "linear" else 2 * L + 4
+        out["changed_when_doubled"] = changed_when_doubled(sigma, fields, *(r[k] for k in STATE))
+        out["candidates"] = cands
     return out
 
 
@@ -80,24 +95,32 @@ def main():
     p.add_argument("--alpha", type=float, default=5.0)
     p.add_argument("--max-iter", type=int, default=300)
     p.add_argument("--criterion", action="store_true")
+    p.add_argument("--criterion-state", help="m_k,q_k,V_k,m_v,q_v,V_v: only the criterion, at these order parameters")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--one", nargs=2, metavar=("L", "SIGMA"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.quick:
         a.Ls, a.sigmas, a.n_samples, a.max_iter = "3,16", "softmax", 256, 2
+    state = [float(v) for v in a.criterion_state.split(",")] if a.criterion_state else None
     if a.one:
-        print(json.dumps(one(int(a.one[0]), a.one[1], a.n_samples, a.alpha, a.max_iter, a.criterion)))
+        print(json.dumps(one(int(a.one[0]), a.one[1], a.n_samples, a.alpha, a.max_iter, a.criterion, state)))
         return
     rows = []
     for sigma in a.sigmas.split(","):
         for L in (int(v) for v in a.Ls.split(",")):
             cmd = [sys.executable, __file__, "--one", str(L), sigma, "--n-samples", str(a.n_samples), "--alpha",
-                   str(a.alpha), "--max-iter", str(a.max_iter)] + (["--criterion"] if a.criterion else [])
+                   str(a.alpha), "--max-iter", str(a.max_iter)] + (["--criterion"] if a.criterion else []) + (
+                   ["--criterion-state", a.criterion_state] if a.criterion_state else [])
             res = subprocess.run(cmd, check=False, capture_output=True, text=True)
             if res.returncode:
                 print(f"{sigma} L={L}: failed\n{res.stderr[-2000:]}", flush=True)
                 continue
             r = json.loads(res.stdout.strip().splitlines()[-1])
+            if state is not None:
+                print(f"{sigma} L={L} N={r['n']}: doubling the start budget ({P_BUDGET} → {2 * P_BUDGET} of "
+                      f"{r['candidates']} candidate directions) changes the global minimum of "
+                      f"{r['changed_when_doubled']:.2e} of the samples", flush=True)
+                continue
             rows.append(r)
             crit = (f", global minimum changed by doubling the start budget on {r['changed_when_doubled']:.2e} of the "
                     f"samples ({r['candidates']} candidate directions)" if "changed_when_doubled" in r else "")

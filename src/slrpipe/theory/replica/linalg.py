@@ -14,6 +14,15 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
+#: systems up to this size have their column loop unrolled (fewer, fused passes over the lanes:
+#: at L = 3 the looped prox cost 25 % more CPU than the unrolled one); the program size is then
+#: bounded by that of n = _UNROLL_MAX, and constant above it
+_UNROLL_MAX = 6
+
+
+def _loop(n, body, init):
+    return lax.fori_loop(0, n, body, init, unroll=n if n <= _UNROLL_MAX else 1)
+
 
 def cholesky(A, tiny):
     """Lower Cholesky factor of the symmetric A (n, n), and ok = every pivot > ``tiny``.
@@ -35,7 +44,7 @@ def cholesky(A, tiny):
         col = jnp.where(idx > j, col, jnp.where(idx == j, dj, 0.0))
         return Lm.at[:, j].set(col), ok
 
-    return lax.fori_loop(0, n, body, (jnp.zeros_like(A), jnp.asarray(True)))
+    return _loop(n, body, (jnp.zeros_like(A), jnp.asarray(True)))
 
 
 def forward(Lm, b):
@@ -47,7 +56,7 @@ def forward(Lm, b):
         xi = (b2[i] - jnp.sum(Lm[i][:, None] * x, axis=0)) / Lm[i, i]
         return x.at[i].set(xi)
 
-    return lax.fori_loop(0, n, body, jnp.zeros_like(b2)).reshape(b.shape)
+    return _loop(n, body, jnp.zeros_like(b2)).reshape(b.shape)
 
 
 def backward(Lm, b):
@@ -60,7 +69,7 @@ def backward(Lm, b):
         xi = (b2[i] - jnp.sum(Lm[:, i][:, None] * x, axis=0)) / Lm[i, i]
         return x.at[i].set(xi)
 
-    return lax.fori_loop(0, n, body, jnp.zeros_like(b2)).reshape(b.shape)
+    return _loop(n, body, jnp.zeros_like(b2)).reshape(b.shape)
 
 
 def chol_solve(A, b, tiny):

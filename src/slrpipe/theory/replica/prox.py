@@ -10,11 +10,15 @@ an L-dimensional non-convex problem. Its global minimum is found by a batched, m
 (backtracking) saddle-free Newton method started from several points per sample: the centre ω_χ,
 optional warm starts (the previous pass's minimum and runners-up), and displacements of radius
 R = √(2 V_k ψ(ω_χ)) (no minimiser lies farther from ω_χ) towards each token (σ normalised) or
-along ±e_ℓ and ±ω_z (σ linear); the lowest end point wins. Newton runs in two phases (all lanes
+along ±e_ℓ and ±ω_z (σ linear), at most ``MAX_DIRECTIONS`` of them (those of lowest ψ: a start
+count that does not grow with L); the lowest end point wins. Newton runs in two phases (all lanes
 a few steps, then only the unconverged ones). Optionally (``softmin=β``) the statistics of the
 soft-min envelope over the distinct local minima found are returned too (docs/theory.md §4–5).
 The Jacobian of the prox in (ω, y) comes from implicit differentiation of ∇φ = 0:
 ∂h/∂ω = H⁻¹ V⁻¹, ∂h/∂y = H⁻¹ ∇_h f, H = ∇²φ (2L × 2L).
+Every factorisation is a looped Cholesky (:mod:`.linalg`): the compiled programs have the same
+size at every L (compile time independent of L), the work is O(L³) per Newton step and per
+sample's finish, and the lanes run in cache-sized blocks (``_blocked``).
 
 Everything runs in float64 JAX (``jax.enable_x64``), jit-compiled and vmapped over samples, on
 JAX's default device: a GPU when one is present (float64 is supported there; the samples go in

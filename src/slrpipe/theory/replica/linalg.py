@@ -2,9 +2,10 @@
 
 Written for ``jax.vmap`` over many (10⁴–10⁵) independent n × n systems, n = L or 2L: each
 function is a ``lax.fori_loop`` over the n columns whose body is elementwise products and sums over
-whole rows, so that the compiled program has the same size at every n (compile time independent of
-L; the Python-unrolled factorisation it replaces grew like n³ in program size) and the work is the
-textbook O(n³) per factorisation and O(n²) per right-hand side. No LAPACK: batched LAPACK calls on
+whole rows, so that the compiled program has the same size at every n > 6 (compile time independent
+of L; up to n = 6 the loop is unrolled, ``_UNROLL_MAX``; the Python-unrolled factorisation it
+replaces grew like n³ in program size at every n) and the work is the textbook O(n³) per
+factorisation and O(n²) per right-hand side. No LAPACK: batched LAPACK calls on
 tiny matrices dominate the run time on CPU (and were seen to hang jax 0.10.2 there). Products are
 written as ``sum(a * b)``, not as ``dot``, so that XLA fuses them across the vmapped batch.
 """

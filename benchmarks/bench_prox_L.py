@@ -14,7 +14,8 @@ targets (compile time within 2× of L = 3's; time per evaluation growing no fast
 global minimum (ψ lower by more than 10⁻⁹ relative) changes when the start budget of the prox
 (``prox.MAX_DIRECTIONS``) is doubled — the criterion that fixes the budget;
 ``--criterion-state m_k,q_k,V_k,m_v,q_v,V_v``: that fraction alone, at the given state.
-``--quick`` (CI, < 60 s): L ∈ {3, 16}, softmax, N = 256, 2 evaluations.
+``--quick`` (CI): L ∈ {3, 16}, softmax, N = 256, 2 evaluations (first and report pass);
+about 30 s of CPU per L, nearly all compilation.
 Times are this machine's (wall-clock depends on its load; CPU time and the ratios less so).
 """
 
@@ -105,7 +106,7 @@ def main():
     p.add_argument("--one", nargs=2, metavar=("L", "SIGMA"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.quick:
-        a.Ls, a.sigmas, a.n_samples, a.max_iter = "3,16", "softmax", 256, 2
+        a.Ls, a.sigmas, a.n_samples, a.max_iter = "3,16", "softmax", 256, 1
     state = [float(v) for v in a.criterion_state.split(",")] if a.criterion_state else None
     if a.one:
         print(json.dumps(one(int(a.one[0]), a.one[1], a.n_samples, a.alpha, a.max_iter, a.criterion, state)))

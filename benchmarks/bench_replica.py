@@ -17,10 +17,10 @@ Prints
 Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on this machine.
  (4) ``lowlam``: the λ = 0.01 sweep of issue #12 (spiked L = 3, ν = 2, α ∈ {1, 5}, 8192 samples,
      2 scrambles, two-way; --lowlam-sigmas) with the solver policies of ``--policy``: 'new'
-     (defaults: far_patience cap, loose unpolished intermediate continuation points, prox warm
-     starts reused along α, every try of a grid point a cheap probe first, intermediate points and
-     probes given up after 10 evaluations that do not halve a residual ≥ 10⁻²), 'prev' (the
-     previous policy: probes only on retries, no such cap), 'noprobe' (prev without the probe) or
+     (exactly what ``slrpipe replica`` runs: ``SolverOptions()`` and ``SweepOptions(two_way=True,
+     mc_seeds=2)`` — far_patience cap on cold starts, loose unpolished intermediate continuation
+     points, prox warm starts reused along α, every try of a grid point a cheap probe first),
+     'prev' (the previous policy: probes only on retries), 'noprobe' (prev without the probe) or
      'old' (all off: the solver before issue #12). Prints wall
      and CPU time, channel evaluations (in converged solves / wasted in failed ones) and the
      values (test error of seed 0, seed mean and s.d., order parameters).
@@ -65,7 +65,7 @@ from slrpipe.theory.replica.solver import STATE  # noqa: E402
 #: points solved like grid points, every solve starting with a cold prox search)
 OLD_POLICY = (SolverOptions.build(far_patience=None, far_stall=None),
               SweepOptions(step_tol=None, step_patience=None, cold_far_patience=None, reuse_warm=False,
-                           probe=False, probe_first=False, step_far_patience=None))
+                           probe=False, probe_first=False))
 
 
 def _psi_np(chi, wk, wv, y, Vk, Vv, sigma):
@@ -158,15 +158,17 @@ def bench_panel(a):
     print(f"(3) Fig. 3 panel (softmax + linear, one λ): {total:.0f} s = {total / 60:.1f} min", flush=True)
 
 
-#: the policies of the previous stop (probe only on retries, no cap on far-from-root intermediate work)
-PREV_SWEEP = dict(probe_first=False, step_far_patience=None)
+#: the policies of the previous stop (probe only on retries)
+PREV_SWEEP = {"probe_first": False}
 
 
 def _policy(a, **sweep_kw):
+    """options and sweep of ``replica_sweep`` under --policy; 'new' builds them as the CLI does
+    (src/slrpipe/commands/replica.py: ``SolverOptions()``, ``SweepOptions(two_way=…, mc_seeds=…)``)."""
     sw = {"old": OLD_POLICY[1], "noprobe": SweepOptions(probe=False, **PREV_SWEEP),
-          "prev": SweepOptions(**PREV_SWEEP)}.get(a.policy, SweepOptions())
+          "prev": SweepOptions(**PREV_SWEEP)}.get(a.policy, SweepOptions(two_way=True))
     opts = OLD_POLICY[0] if a.policy == "old" else SolverOptions()
-    return dict(options=opts, sweep=dataclasses.replace(sw, **sweep_kw))
+    return {"options": opts, "sweep": dataclasses.replace(sw, **sweep_kw)}
 
 
 def _timed_sweep(a, sigma, model, nu, L, lam, alphas, n_samples, **sweep_kw):

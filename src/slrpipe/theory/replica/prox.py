@@ -10,11 +10,15 @@ an L-dimensional non-convex problem. Its global minimum is found by a batched, m
 (backtracking) saddle-free Newton method started from several points per sample: the centre ω_χ,
 optional warm starts (the previous pass's minimum and runners-up), and displacements of radius
 R = √(2 V_k ψ(ω_χ)) (no minimiser lies farther from ω_χ) towards each token (σ normalised) or
-along ±e_ℓ and ±ω_z (σ linear); the lowest end point wins. Newton runs in two phases (all lanes
+along ±e_ℓ and ±ω_z (σ linear), at most ``MAX_DIRECTIONS`` of them (those of lowest ψ: a start
+count that does not grow with L); the lowest end point wins. Newton runs in two phases (all lanes
 a few steps, then only the unconverged ones). Optionally (``softmin=β``) the statistics of the
 soft-min envelope over the distinct local minima found are returned too (docs/theory.md §4–5).
 The Jacobian of the prox in (ω, y) comes from implicit differentiation of ∇φ = 0:
 ∂h/∂ω = H⁻¹ V⁻¹, ∂h/∂y = H⁻¹ ∇_h f, H = ∇²φ (2L × 2L).
+Every factorisation is a looped Cholesky (:mod:`.linalg`): the compiled programs have the same
+size at every L (compile time independent of L), the work is O(L³) per Newton step and per
+sample's finish, and the lanes run in cache-sized blocks (``_blocked``).
 
 Everything runs in float64 JAX (``jax.enable_x64``), jit-compiled and vmapped over samples, on
 JAX's default device: a GPU when one is present (float64 is supported there; the samples go in
@@ -33,6 +37,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from slrpipe.scores import score
+from slrpipe.theory.replica.linalg import (
+    backward,
+    chol_solve,
+    cholesky,
+    forward,
+    inverse_diagonal,
+)
 from slrpipe.vocabulary import REPLICA_SIGMAS
 
 PROX_SIGMAS = REPLICA_SIGMAS
@@ -60,7 +71,15 @@ def _phi(h, wk, wv, y, Vk, Vv, sigma):
             + 0.5 * (y - s @ z) ** 2)
 
 
-def _starts(wk, wv, y, Vk, Vv, sigma):
+#: most displaced starts kept per sample (the centre and the warm starts come on top): where the
+#: candidate directions are more, those with the lowest ψ at their start point are kept. The
+#: criterion: doubling this budget changes the global minimum of a fraction of the samples that
+#: stays below 10⁻³ as L grows (docs/theory.md §5, measured L = 3–64). Every candidate is kept
+#: up to L = 5 (softmax) and L = 3 (linear).
+MAX_DIRECTIONS = 10
+
+
+def _starts(wk, wv, y, Vk, Vv, sigma, max_dirs=MAX_DIRECTIONS):
     L = wk.shape[0]
     R = jnp.sqrt(2 * Vk * _psi(wk, wk, wv, y, Vk, Vv, sigma))
     eye = jnp.eye(L)
@@ -72,27 +91,15 @@ def _starts(wk, wv, y, Vk, Vv, sigma):
         uz = wv / jnp.maximum(jnp.linalg.norm(wv), 1e-12)
         dirs = jnp.concatenate([0.5 * eye, -0.5 * eye, 0.5 * uz[None], -0.5 * uz[None],
                                 uz[None], -uz[None]])
-    return jnp.concatenate([wk[None], wk[None] + R * dirs])
-
-
-def _chol_solve(A, b, tiny):
-    """Solve A x = b by an unrolled Cholesky factorisation; ok=False if a pivot is ≤ tiny."""
-    n = A.shape[0]
-    Lm = [[None] * n for _ in range(n)]
-    ok = True
-    for j in range(n):
-        d = A[j, j] - sum(Lm[j][k] ** 2 for k in range(j))
-        ok = ok & (d > tiny)
-        d = jnp.sqrt(jnp.maximum(d, 1e-300))
-        Lm[j][j] = d
-        for i in range(j + 1, n):
-            Lm[i][j] = (A[i, j] - sum(Lm[i][k] * Lm[j][k] for k in range(j))) / d
-    x = [None] * n
-    for i in range(n):
-        x[i] = (b[i] - sum(Lm[i][k] * x[k] for k in range(i))) / Lm[i][i]
-    for i in reversed(range(n)):
-        x[i] = (x[i] - sum(Lm[k][i] * x[k] for k in range(i + 1, n))) / Lm[i][i]
-    return jnp.stack(x), ok
+    cand = wk[None] + R * dirs
+    if dirs.shape[0] > max_dirs:
+        # a budget that does not grow with L (the cost per sample stays O(L³) per Newton step):
+        # the candidates of lowest ψ, in their original order (static shapes)
+        vals = jax.vmap(lambda c: _psi(c, wk, wv, y, Vk, Vv, sigma))(cand)
+        vals = jnp.where(jnp.isfinite(vals), vals, jnp.inf)
+        keep = jnp.sort(jnp.argsort(vals, stable=True)[:max_dirs])
+        cand = cand[keep]
+    return jnp.concatenate([wk[None], cand])
 
 
 def _newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
@@ -103,12 +110,12 @@ def _newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     def body(_, chi):
         g, H = g_fn(chi), h_fn(chi)
         # Newton step where H is positive definite, else a Levenberg-Marquardt step with the
-        # Gershgorin shift (H + μI positive definite): always a descent direction. Unrolled
-        # Cholesky: batched LAPACK calls on tiny matrices dominate the run time on CPU.
-        p_n, ok = _chol_solve(H, g, 1e-6 / Vk)
+        # Gershgorin shift (H + μI positive definite): always a descent direction. Looped
+        # Cholesky (:mod:`.linalg`): O(L³) work, a program that does not grow with L.
+        p_n, ok = chol_solve(H, g, 1e-6 / Vk)
         off = jnp.sum(jnp.abs(H), axis=1) - jnp.abs(jnp.diag(H))
         mu = jnp.maximum(0.0, jnp.max(off - jnp.diag(H))) + 1e-3 / Vk
-        p_lm, _ = _chol_solve(H + mu * jnp.eye(H.shape[0]), g, 0.0)
+        p_lm, _ = chol_solve(H + mu * jnp.eye(H.shape[0]), g, 0.0)
         p = -jnp.where(ok, p_n, p_lm)
         cand = chi[None] + _STEPS[:, None] * p[None]
         # overflowing trial points give NaN; jnp.argmin would pick a NaN, so map them to +inf
@@ -143,8 +150,8 @@ def _softmin_stats(chis, vals, gns, i, wk, wv, y, Vk, Vv, sigma, beta):
     res = (y - s @ wv) / den
     fk = (chis - wk) / Vk
     fv = s * res[:, None]  # (z − ω_z)/V_v
-    return dict(fk=w @ fk, fv=w @ fv, fk2=w @ fk**2, fv2=w @ fv**2, loss=0.5 * (w @ res**2),
-                n_min=jnp.sum(ok))
+    return {"fk": w @ fk, "fv": w @ fv, "fk2": w @ fk**2, "fv2": w @ fv**2, "loss": 0.5 * (w @ res**2),
+            "n_min": jnp.sum(ok)}
 
 
 def _finish(chis, vals, gns, wk, wv, y, Vk, Vv, sigma, beta=None):
@@ -157,7 +164,7 @@ def _finish(chis, vals, gns, wk, wv, y, Vk, Vv, sigma, beta=None):
     # (warm starts of the next pass, so that cheap passes keep the competing branches; the winner
     # where there are fewer)
     scale = 1.0 + jnp.max(jnp.abs(chis), axis=1)
-    far = lambda c: jnp.max(jnp.abs(chis - c), axis=1) > 1e-7 * scale  # noqa: E731
+    far = lambda c: jnp.max(jnp.abs(chis - c), axis=1) > 1e-7 * scale
     cand = (gns < 1e-6 * (1 + 1 / Vk)) & far(chi)
     chi2 = jnp.where(jnp.any(cand), chis[jnp.argmin(jnp.where(cand, vals, jnp.inf))], chi)
     cand = cand & far(chi2)
@@ -171,40 +178,62 @@ def _finish(chis, vals, gns, wk, wv, y, Vk, Vv, sigma, beta=None):
     H = jax.hessian(_phi)(h, wk, wv, y, Vk, Vv, sigma)
     L = wk.shape[0]
     grad_f = jnp.concatenate([jax.jacobian(lambda c: score(sigma, c, xp=jnp) @ z)(chi), s])
-    # unrolled Cholesky solves instead of LAPACK: batched LAPACK calls on tiny matrices were
-    # seen to hang jax 0.10.2 on CPU. H is positive definite at a strict minimum (pd flag).
-    eye = jnp.eye(2 * L)
-    cols = [_chol_solve(H, eye[j], 0.0) for j in range(2 * L)]
-    hinv_diag = jnp.stack([c[0][j] for j, c in enumerate(cols)])
-    pd = cols[0][1]
-    dh_dy, _ = _chol_solve(H, grad_f, 0.0)
-    out = dict(chi=chi, chi2=chi2, chi3=chi3, z=z, psi=vals[i], grad_norm=gn, resid=r / den,
-               hinv_diag=hinv_diag, dz_dy=dh_dy[L:], hess_pd=pd,
-               n_best=jnp.sum(vals < vals[i] + 1e-9 * (1 + jnp.abs(vals[i]))),
-               n_starts=jnp.full((), chis.shape[0]))
+    # one looped Cholesky factorisation (:mod:`.linalg`); H is positive definite at a strict
+    # minimum (pd flag)
+    Lh, pd = cholesky(H, 0.0)
+    hinv_diag = inverse_diagonal(Lh)
+    dh_dy = backward(Lh, forward(Lh, grad_f))
+    out = {"chi": chi, "chi2": chi2, "chi3": chi3, "z": z, "psi": vals[i], "grad_norm": gn, "resid": r / den,
+           "hinv_diag": hinv_diag, "dz_dy": dh_dy[L:], "hess_pd": pd,
+           "n_best": jnp.sum(vals < vals[i] + 1e-9 * (1 + jnp.abs(vals[i]))),
+           "n_starts": jnp.full((), chis.shape[0])}
     if beta is not None:
         out.update(_softmin_stats(chis, vals, gns, i, wk, wv, y, Vk, Vv, sigma, beta))
     return out
 
 
-@functools.partial(jax.jit, static_argnames=("sigma", "multistart"))
-def _batch_starts(wk, wv, y, warm, Vk, Vv, sigma, multistart):
+@functools.partial(jax.jit, static_argnames=("sigma", "multistart", "directions"))
+def _batch_starts(wk, wv, y, warm, Vk, Vv, sigma, multistart, directions=MAX_DIRECTIONS):
     """(n, S, L) Newton starts: the multistart set (or the centre alone) then the warm starts."""
-    st = jax.vmap(lambda a, b, c: _starts(a, b, c, Vk, Vv, sigma) if multistart else a[None])(wk, wv, y)
+    st = jax.vmap(lambda a, b, c: _starts(a, b, c, Vk, Vv, sigma, directions) if multistart else a[None])(wk, wv, y)
     return st if warm is None else jnp.concatenate([st, warm], axis=1)
+
+
+#: lanes per block of :func:`_blocked`: a block's n × n arrays hold about _BLOCK_ELEMENTS numbers
+#: (256 KB: cache-resident). The looped factorisation sweeps its whole array once per column, so
+#: one vmap over all lanes is memory-bound; measured (CPU time, 16384 lanes, 8 Newton steps):
+#: L = 16 9.8 s unblocked, 3.5 s in blocks of 128 lanes, 5.7 s in blocks of 2048; L = 3 0.56 → 0.35 s.
+_BLOCK_ELEMENTS = 1 << 15
+
+
+def _blocked(fn, n, *args):
+    """vmap(fn) over the leading axis of args, in sequential blocks of lanes (``_BLOCK_ELEMENTS``
+    numbers of an n × n array per block; a power of two ≥ 16); pads with copies of lane 0."""
+    M = args[0].shape[0]
+    b = 16
+    while 2 * b * n * n <= _BLOCK_ELEMENTS and 2 * b <= M:
+        b *= 2
+    if b >= M:
+        return jax.vmap(fn)(*args)
+    pad = -M % b
+    blocks = [jnp.concatenate([x, jnp.repeat(x[:1], pad, 0)]) if pad else x for x in args]
+    blocks = [x.reshape((-1, b) + x.shape[1:]) for x in blocks]
+    out = jax.lax.map(lambda t: jax.vmap(fn)(*t), tuple(blocks))
+    return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:])[:M], out)
 
 
 @functools.partial(jax.jit, static_argnames=("sigma", "n_steps"))
 def _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     """Newton from each of the (M, L) starts chi0 with its own centre and label (lanes)."""
-    return jax.vmap(lambda c, a, b, e: _newton(c, a, b, e, Vk, Vv, sigma, n_steps))(chi0, wk, wv, y)
+    return _blocked(lambda c, a, b, e: _newton(c, a, b, e, Vk, Vv, sigma, n_steps), chi0.shape[1], chi0, wk, wv, y)
 
 
 @functools.partial(jax.jit, static_argnames=("sigma", "soft"))
 def _batch_finish(chis, vals, gns, wk, wv, y, Vk, Vv, beta, sigma, soft):
     b = beta if soft else None
-    return jax.vmap(lambda c, v, g, a, e, f: _finish(c, v, g, a, e, f, Vk, Vv, sigma, b))(
-        chis, vals, gns, wk, wv, y)
+    # the 2L × 2L Hessians of the full problem, in cache-sized blocks of samples
+    return _blocked(lambda c, v, g, a, e, f: _finish(c, v, g, a, e, f, Vk, Vv, sigma, b), 2 * wk.shape[1],
+                    chis, vals, gns, wk, wv, y)
 
 
 # Newton steps run on every (sample, start) lane; lanes not converged by then (|∇ψ| above
@@ -225,25 +254,36 @@ def _run_lanes(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
         for a in range(0, rest.size, _CONT_BATCH):
             idx = rest[a:a + _CONT_BATCH]
             pad = np.concatenate([idx, np.repeat(idx[:1], _CONT_BATCH - idx.size)])
-            sel = lambda arr: jnp.asarray(np.asarray(arr)[pad])  # noqa: E731
+            sel = lambda arr, pad=pad: jnp.asarray(np.asarray(arr)[pad])
             c, v, g = _batch_newton(sel(chis), sel(wk), sel(wv), sel(y), Vk, Vv, sigma, n_steps - n1)
             chis[idx], vals[idx], gns[idx] = (np.asarray(t)[:idx.size] for t in (c, v, g))
     return chis, vals, gns
 
 
 #: samples per jitted call: on CPU 4096 bounds the memory of the (samples × starts) lanes at no
-#: cost in speed; an accelerator wants every sample in one launch (a chunk is a few MB there)
+#: cost in speed; an accelerator wants every sample in one launch (a chunk is a few MB there).
+#: Both shrink (by powers of two) where the lanes' L × L Hessians would exceed _LANE_ELEMENTS
+#: numbers per array (2²⁴: 128 MB; reached at L ≈ 16 on CPU), so that peak memory stays that
+#: of a few such arrays at any L.
 _CHUNK = {"cpu": 4096}
 _CHUNK_ACCELERATOR = 1 << 17
+_LANE_ELEMENTS = 1 << 24
 
 
-def default_chunk() -> int:
-    """Samples per jitted prox call on JAX's default backend (``_CHUNK``)."""
-    return _CHUNK.get(jax.default_backend(), _CHUNK_ACCELERATOR)
+def default_chunk(L: int | None = None) -> int:
+    """Samples per jitted prox call on JAX's default backend (``_CHUNK``), at sequence length L
+    (None: the cap of short sequences). Always a power of two ≥ 64."""
+    c = _CHUNK.get(jax.default_backend(), _CHUNK_ACCELERATOR)
+    if L is None:
+        return c
+    lanes = (1 + MAX_DIRECTIONS + 3) * L * L  # numbers per sample of a Hessian array (3 warm starts)
+    while c > 64 and c * lanes > _LANE_ELEMENTS:
+        c //= 2
+    return c
 
 
 def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=None, multistart=True,
-         softmin=None):
+         softmin=None, directions=MAX_DIRECTIONS):
     """Global proximal point of the per-sample SLR loss and its implicit Jacobian, batched.
 
     Args:
@@ -253,7 +293,10 @@ def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=N
         warm: optional (N, L) or (N, W, L) extra Newton starts for χ (e.g. the previous
         iteration's prox and runners-up, ``np.stack([chi, chi2, chi3], 1)``).
         n_steps: Newton steps per start.  chunk: samples per jitted call (bounds memory; None:
-        :func:`default_chunk`, 4096 on CPU, all samples up to 2¹⁷ on an accelerator).
+        :func:`default_chunk` at this L: 4096 on CPU, all samples up to 2¹⁷ on an accelerator,
+        fewer at large L).
+        directions: most displaced starts of the multi-start search per sample (≥ 1; the lowest-ψ
+        candidates are kept where there are more; ``MAX_DIRECTIONS``, docs/theory.md §5).
         multistart: False = only the centre and the warm starts (cheap refinement between full
         global searches; the solver never declares convergence on such a pass).
         softmin: None (hard global minimum) or β > 0: also return the statistics of the soft-min
@@ -270,13 +313,15 @@ def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=N
         fk2, fv2 (N, L) weighted means of f², loss (N,) weighted ½(y − f(h))², n_min (N,)
         number of distinct minima kept.
     Raises:
-        ValueError: unsupported σ, non-positive V or softmin, or mismatched shapes.
+        ValueError: unsupported σ, non-positive V or softmin, directions < 1, or mismatched shapes.
     """
     check_sigma(sigma)
     if not (V_k > 0 and V_v > 0):
         raise ValueError(f"V_k, V_v: must be > 0, got {V_k}, {V_v}")
     if softmin is not None and not softmin > 0:
         raise ValueError(f"softmin: must be None or > 0, got {softmin}")
+    if int(directions) != directions or directions < 1:
+        raise ValueError(f"directions: must be an integer ≥ 1, got {directions}")
     omega_k, omega_v, y = np.asarray(omega_k), np.asarray(omega_v), np.asarray(y)
     if omega_k.ndim != 2 or omega_k.shape != omega_v.shape or y.shape != omega_k.shape[:1]:
         raise ValueError(f"omega_k, omega_v, y: need shapes (N, L), (N, L), (N,); got "
@@ -287,11 +332,11 @@ def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=N
     if warm.shape[0] != omega_k.shape[0] or warm.shape[2:] != omega_k.shape[1:]:
         raise ValueError(f"warm: need shape (N, L) or (N, W, L) with (N, L) = {omega_k.shape}, got {warm.shape}")
     N = len(y)
-    chunk = min(int(default_chunk() if chunk is None else chunk), N)
+    chunk = min(int(default_chunk(omega_k.shape[1]) if chunk is None else chunk), N)
     n_pad = -N % chunk
     # pad to whole chunks: one compiled shape per call (repeated compiles of new shapes were seen
     # to hang jax 0.10.2 on CPU); padded rows are copies of row 0 and are dropped
-    pad = lambda a: np.concatenate([a, np.repeat(a[:1], n_pad, 0)]) if n_pad else a  # noqa: E731
+    pad = lambda a: np.concatenate([a, np.repeat(a[:1], n_pad, 0)]) if n_pad else a
     omega_k, omega_v, y, warm = pad(omega_k), pad(omega_v), pad(y), pad(warm)
     out = []
     with jax.enable_x64(True):
@@ -299,9 +344,9 @@ def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=N
             sl = slice(a, a + chunk)
             wk_c, wv_c, y_c = jnp.asarray(omega_k[sl]), jnp.asarray(omega_v[sl]), jnp.asarray(y[sl])
             st = _batch_starts(wk_c, wv_c, y_c, jnp.asarray(warm[sl]) if use_warm else None,
-                               float(V_k), float(V_v), sigma, bool(multistart))
+                               float(V_k), float(V_v), sigma, bool(multistart), int(directions))
             n, S, L = st.shape
-            rep = lambda arr: np.repeat(np.asarray(arr), S, axis=0)  # noqa: E731
+            rep = lambda arr, S=S: np.repeat(np.asarray(arr), S, axis=0)
             chis, vals, gns = _run_lanes(np.asarray(st).reshape(n * S, L), rep(wk_c), rep(wv_c), rep(y_c),
                                          float(V_k), float(V_v), sigma, int(n_steps))
             r = _batch_finish(jnp.asarray(chis.reshape(n, S, L)), jnp.asarray(vals.reshape(n, S)),

@@ -49,17 +49,17 @@ import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
-import numpy as np  # noqa: E402
-from scipy.optimize import minimize  # noqa: E402
+import numpy as np
+from scipy.optimize import minimize
 
-from slrpipe.scores import score  # noqa: E402
-from slrpipe.theory.replica import replica_sweep, solve_replica  # noqa: E402
-from slrpipe.theory.replica.channel import centres, channel  # noqa: E402
-from slrpipe.theory.replica.fields import draw_fields  # noqa: E402
-from slrpipe.theory.replica.prox import prox  # noqa: E402
-from slrpipe.theory.replica import sweep as sweep_module  # noqa: E402
-from slrpipe.theory.replica.options import SolverOptions, SweepOptions  # noqa: E402
-from slrpipe.theory.replica.solver import STATE  # noqa: E402
+from slrpipe.scores import score
+from slrpipe.theory.replica import replica_sweep, solve_replica
+from slrpipe.theory.replica import sweep as sweep_module
+from slrpipe.theory.replica.channel import centres, channel
+from slrpipe.theory.replica.fields import draw_fields
+from slrpipe.theory.replica.options import SolverOptions, SweepOptions
+from slrpipe.theory.replica.prox import prox
+from slrpipe.theory.replica.solver import STATE
 
 #: the solver policies before issue #12 (no cap on far-from-root work, intermediate continuation
 #: points solved like grid points, every solve starting with a cold prox search)
@@ -79,7 +79,7 @@ def scipy_prox(sigma, wk, wv, y, Vk, Vv):
     L = wk.shape[1]
     out = np.empty(len(y))
     for i in range(len(y)):
-        f = lambda c: _psi_np(c, wk[i], wv[i], y[i], Vk, Vv, sigma)  # noqa: E731
+        f = lambda c: _psi_np(c, wk[i], wv[i], y[i], Vk, Vv, sigma)
         R = math.sqrt(2 * Vk * f(wk[i]))
         starts = [wk[i]] + [wk[i] + R * (np.eye(L)[j] - 1 / L) for j in range(L)]
         out[i] = min(minimize(f, s0, method="BFGS", options={"gtol": 1e-10}).fun for s0 in starts)
@@ -224,7 +224,7 @@ def bench_device(a):
         f = draw_fields("spiked", a.nu, a.L, 0.0, n, 0, qmc=True)
         st = dict(m_k=0.3, q_k=0.5, m_v=0.6, q_v=0.8)
         for sigma in ("softmax", "linear"):
-            call = lambda: channel(sigma, f, 1.0, st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0,  # noqa: E731
+            call = lambda: channel(sigma, f, 1.0, st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0,
                                    softmin=100.0)
             call()  # compile
             t, c = time.perf_counter(), time.process_time()
@@ -242,7 +242,7 @@ def bench_length(a):
         for sigma in a.length_sigmas.split(","):
             warm = None
             for full in (True, False):
-                call = lambda: channel(sigma, f, 1.0, st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0,  # noqa: E731
+                call = lambda: channel(sigma, f, 1.0, st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0,
                                        softmin=100.0, warm=warm, multistart=full)
                 times = []
                 for _ in range(2):  # first: compile + run; second: run

@@ -10,11 +10,11 @@ import math
 import numpy as np
 import pytest
 
+from slrpipe.theory.population import optimal_risk
 from slrpipe.theory.replica import solve_replica
 from slrpipe.theory.replica.channel import channel
 from slrpipe.theory.replica.fields import draw_fields
-from slrpipe.theory.replica.prox import _psi, prox  # noqa: F401
-from slrpipe.theory.population import optimal_risk
+from slrpipe.theory.replica.prox import _psi, prox
 
 
 def _ridge_closed_form(alpha, lam, delta):
@@ -250,6 +250,7 @@ def test_two_phase_newton_equals_straight_newton():
     # only; the end points must be those of n_steps straight steps (lanes stopped early are at
     # |∇ψ| < 1e-10 (1 + 1/V_k): one more Newton step moves them by ≲ 1e-9).
     import jax
+
     from slrpipe.theory.replica import prox as P
 
     rng = np.random.default_rng(11)

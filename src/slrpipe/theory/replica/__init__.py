@@ -7,8 +7,8 @@ channel, closed form), ``solver`` (Anderson-accelerated fixed point, damped fall
 (zero-temperature one-step RSB: Φ(s), complexity, ground state; docs/theory.md §13).
 """
 
+from slrpipe.theory.replica.bayes_optimal import bayes_optimal_sweep
 from slrpipe.theory.replica.solver import solve_replica
 from slrpipe.theory.replica.sweep import replica_sweep
-from slrpipe.theory.replica.bayes_optimal import bayes_optimal_sweep
 
 __all__ = ["solve_replica", "replica_sweep", "bayes_optimal_sweep"]

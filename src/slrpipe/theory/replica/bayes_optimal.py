@@ -141,7 +141,7 @@ def solve_bayes_optimal(model, nu, L, delta, alpha, *, n_samples=50000, seed=0, 
         fields = draw_fields(model, nu, L, delta, n_samples, seed)
     m = np.clip(np.asarray(init, float), 0.0, 1 - 1e-9)
     resid, conv, it, ch, prev = math.inf, False, 0, None, math.nan
-    for it in range(1, int(max_iter) + 1):
+    for it in range(1, int(max_iter) + 1):  # noqa: B007 - the count is reported after the loop
         ch = bo_channel(fields, alpha, *m)
         mh = np.array([ch["mhat_k"], ch["mhat_v"]])
         new = np.minimum(mh / (1 + mh), 1 - 1e-12)

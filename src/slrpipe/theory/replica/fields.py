@@ -125,7 +125,7 @@ def draw_fields(model: str, nu: float, L: int, delta: float, n_samples: int, see
         p /= p.sum(1, keepdims=True)
         eps = np.minimum((np.cumsum(p, 1) < uni[:, :1]).sum(1), L - 1)
         dlogg = nu * (np.eye(L)[eps] - p)
-    dup = lambda a: None if a is None else np.concatenate([a, a])  # noqa: E731
+    dup = lambda a: None if a is None else np.concatenate([a, a])
     return Fields(model=model, nu=float(nu), L=L, delta=float(delta), seed=int(seed),
                   chi_star=dup(chi_star), z_star=dup(z_star), eps=dup(eps), noise=dup(noise),
                   xi_k=np.concatenate([xi_k, -xi_k]), xi_v=np.concatenate([xi_v, -xi_v]),

@@ -44,10 +44,10 @@ from slrpipe.theory.replica.linalg import (
     forward,
     inverse_diagonal,
 )
-from slrpipe.vocabulary import REPLICA_SIGMAS
+from slrpipe.vocabulary import NORMALISED_SIGMAS, REPLICA_SIGMAS
 
 PROX_SIGMAS = REPLICA_SIGMAS
-_NORMALISED = ("softmax", "softplus_norm")
+_NORMALISED = NORMALISED_SIGMAS
 _STEPS = jnp.array([1.0, 0.5, 0.25, 0.125, 1 / 16, 1 / 64, 1 / 256, 0.0])
 
 

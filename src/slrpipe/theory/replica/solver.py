@@ -45,7 +45,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
 from scipy.optimize import root
 
 from slrpipe.theory import population
@@ -114,8 +113,8 @@ def _polish(sigma, fields, alpha, lam, x0, warm, chkw, maxfev):
     evaluations); x is not checked here."""
     scale = 1.0 + np.abs(x0)
     bad = np.full(x0.size, 1e3)  # outside the domain, or λ + V̂ ≤ 0: steer hybr away
-    to_u = lambda x: x - np.array([0, x[0] ** 2, 0, 0, x[3] ** 2, 0])  # noqa: E731
-    to_x = lambda u: u + np.array([0, u[0] ** 2, 0, 0, u[3] ** 2, 0])  # noqa: E731
+    to_u = lambda x: x - np.array([0, x[0] ** 2, 0, 0, x[3] ** 2, 0])
+    to_x = lambda u: u + np.array([0, u[0] ** 2, 0, 0, u[3] ** 2, 0])
 
     def g(u):
         x = to_x(u)

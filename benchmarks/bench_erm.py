@@ -67,10 +67,15 @@ def main(argv=None):
     p.add_argument("--sigma", default="softmax")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     p.add_argument("--gpu-bandwidth", type=float, default=3.35e12, help="bytes/s of the projected GPU (H100 SXM HBM3)")
-    p.add_argument("--efficiency", type=float, default=0.7,
-                   help="assumed fraction of the GPU bandwidth an evaluation achieves")
-    p.add_argument("--gpu-iterations", type=int, default=300,
-                   help="assumed L-BFGS iterations per paper job (tol 1e-5; the laptop config converges in 50–300)")
+    p.add_argument(
+        "--efficiency", type=float, default=0.7, help="assumed fraction of the GPU bandwidth an evaluation achieves"
+    )
+    p.add_argument(
+        "--gpu-iterations",
+        type=int,
+        default=300,
+        help="assumed L-BFGS iterations per paper job (tol 1e-5; the laptop config converges in 50–300)",
+    )
     p.add_argument("--paper-config", default="config/paper.yaml")
     a = p.parse_args(argv)
 
@@ -101,8 +106,10 @@ def main(argv=None):
     gen_rate = data.X.size / t_gen
     X = data.X.astype(dt, copy=False)
     nbytes = X.nbytes
-    print(f"size: D = {a.D}, L = {a.L}, n = {a.n}: n·L·D = {X.size:.3g}, X = {nbytes / 1e6:.0f} MB {a.dtype}; "
-          f"sampling {t_gen:.2f} s = {gen_rate / 1e6:.0f} Mfloat/s")
+    print(
+        f"size: D = {a.D}, L = {a.L}, n = {a.n}: n·L·D = {X.size:.3g}, X = {nbytes / 1e6:.0f} MB {a.dtype}; "
+        f"sampling {t_gen:.2f} s = {gen_rate / 1e6:.0f} Mfloat/s"
+    )
 
     # 2. one value-and-gradient evaluation: streams X twice
     k_star, v_star = ds.teacher
@@ -121,8 +128,10 @@ def main(argv=None):
         run()
         t = best_of(run)
         t_eval[name] = t
-        print(f"evaluation ({name}): {t * 1e3:.1f} ms, X streamed at {2 * nbytes / t / 1e9:.2f} GB/s "
-              f"= {2 * nbytes / t / bw_copy:.0%} of the copy bandwidth")
+        print(
+            f"evaluation ({name}): {t * 1e3:.1f} ms, X streamed at {2 * nbytes / t / 1e9:.2f} GB/s "
+            f"= {2 * nbytes / t / bw_copy:.0%} of the copy bandwidth"
+        )
     t_vg = min(t_eval.values())
 
     # 3. L-BFGS steady state: blocks of ``iters`` iterations from the same state after 5 warm-up ones
@@ -144,17 +153,22 @@ def main(argv=None):
         p_, s_, *_ = _lbfgs_block(p_, s_, Xj, mj, yj, lam, 6 + i, tol, a.sigma, 10, XTj)
         steps.append(int(otu.tree_get(s_, "info").num_linesearch_steps))
     evals = max(float(np.mean(steps)), 1.0)
-    print(f"L-BFGS: {t_it * 1e3:.1f} ms/iteration (steady state, best of 5 × {a.iters}) = {t_it / t_vg:.2f} "
-          f"evaluations' time; {evals:.2f} line-search evaluations per iteration (optax); X streamed at "
-          f"{2 * evals * nbytes / t_it / 1e9:.2f} GB/s ({2 * evals * nbytes / t_it / bw_copy:.0%} of the copy "
-          f"bandwidth; roofline {2 * evals * nbytes / bw_copy * 1e3:.1f} ms per iteration)")
+    print(
+        f"L-BFGS: {t_it * 1e3:.1f} ms/iteration (steady state, best of 5 × {a.iters}) = {t_it / t_vg:.2f} "
+        f"evaluations' time; {evals:.2f} line-search evaluations per iteration (optax); X streamed at "
+        f"{2 * evals * nbytes / t_it / 1e9:.2f} GB/s ({2 * evals * nbytes / t_it / bw_copy:.0%} of the copy "
+        f"bandwidth; roofline {2 * evals * nbytes / bw_copy * 1e3:.1f} ms per iteration)"
+    )
 
     # 4. a whole solve at this size from the informed start
     informed = {"k": jnp.asarray(np.sqrt(2) * k_star, dt), "v": jnp.asarray(v_star, dt)}
-    r = minimize(informed, Xj, mj, yj, a.sigma, 0.1, SolverOptions(max_iter=3000, tol=1e-5, record_every=50,
-                                                                    transpose=on_cpu))
-    print(f"minimize (informed start, tol 1e-5): {r.iterations} iterations, converged={r.converged}, "
-          f"{r.wall_time:.1f} s (with compilation)")
+    r = minimize(
+        informed, Xj, mj, yj, a.sigma, 0.1, SolverOptions(max_iter=3000, tol=1e-5, record_every=50, transpose=on_cpu)
+    )
+    print(
+        f"minimize (informed start, tol 1e-5): {r.iterations} iterations, converged={r.converged}, "
+        f"{r.wall_time:.1f} s (with compilation)"
+    )
 
     # 5. projection: the paper's ERM jobs on one GPU
     jobs = paper_jobs(a.paper_config)
@@ -163,18 +177,26 @@ def main(argv=None):
     worst = sum(mi * evals * 2 * n * L * D * 4 / bw for n, L, D, _, mi in jobs)
     train_floats = sum(n * L * D for n, L, D, _, _ in jobs)
     test_floats = sum(nt * L * D for _, L, D, nt, _ in jobs)
-    print(f"paper config ({a.paper_config}): {len(jobs)} ERM jobs, {train_floats * 4 / len(jobs) / 1e9:.2f} GB of "
-          f"float32 X per training set")
-    print(f"  assumptions: {a.gpu_bandwidth / 1e12:.2f} TB/s at {a.efficiency:.0%} efficiency, each evaluation "
-          f"streaming X twice, {evals:.2f} evaluations per iteration (measured here), {a.gpu_iterations} iterations per job, "
-          f"float32, X resident in GPU memory (no transposed copy on GPU)")
-    print(f"  L-BFGS on the GPU: {solve / 60:.1f} min in all ({solve / len(jobs):.2f} s per job); "
-          f"every job at its max_iter: {worst / 3600:.2f} h")
+    print(
+        f"paper config ({a.paper_config}): {len(jobs)} ERM jobs, {train_floats * 4 / len(jobs) / 1e9:.2f} GB of "
+        f"float32 X per training set"
+    )
+    print(
+        f"  assumptions: {a.gpu_bandwidth / 1e12:.2f} TB/s at {a.efficiency:.0%} efficiency, each evaluation "
+        f"streaming X twice, {evals:.2f} evaluations per iteration (measured here), {a.gpu_iterations} iterations per job, "
+        f"float32, X resident in GPU memory (no transposed copy on GPU)"
+    )
+    print(
+        f"  L-BFGS on the GPU: {solve / 60:.1f} min in all ({solve / len(jobs):.2f} s per job); "
+        f"every job at its max_iter: {worst / 3600:.2f} h"
+    )
     t_data = (train_floats + test_floats) / gen_rate
-    print(f"  sampling on the host at the rate measured here ({gen_rate / 1e6:.0f} Mfloat/s per core): training sets "
-          f"{train_floats / gen_rate / 3600:.1f} h + test sets {test_floats / gen_rate / 3600:.1f} h = "
-          f"{t_data / 3600:.1f} h of one core ({t_data / 16 / 3600:.1f} h over 16 cores): sampling, not "
-          f"L-BFGS, bounds the paper config on one GPU")
+    print(
+        f"  sampling on the host at the rate measured here ({gen_rate / 1e6:.0f} Mfloat/s per core): training sets "
+        f"{train_floats / gen_rate / 3600:.1f} h + test sets {test_floats / gen_rate / 3600:.1f} h = "
+        f"{t_data / 3600:.1f} h of one core ({t_data / 16 / 3600:.1f} h over 16 cores): sampling, not "
+        f"L-BFGS, bounds the paper config on one GPU"
+    )
 
 
 if __name__ == "__main__":

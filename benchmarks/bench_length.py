@@ -58,8 +58,10 @@ def main() -> None:
     args = ap.parse_args()
     old = QuadSpec(method="quadrature")
     print(f"spiked-SLR, ν = {args.nu:g}; seconds per optimum: CPU (wall)")
-    print(f"{'σ':14s} {'L':>9s} {'exact risk':>12s} {'err':>8s} {'cpu s':>7s} {'wall s':>7s}"
-          f" | {'quadrature risk':>15s} {'err':>8s} {'cpu s':>7s} {'wall s':>7s}")
+    print(
+        f"{'σ':14s} {'L':>9s} {'exact risk':>12s} {'err':>8s} {'cpu s':>7s} {'wall s':>7s}"
+        f" | {'quadrature risk':>15s} {'err':>8s} {'cpu s':>7s} {'wall s':>7s}"
+    )
     for L in (10, 100, 10_000, "U{1..1000}"):
         law = UNIFORM_1000 if isinstance(L, str) else L
         for sigma in SIGMAS:

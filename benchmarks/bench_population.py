@@ -49,8 +49,10 @@ def main() -> None:
     for sigma, model, nu in (("softmax", "max", 2.0), ("linear", "max", np.inf)):
         t0 = time.perf_counter()
         r = optimal_risk(sigma, model, nu, 64)
-        print(f"L=64 {sigma} {model} ν={nu:g}: risk={r['risk']:.5f} ± {r['risk_err']:.1e} "
-              f"m_k={r['m_k']:.4f} in {time.perf_counter() - t0:.2f} s")
+        print(
+            f"L=64 {sigma} {model} ν={nu:g}: risk={r['risk']:.5f} ± {r['risk_err']:.1e} "
+            f"m_k={r['m_k']:.4f} in {time.perf_counter() - t0:.2f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,10 @@ def changed_when_doubled(sigma, fields, m_k, q_k, V_k, m_v, q_v, V_v):
     from slrpipe.theory.replica.channel import centres
 
     wk, wv, _, _ = centres(fields, m_k, q_k, m_v, q_v)
-    psi = {d: P.prox(sigma, wk, wv, fields.y, V_k, V_v, directions=d)["psi"]
-           for d in (P.MAX_DIRECTIONS, 2 * P.MAX_DIRECTIONS)}
+    psi = {
+        d: P.prox(sigma, wk, wv, fields.y, V_k, V_v, directions=d)["psi"]
+        for d in (P.MAX_DIRECTIONS, 2 * P.MAX_DIRECTIONS)
+    }
     base = psi[P.MAX_DIRECTIONS]
     return float(np.mean(psi[2 * P.MAX_DIRECTIONS] < base - 1e-9 * (1 + np.abs(base))))
 
@@ -69,24 +71,49 @@ def one(L, sigma, n, alpha, max_iter, criterion, state=None):
     fields = draw_fields(TASK["model"], TASK["nu"], L, TASK["delta"], n, 0, qmc=True)
     cands = 2 * L if sigma != "linear" else 2 * L + 4
     if state is not None:  # the criterion alone, at given order parameters
-        return {"L": L, "sigma": sigma, "n": fields.n, "candidates": cands,
-                "changed_when_doubled": changed_when_doubled(sigma, fields, *state)}
+        return {
+            "L": L,
+            "sigma": sigma,
+            "n": fields.n,
+            "candidates": cands,
+            "changed_when_doubled": changed_when_doubled(sigma, fields, *state),
+        }
     runs = []
     for _ in range(2):  # first: compile + run; second: the same solve on the compiled programs
         t, c = time.perf_counter(), time.process_time()
-        r = solve_replica(sigma, TASK["model"], TASK["nu"], L, TASK["delta"], TASK["lam"], alpha, fields=fields,
-                          max_iter=max_iter, polish=False)
+        r = solve_replica(
+            sigma,
+            TASK["model"],
+            TASK["nu"],
+            L,
+            TASK["delta"],
+            TASK["lam"],
+            alpha,
+            fields=fields,
+            max_iter=max_iter,
+            polish=False,
+        )
         runs.append((time.perf_counter() - t, time.process_time() - c))
     # evaluations: the iterations plus the final report pass when unconverged
     evals = r["iterations"] + (0 if r["converged"] else 1)
     # compile time as CPU seconds (first solve − second: robust to the machine's load), and the
     # wall seconds of jax's compile events
-    out = {"L": L, "sigma": sigma, "n": fields.n, "compile_s": runs[0][1] - runs[1][1],
-           "compile_events_wall_s": compile_s[0], "evaluations": evals,
-           "wall_per_eval": runs[1][0] / evals, "cpu_per_eval": runs[1][1] / evals,
-           "wall_s": runs[1][0], "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-           "converged": bool(r["converged"]), "test_error": r["test_error"], "residual": r["residual"],
-           "chunk": P.default_chunk(L)}
+    out = {
+        "L": L,
+        "sigma": sigma,
+        "n": fields.n,
+        "compile_s": runs[0][1] - runs[1][1],
+        "compile_events_wall_s": compile_s[0],
+        "evaluations": evals,
+        "wall_per_eval": runs[1][0] / evals,
+        "cpu_per_eval": runs[1][1] / evals,
+        "wall_s": runs[1][0],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "converged": bool(r["converged"]),
+        "test_error": r["test_error"],
+        "residual": r["residual"],
+        "chunk": P.default_chunk(L),
+    }
     if criterion:
         out["changed_when_doubled"] = changed_when_doubled(sigma, fields, *(r[k] for k in STATE))
         out["candidates"] = cands
@@ -114,27 +141,51 @@ def main():
     rows = []
     for sigma in a.sigmas.split(","):
         for L in (int(v) for v in a.Ls.split(",")):
-            cmd = [sys.executable, __file__, "--one", str(L), sigma, "--n-samples", str(a.n_samples), "--alpha",
-                   str(a.alpha), "--max-iter", str(a.max_iter)] + (["--criterion"] if a.criterion else []) + (
-                   ["--criterion-state", a.criterion_state] if a.criterion_state else [])
+            cmd = (
+                [
+                    sys.executable,
+                    __file__,
+                    "--one",
+                    str(L),
+                    sigma,
+                    "--n-samples",
+                    str(a.n_samples),
+                    "--alpha",
+                    str(a.alpha),
+                    "--max-iter",
+                    str(a.max_iter),
+                ]
+                + (["--criterion"] if a.criterion else [])
+                + (["--criterion-state", a.criterion_state] if a.criterion_state else [])
+            )
             res = subprocess.run(cmd, check=False, capture_output=True, text=True)
             if res.returncode:
                 print(f"{sigma} L={L}: failed\n{res.stderr[-2000:]}", flush=True)
                 continue
             r = json.loads(res.stdout.strip().splitlines()[-1])
             if state is not None:
-                print(f"{sigma} L={L} N={r['n']}: doubling the start budget ({P_BUDGET} → {2 * P_BUDGET} of "
-                      f"{r['candidates']} candidate directions) changes the global minimum of "
-                      f"{r['changed_when_doubled']:.2e} of the samples", flush=True)
+                print(
+                    f"{sigma} L={L} N={r['n']}: doubling the start budget ({P_BUDGET} → {2 * P_BUDGET} of "
+                    f"{r['candidates']} candidate directions) changes the global minimum of "
+                    f"{r['changed_when_doubled']:.2e} of the samples",
+                    flush=True,
+                )
                 continue
             rows.append(r)
-            crit = (f", global minimum changed by doubling the start budget on {r['changed_when_doubled']:.2e} of the "
-                    f"samples ({r['candidates']} candidate directions)" if "changed_when_doubled" in r else "")
-            print(f"{sigma} L={L} N={r['n']} α={a.alpha:g}: compile {r['compile_s']:.1f} s CPU "
-                  f"({r['compile_events_wall_s']:.1f} s wall of compile events), {r['evaluations']} channel "
-                  f"evaluations at {r['wall_per_eval']:.2f} s wall / {r['cpu_per_eval']:.2f} s CPU each, peak RSS "
-                  f"{r['peak_rss_mb']:.0f} MB (chunk {r['chunk']}), converged={r['converged']} "
-                  f"e_test={r['test_error']:.5f}{crit}", flush=True)
+            crit = (
+                f", global minimum changed by doubling the start budget on {r['changed_when_doubled']:.2e} of the "
+                f"samples ({r['candidates']} candidate directions)"
+                if "changed_when_doubled" in r
+                else ""
+            )
+            print(
+                f"{sigma} L={L} N={r['n']} α={a.alpha:g}: compile {r['compile_s']:.1f} s CPU "
+                f"({r['compile_events_wall_s']:.1f} s wall of compile events), {r['evaluations']} channel "
+                f"evaluations at {r['wall_per_eval']:.2f} s wall / {r['cpu_per_eval']:.2f} s CPU each, peak RSS "
+                f"{r['peak_rss_mb']:.0f} MB (chunk {r['chunk']}), converged={r['converged']} "
+                f"e_test={r['test_error']:.5f}{crit}",
+                flush=True,
+            )
     for sigma in a.sigmas.split(","):
         rs = {r["L"]: r for r in rows if r["sigma"] == sigma}
         if 3 not in rs:
@@ -142,8 +193,11 @@ def main():
         b = rs[3]
         for L, r in sorted(rs.items()):
             growth = r["cpu_per_eval"] / b["cpu_per_eval"] if b["cpu_per_eval"] > 0 else float("nan")
-            print(f"{sigma} L={L}: compile {r['compile_s'] / b['compile_s']:.2f}× L = 3's (target ≤ 2); time per "
-                  f"evaluation {growth:.1f}× L = 3's, (L/3)³ = {(L / 3) ** 3:.0f} (target: not above)", flush=True)
+            print(
+                f"{sigma} L={L}: compile {r['compile_s'] / b['compile_s']:.2f}× L = 3's (target ≤ 2); time per "
+                f"evaluation {growth:.1f}× L = 3's, (L/3)³ = {(L / 3) ** 3:.0f} (target: not above)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

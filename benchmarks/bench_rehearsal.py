@@ -70,17 +70,31 @@ def run_rehearsal() -> int:
     with tempfile.TemporaryDirectory() as tmp, cluster_mod.LocalSlurm(Path(tmp) / "state", cpus=2) as c:
         wd = _workdir(Path(tmp) / "wf")
         t0 = time.monotonic()
-        proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--profile", "profiles/slurm",
-                               "--configfile", "config/rehearsal.yaml", "--default-resources",
-                               "slurm_partition='cpu'", "mem_mb=2000"], cwd=wd, capture_output=True, text=True,
-                              env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
+        proc = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "snakemake"),
+                "--profile",
+                "profiles/slurm",
+                "--configfile",
+                "config/rehearsal.yaml",
+                "--default-resources",
+                "slurm_partition='cpu'",
+                "mem_mb=2000",
+            ],
+            cwd=wd,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=str(REPO / "src")),
+        )
         wall = time.monotonic() - t0
         ran = re.findall(r"^rule (\w+):", proc.stdout, re.M)
         per: dict[str, int] = {}
         for r in ran:
             per[r.split("__")[0]] = per.get(r.split("__")[0], 0) + 1
-        print(f"rehearsal through Slurm: rc {proc.returncode}, wall {wall:.0f} s, {len(c.jobs())} Slurm jobs; per rule: "
-              + ", ".join(f"{k} {v}" for k, v in sorted(per.items())))
+        print(
+            f"rehearsal through Slurm: rc {proc.returncode}, wall {wall:.0f} s, {len(c.jobs())} Slurm jobs; per rule: "
+            + ", ".join(f"{k} {v}" for k, v in sorted(per.items()))
+        )
         return proc.returncode
 
 

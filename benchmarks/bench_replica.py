@@ -63,9 +63,12 @@ from slrpipe.theory.replica.solver import STATE
 
 #: the solver policies before issue #12 (no cap on far-from-root work, intermediate continuation
 #: points solved like grid points, every solve starting with a cold prox search)
-OLD_POLICY = (SolverOptions.build(far_patience=None, far_stall=None),
-              SweepOptions(step_tol=None, step_patience=None, cold_far_patience=None, reuse_warm=False,
-                           probe=False, probe_first=False))
+OLD_POLICY = (
+    SolverOptions.build(far_patience=None, far_stall=None),
+    SweepOptions(
+        step_tol=None, step_patience=None, cold_far_patience=None, reuse_warm=False, probe=False, probe_first=False
+    ),
+)
 
 
 def _psi_np(chi, wk, wv, y, Vk, Vv, sigma):
@@ -104,26 +107,36 @@ def bench_channel(a):
         base = scipy_prox(sigma, wk[:n], wv[:n], y[:n], Vk, Vv)
         t_base = (time.perf_counter() - t) * len(y) / n
         dpsi = ours["psi"][:n] - base
-        print(f"(1) channel {sigma} L={a.L} N={len(y)}: ours {t_ch:.2f} s (full multi-start search, "
-              f"soft-min, all estimators), scipy loop {t_base:.1f} s (extrapolated from {n}), speed-up "
-              f"{t_base / t_ch:.0f}x; ψ_ours − ψ_scipy: max {dpsi.max():.1e}, min {dpsi.min():.1e}", flush=True)
+        print(
+            f"(1) channel {sigma} L={a.L} N={len(y)}: ours {t_ch:.2f} s (full multi-start search, "
+            f"soft-min, all estimators), scipy loop {t_base:.1f} s (extrapolated from {n}), speed-up "
+            f"{t_base / t_ch:.0f}x; ψ_ours − ψ_scipy: max {dpsi.max():.1e}, min {dpsi.min():.1e}",
+            flush=True,
+        )
 
 
 def bench_sweep(a):
     alphas = [float(v) for v in a.alphas.split(",")]
     for sigma in ("softmax", "linear"):
-        runs = [replica_sweep(sigma, "spiked", a.nu, a.L, 0.0, [a.lam], alphas, n_samples=a.n_samples,
-                              seed=s, two_way=False) for s in range(a.seeds)]
+        runs = [
+            replica_sweep(
+                sigma, "spiked", a.nu, a.L, 0.0, [a.lam], alphas, n_samples=a.n_samples, seed=s, two_way=False
+            )
+            for s in range(a.seeds)
+        ]
         for j, alpha in enumerate(alphas):
             e = np.array([float(r.test_error[0, j]) for r in runs])
             w = np.mean([float(r.wall_time[0, j]) for r in runs])
             it = np.mean([float(r.iterations[0, j]) for r in runs])
             conv = all(bool(r.converged[0, j]) for r in runs)
             warm = "cold start" if j == len(alphas) - 1 else "warm start"
-            print(f"(2) {sigma} spiked ν={a.nu:g} L={a.L} λ={a.lam:g} α={alpha:g} N={runs[0].attrs['n_samples']} "
-                  f"(QMC, {warm}): {w:.1f} s/point, {it:.1f} channel evaluations, e_test = {e.mean():.4f}, "
-                  f"seed-to-seed s.d. {e.std(ddof=1):.4f} over {len(e)} seeds (MC error of one solve), "
-                  f"converged={conv}", flush=True)
+            print(
+                f"(2) {sigma} spiked ν={a.nu:g} L={a.L} λ={a.lam:g} α={alpha:g} N={runs[0].attrs['n_samples']} "
+                f"(QMC, {warm}): {w:.1f} s/point, {it:.1f} channel evaluations, e_test = {e.mean():.4f}, "
+                f"seed-to-seed s.d. {e.std(ddof=1):.4f} over {len(e)} seeds (MC error of one solve), "
+                f"converged={conv}",
+                flush=True,
+            )
     # the configuration before this work, one α, same N: damped iteration, iid fields, general m̂,
     # hard prox
     alpha = alphas[len(alphas) // 2]
@@ -132,15 +145,32 @@ def bench_sweep(a):
         for s in range(min(a.seeds, 2)):  # slow: two seeds
             init = None
             for al in sorted([v for v in alphas if v >= alpha], reverse=True):
-                r = solve_replica(sigma, "spiked", a.nu, a.L, 0.0, a.lam, al, n_samples=a.n_samples, seed=s,
-                                  init=init, method="damped", qmc=False, mhat="general", softmin=None)
+                r = solve_replica(
+                    sigma,
+                    "spiked",
+                    a.nu,
+                    a.L,
+                    0.0,
+                    a.lam,
+                    al,
+                    n_samples=a.n_samples,
+                    seed=s,
+                    init=init,
+                    method="damped",
+                    qmc=False,
+                    mhat="general",
+                    softmin=None,
+                )
                 init = {k: r[k] for k in STATE} if r["converged"] else init
             rows.append(r)
         e = np.array([r["test_error"] for r in rows])
-        print(f"(2) before: {sigma} α={alpha:g} N={rows[0]['n_samples']} (damped, iid, general m̂, hard prox; "
-              f"warm start): {np.mean([r['wall_time'] for r in rows]):.1f} s/point, "
-              f"{np.mean([r['iterations'] for r in rows]):.1f} channel evaluations, e_test = {e.round(4).tolist()} "
-              f"(seeds 0, 1), converged={all(r['converged'] for r in rows)}", flush=True)
+        print(
+            f"(2) before: {sigma} α={alpha:g} N={rows[0]['n_samples']} (damped, iid, general m̂, hard prox; "
+            f"warm start): {np.mean([r['wall_time'] for r in rows]):.1f} s/point, "
+            f"{np.mean([r['iterations'] for r in rows]):.1f} channel evaluations, e_test = {e.round(4).tolist()} "
+            f"(seeds 0, 1), converged={all(r['converged'] for r in rows)}",
+            flush=True,
+        )
 
 
 def bench_panel(a):
@@ -151,10 +181,13 @@ def bench_panel(a):
         ds = replica_sweep(sigma, "spiked", a.nu, a.L, 0.0, [a.lam], alphas, n_samples=a.n_samples, seed=0)
         dt = time.perf_counter() - t
         total += dt
-        print(f"(3) panel {sigma}: {len(alphas)} α in [0.5, 20], N={ds.attrs['n_samples']}, two-way: {dt:.0f} s, "
-              f"converged {int(ds.converged.sum())}/{len(alphas)}, two branches at "
-              f"{int((ds.n_branches == 2).sum())} α, channel evaluations {int(ds.iterations.sum())} (down pass "
-              f"only, reported points)", flush=True)
+        print(
+            f"(3) panel {sigma}: {len(alphas)} α in [0.5, 20], N={ds.attrs['n_samples']}, two-way: {dt:.0f} s, "
+            f"converged {int(ds.converged.sum())}/{len(alphas)}, two branches at "
+            f"{int((ds.n_branches == 2).sum())} α, channel evaluations {int(ds.iterations.sum())} (down pass "
+            f"only, reported points)",
+            flush=True,
+        )
     print(f"(3) Fig. 3 panel (softmax + linear, one λ): {total:.0f} s = {total / 60:.1f} min", flush=True)
 
 
@@ -165,8 +198,11 @@ PREV_SWEEP = {"probe_first": False}
 def _policy(a, **sweep_kw):
     """options and sweep of ``replica_sweep`` under --policy; 'new' builds them as the CLI does
     (src/slrpipe/commands/replica.py: ``SolverOptions()``, ``SweepOptions(two_way=…, mc_seeds=…)``)."""
-    sw = {"old": OLD_POLICY[1], "noprobe": SweepOptions(probe=False, **PREV_SWEEP),
-          "prev": SweepOptions(**PREV_SWEEP)}.get(a.policy, SweepOptions(two_way=True))
+    sw = {
+        "old": OLD_POLICY[1],
+        "noprobe": SweepOptions(probe=False, **PREV_SWEEP),
+        "prev": SweepOptions(**PREV_SWEEP),
+    }.get(a.policy, SweepOptions(two_way=True))
     opts = OLD_POLICY[0] if a.policy == "old" else SolverOptions()
     return {"options": opts, "sweep": dataclasses.replace(sw, **sweep_kw)}
 
@@ -183,8 +219,9 @@ def _timed_sweep(a, sigma, model, nu, L, lam, alphas, n_samples, **sweep_kw):
     sweep_module.solve_replica = counted
     try:
         t, c = time.perf_counter(), time.process_time()
-        ds = replica_sweep(sigma, model, nu, L, 0.0, [lam], alphas, n_samples=n_samples, seed=0,
-                           **_policy(a, **sweep_kw))
+        ds = replica_sweep(
+            sigma, model, nu, L, 0.0, [lam], alphas, n_samples=n_samples, seed=0, **_policy(a, **sweep_kw)
+        )
         return ds, time.perf_counter() - t, time.process_time() - c, solves
     finally:
         sweep_module.solve_replica = inner
@@ -199,22 +236,31 @@ def _evals(solves):
 def bench_lowlam(a):
     for sigma in a.lowlam_sigmas.split(","):
         ds, wall, cpu, solves = _timed_sweep(a, sigma, "spiked", 2.0, 3, 0.01, [1.0, 5.0], a.n_samples, mc_seeds=2)
-        print(f"(4) λ=0.01 sweep, {sigma} spiked ν=2 L=3 α∈{{1, 5}} N={a.n_samples} 2 scrambles, policy {a.policy}: "
-              f"wall {wall:.0f} s, CPU {cpu:.0f} s, {_evals(solves)}", flush=True)
+        print(
+            f"(4) λ=0.01 sweep, {sigma} spiked ν=2 L=3 α∈{{1, 5}} N={a.n_samples} 2 scrambles, policy {a.policy}: "
+            f"wall {wall:.0f} s, CPU {cpu:.0f} s, {_evals(solves)}",
+            flush=True,
+        )
         for j, alpha in enumerate(ds.alpha.values):
             p = ds.isel(lam=0, alpha=j)
-            print(f"(4)   α={alpha:g}: converged={bool(p.converged)} e_test={float(p.test_error):.5f} "
-                  f"seed mean {float(p.test_error_seed_mean):.5f} ± s.d. {float(p.test_error_mc_sd):.5f}; "
-                  + " ".join(f"{k}={float(p[k]):.5f}" for k in STATE), flush=True)
+            print(
+                f"(4)   α={alpha:g}: converged={bool(p.converged)} e_test={float(p.test_error):.5f} "
+                f"seed mean {float(p.test_error_seed_mean):.5f} ± s.d. {float(p.test_error_mc_sd):.5f}; "
+                + " ".join(f"{k}={float(p[k]):.5f}" for k in STATE),
+                flush=True,
+            )
 
 
 def bench_default(a):
     alphas = [0.5, 0.7, 1.0, 1.4, 2.0, 3.0, 5.0, 7.0, 10.0, 14.0, 20.0]
     for sigma in a.default_sigmas.split(","):
         ds, wall, cpu, solves = _timed_sweep(a, sigma, "spiked", 1.0, 3, 0.1, alphas, 4096)
-        print(f"(5) default job {sigma} spiked ν=1 L=3 λ=0.1, 11 α, N=4096, policy {a.policy}: wall {wall:.0f} s, "
-              f"CPU {cpu:.0f} s, {_evals(solves)}, converged {int(ds.converged.sum())}/11; e_test "
-              f"{np.round(ds.test_error.values[0], 4).tolist()}", flush=True)
+        print(
+            f"(5) default job {sigma} spiked ν=1 L=3 λ=0.1, 11 α, N=4096, policy {a.policy}: wall {wall:.0f} s, "
+            f"CPU {cpu:.0f} s, {_evals(solves)}, converged {int(ds.converged.sum())}/11; e_test "
+            f"{np.round(ds.test_error.values[0], 4).tolist()}",
+            flush=True,
+        )
 
 
 def bench_device(a):
@@ -224,15 +270,17 @@ def bench_device(a):
         f = draw_fields("spiked", a.nu, a.L, 0.0, n, 0, qmc=True)
         st = dict(m_k=0.3, q_k=0.5, m_v=0.6, q_v=0.8)
         for sigma in ("softmax", "linear"):
-            call = lambda: channel(sigma, f, 1.0, st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0,
-                                   softmin=100.0)
+            call = lambda: channel(sigma, f, 1.0, st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0, softmin=100.0)
             call()  # compile
             t, c = time.perf_counter(), time.process_time()
             for _ in range(3):
                 r = call()
-            print(f"(6) channel {sigma} L={a.L} N={n} on {jax.default_backend()} ({jax.devices()[0].device_kind}): "
-                  f"{(time.perf_counter() - t) / 3:.3f} s wall, {(time.process_time() - c) / 3:.3f} s CPU per "
-                  f"full evaluation; qhat_k={r['qhat_k']:.6f}", flush=True)
+            print(
+                f"(6) channel {sigma} L={a.L} N={n} on {jax.default_backend()} ({jax.devices()[0].device_kind}): "
+                f"{(time.perf_counter() - t) / 3:.3f} s wall, {(time.process_time() - c) / 3:.3f} s CPU per "
+                f"full evaluation; qhat_k={r['qhat_k']:.6f}",
+                flush=True,
+            )
 
 
 def bench_length(a):
@@ -242,8 +290,20 @@ def bench_length(a):
         for sigma in a.length_sigmas.split(","):
             warm = None
             for full in (True, False):
-                call = lambda: channel(sigma, f, 1.0, st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0,
-                                       softmin=100.0, warm=warm, multistart=full)
+                call = lambda: channel(
+                    sigma,
+                    f,
+                    1.0,
+                    st["m_k"],
+                    st["q_k"],
+                    3.0,
+                    st["m_v"],
+                    st["q_v"],
+                    2.0,
+                    softmin=100.0,
+                    warm=warm,
+                    multistart=full,
+                )
                 times = []
                 for _ in range(2):  # first: compile + run; second: run
                     t, c = time.perf_counter(), time.process_time()
@@ -251,10 +311,13 @@ def bench_length(a):
                     times.append((time.perf_counter() - t, time.process_time() - c))
                 warm = r["warm"]
                 kind = "full multi-start" if full else "cheap (centre + warm)"
-                print(f"(7) channel {sigma} spiked ν={a.nu:g} L={L} N={a.n_samples} {kind}: first call "
-                      f"{times[0][0]:.2f} s wall / {times[0][1]:.2f} s CPU (compile + run), second "
-                      f"{times[1][0]:.2f} s wall / {times[1][1]:.2f} s CPU; prox_multi={r['prox_multi']:.3f}, "
-                      f"prox_unconverged={r['prox_unconverged']:.4f}, qhat_k={r['qhat_k']:.5f}", flush=True)
+                print(
+                    f"(7) channel {sigma} spiked ν={a.nu:g} L={L} N={a.n_samples} {kind}: first call "
+                    f"{times[0][0]:.2f} s wall / {times[0][1]:.2f} s CPU (compile + run), second "
+                    f"{times[1][0]:.2f} s wall / {times[1][1]:.2f} s CPU; prox_multi={r['prox_multi']:.3f}, "
+                    f"prox_unconverged={r['prox_unconverged']:.4f}, qhat_k={r['qhat_k']:.5f}",
+                    flush=True,
+                )
 
 
 def bench_compile(a):
@@ -268,13 +331,27 @@ def bench_compile(a):
         rng = np.random.default_rng(0)
         with jax.enable_x64(True):
             wk, wv, y = (jnp.asarray(rng.standard_normal(sh)) for sh in ((n, L), (n, L), (n,)))
-            lanes = (jnp.asarray(rng.standard_normal((n * S, L))), jnp.repeat(wk, S, 0), jnp.repeat(wv, S, 0),
-                     jnp.repeat(y, S, 0))
+            lanes = (
+                jnp.asarray(rng.standard_normal((n * S, L))),
+                jnp.repeat(wk, S, 0),
+                jnp.repeat(wv, S, 0),
+                jnp.repeat(y, S, 0),
+            )
             pieces = {
                 "newton (8 steps)": lambda: P._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8),
                 "finish (Jacobian, soft-min)": lambda: P._batch_finish.lower(
-                    lanes[0].reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S)), wk, wv, y, 3.0, 2.0, 100.0,
-                    "softmax", True),
+                    lanes[0].reshape(n, S, L),
+                    jnp.zeros((n, S)),
+                    jnp.zeros((n, S)),
+                    wk,
+                    wv,
+                    y,
+                    3.0,
+                    2.0,
+                    100.0,
+                    "softmax",
+                    True,
+                ),
             }
             for name, lower in pieces.items():
                 c = time.process_time()
@@ -282,8 +359,11 @@ def bench_compile(a):
                 c1 = time.process_time()
                 low.compile()
                 c2 = time.process_time()
-                print(f"(8) compile softmax L={L} {name}: trace+lower {c1 - c:.1f} s CPU, XLA compile "
-                      f"{c2 - c1:.1f} s CPU", flush=True)
+                print(
+                    f"(8) compile softmax L={L} {name}: trace+lower {c1 - c:.1f} s CPU, XLA compile "
+                    f"{c2 - c1:.1f} s CPU",
+                    flush=True,
+                )
 
 
 def main():
@@ -296,9 +376,14 @@ def main():
     p.add_argument("--seeds", type=int, default=4)
     p.add_argument("--alphas", default="2,3.5,5,10")
     p.add_argument("--panel-points", type=int, default=30)
-    p.add_argument("--parts", default="channel,sweep,panel",
-                   help="comma-separated: channel, sweep, panel, lowlam, default, device, length, compile")
-    p.add_argument("--policy", choices=("new", "prev", "noprobe", "old"), default="new", help="solver policies (lowlam, default)")
+    p.add_argument(
+        "--parts",
+        default="channel,sweep,panel",
+        help="comma-separated: channel, sweep, panel, lowlam, default, device, length, compile",
+    )
+    p.add_argument(
+        "--policy", choices=("new", "prev", "noprobe", "old"), default="new", help="solver policies (lowlam, default)"
+    )
     p.add_argument("--lowlam-sigmas", default="softmax,linear")
     p.add_argument("--default-sigmas", default="softmax,linear")
     p.add_argument("--Ls", default="3,8,16,64", help="lengths of the length part")
@@ -311,8 +396,13 @@ def main():
         bench_sweep(a)
     if "panel" in parts:
         bench_panel(a)
-    for part, fn in (("lowlam", bench_lowlam), ("default", bench_default), ("device", bench_device),
-                     ("length", bench_length), ("compile", bench_compile)):
+    for part, fn in (
+        ("lowlam", bench_lowlam),
+        ("default", bench_default),
+        ("device", bench_device),
+        ("length", bench_length),
+        ("compile", bench_compile),
+    ):
         if part in parts:
             fn(a)
 

@@ -37,11 +37,17 @@ def pick_batch(a):
 
     cfg = validate(yaml.safe_load((REPO / a.config).read_text()))
     exp = cfg["erm"][a.setting]
-    (D, n), = sizes(exp, a.alpha)[-1:]
+    ((D, n),) = sizes(exp, a.alpha)[-1:]
     p = plan(cfg, results=a.out)
-    name = next(k for k, b in p.train_batches.items()
-                if b.members[0].sigma == a.sigma and b.members[0].D == D and b.members[0].n == n
-                and b.members[0].model == exp["model"] and b.members[0].nu == float(exp["nu"]))
+    name = next(
+        k
+        for k, b in p.train_batches.items()
+        if b.members[0].sigma == a.sigma
+        and b.members[0].D == D
+        and b.members[0].n == n
+        and b.members[0].model == exp["model"]
+        and b.members[0].nu == float(exp["nu"])
+    )
     batch = p.train_batches[name]
     members = list(batch.members)[: a.members] if a.members else list(batch.members)
     over = {k: v for k, v in (("max_iter", a.max_iter), ("n_test", a.n_test)) if v is not None}
@@ -63,8 +69,11 @@ def main(argv=None) -> int:
     ap.add_argument("--platform", default=None, help="JAX_PLATFORMS for the child (cpu, cuda); default: JAX's choice")
     ap.add_argument("--quick", action="store_true", help="a tiny batch (config/smoke.yaml, α = 8): for CI")
     ap.add_argument("--out", default=None, help="results directory (default: a temporary one)")
-    ap.add_argument("--write-batch", default=None,
-                    help="only write the chosen batch (and its law) to this JSON file, to run it elsewhere")
+    ap.add_argument(
+        "--write-batch",
+        default=None,
+        help="only write the chosen batch (and its law) to this JSON file, to run it elsewhere",
+    )
     ap.add_argument("--batch", default=None, help="run the batch of a --write-batch file (no planning here)")
     a = ap.parse_args(argv)
     if a.quick:
@@ -86,15 +95,22 @@ def main(argv=None) -> int:
             return 0
 
         m = batch.members[0]
-        env = dict(os.environ, PYTHONUNBUFFERED="1", XLA_PYTHON_CLIENT_PREALLOCATE="false",
-                   XLA_FLAGS=f"--xla_cpu_multi_thread_eigen={'true' if a.threads > 1 else 'false'} "
-                             f"intra_op_parallelism_threads={a.threads}",
-                   OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads))
+        env = dict(
+            os.environ,
+            PYTHONUNBUFFERED="1",
+            XLA_PYTHON_CLIENT_PREALLOCATE="false",
+            XLA_FLAGS=f"--xla_cpu_multi_thread_eigen={'true' if a.threads > 1 else 'false'} "
+            f"intra_op_parallelism_threads={a.threads}",
+            OMP_NUM_THREADS=str(a.threads),
+            OPENBLAS_NUM_THREADS=str(a.threads),
+        )
         if a.platform:
             env["JAX_PLATFORMS"] = a.platform
         cmd = [sys.executable, "-m", "slrpipe", "train-batch", *job_argv(batch), "--no-theory"]
-        print(f"batch {name}: {len(batch.members)} models, D = {m.D}, n = {m.n}, L = {max(m.L)}, "
-              f"max_iter = {m.max_iter}, n_test = {m.n_test}, dtype {m.dtype}, threads {a.threads}")
+        print(
+            f"batch {name}: {len(batch.members)} models, D = {m.D}, n = {m.n}, L = {max(m.L)}, "
+            f"max_iter = {m.max_iter}, n_test = {m.n_test}, dtype {m.dtype}, threads {a.threads}"
+        )
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=a.out)
         wall = time.perf_counter() - t0
@@ -102,19 +118,27 @@ def main(argv=None) -> int:
             print(proc.stderr[-3000:])
             return proc.returncode
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        times = [tuple(map(float, t)) for t in re.findall(
-            r"timing: \d+ runs, training set ([\d.]+) s, training ([\d.]+) s, test sets ([\d.]+) s", proc.stderr)]
+        times = [
+            tuple(map(float, t))
+            for t in re.findall(
+                r"timing: \d+ runs, training set ([\d.]+) s, training ([\d.]+) s, test sets ([\d.]+) s", proc.stderr
+            )
+        ]
         sample, train, test = (sum(t[i] for t in times) for i in range(3))
         iters = [int(x) for x in re.findall(r"ERM done: (\d+) iterations", proc.stderr)]
         device = re.findall(r"device (\w+)", proc.stderr)[:1]
         x_gb = m.n * max(m.L) * m.D * 4 / 2**30
         print(f"device {device[0] if device else '?'}; training set X = {x_gb:.2f} GB (float32)")
-        print(f"wall {wall:.1f} s: training sets {sample:.1f} s, training {train:.1f} s ({sum(iters)} iterations, "
-              f"{train / max(sum(iters), 1) * 1e3:.2f} ms per iteration), test sets {test:.1f} s, "
-              f"start-up and writing {wall - sample - train - test:.1f} s")
+        print(
+            f"wall {wall:.1f} s: training sets {sample:.1f} s, training {train:.1f} s ({sum(iters)} iterations, "
+            f"{train / max(sum(iters), 1) * 1e3:.2f} ms per iteration), test sets {test:.1f} s, "
+            f"start-up and writing {wall - sample - train - test:.1f} s"
+        )
         print(f"off the solve (sampling + test evaluation): {(sample + test) / wall:.1%} of the wall time")
-        print(f"peak RSS {peak_mb:.0f} MB; law requests mem_mb = {law['mem_mb']} ({law['mem_mb'] / peak_mb:.2f}x the "
-              f"peak), runtime = {law['runtime']} min ({law['runtime'] * 60 / wall:.1f}x the wall)")
+        print(
+            f"peak RSS {peak_mb:.0f} MB; law requests mem_mb = {law['mem_mb']} ({law['mem_mb'] / peak_mb:.2f}x the "
+            f"peak), runtime = {law['runtime']} min ({law['runtime'] * 60 / wall:.1f}x the wall)"
+        )
     return 0
 
 

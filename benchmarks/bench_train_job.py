@@ -32,14 +32,18 @@ def child(a):
 
     import slrpipe.cli
     import slrpipe.commands.train  # noqa: F401
+
     mark("import slrpipe CLI")
     import jax
     import jax.numpy as jnp
+
     mark("import jax")
     import optax  # noqa: F401
     from flax import nnx
+
     mark("import optax, flax")
     import xarray  # noqa: F401
+
     mark("import xarray")
     from slrpipe.data import SLRDataset, SLRTask
     from slrpipe.io import write_netcdf
@@ -48,6 +52,7 @@ def child(a):
     from slrpipe.train import experiment as E
     from slrpipe.train.metrics import streamed_errors
     from slrpipe.train.options import ERMOptions
+
     mark("import slrpipe.train, io")
     train = SLRDataset(SLRTask("spiked", 1.0, 3, 0.0, a.D), a.n, 0, 10_000)
     o = ERMOptions.of(a.sigma, 0.1, n_test=a.n_test, theory=False)
@@ -64,8 +69,9 @@ def child(a):
     jax.block_until_ready(erm._value_gnorm(params, *dev[:3], lam, a.sigma, dev[3]))
     s0 = erm._lbfgs_init(params, o_s.memory_size)
     mark("J, |∇J| and L-BFGS init programs")
-    low = erm._lbfgs_block.lower(params, s0, *dev[:3], lam, 10, jnp.asarray(o_s.tol, jnp.float32), a.sigma,
-                                 o_s.memory_size, dev[3])
+    low = erm._lbfgs_block.lower(
+        params, s0, *dev[:3], lam, 10, jnp.asarray(o_s.tol, jnp.float32), a.sigma, o_s.memory_size, dev[3]
+    )
     mark("L-BFGS block: trace + lower")
     low.compile()
     mark("L-BFGS block: compile or cache load")
@@ -77,8 +83,9 @@ def child(a):
     nnx.replace_by_pure_dict(state, res.params)
     nnx.update(model, state)
     k_star, v_star = train.teacher
-    streamed_errors({"f": E._predictor(model, o),
-                     "bayes": lambda X, m: bayes_predict(X, m, k_star, v_star, "spiked", 1.0)}, chunks)
+    streamed_errors(
+        {"f": E._predictor(model, o), "bayes": lambda X, m: bayes_predict(X, m, k_star, v_star, "spiked", 1.0)}, chunks
+    )
     mark("test errors of f and the Bayes oracle (numpy)")
     ds = E._to_dataset(train, o, 20_000, res, E._Errors(0.0, (0.0, 0.0), (0.0, 0.0)))
     with tempfile.TemporaryDirectory() as d:
@@ -98,11 +105,27 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.child:
         return child(a)
-    env = dict(os.environ, XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-    args = [sys.executable, __file__, "--child", "--sigma", a.sigma, "--D", str(a.D), "--n", str(a.n),
-            "--n-test", str(a.n_test)]
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+    )
+    args = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--sigma",
+        a.sigma,
+        "--D",
+        str(a.D),
+        "--n",
+        str(a.n),
+        "--n-test",
+        str(a.n_test),
+    ]
     cols = {}
     with tempfile.TemporaryDirectory() as cache:
         env["JAX_COMPILATION_CACHE_DIR"] = cache

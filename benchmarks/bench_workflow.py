@@ -17,8 +17,15 @@ from collections import defaultdict
 from pathlib import Path
 
 # the folder under results/benchmarks/ that each rule writes to
-RULES = {"data": "generate_data", "erm": "train_erm", "population": "population", "replica": "replica",
-         "figures": "fig_*", "aggregate.tsv": "aggregate", "validate.tsv": "validate"}
+RULES = {
+    "data": "generate_data",
+    "erm": "train_erm",
+    "population": "population",
+    "replica": "replica",
+    "figures": "fig_*",
+    "aggregate.tsv": "aggregate",
+    "validate.tsv": "validate",
+}
 
 
 def _rows(path: Path):
@@ -54,8 +61,10 @@ def main() -> None:
     table = summarise(args.root)
     print(f"{'rule':<16}{'jobs':>6}{'wall s':>10}{'mean s':>9}{'max s':>8}{'cpu s':>10}")
     for rule, s in sorted(table.items(), key=lambda kv: -kv[1]["wall_s"]):
-        print(f"{rule:<16}{s['jobs']:>6}{s['wall_s']:>10.1f}{s['wall_s'] / s['jobs']:>9.2f}"
-              f"{s['max_s']:>8.1f}{s['cpu_s']:>10.1f}")
+        print(
+            f"{rule:<16}{s['jobs']:>6}{s['wall_s']:>10.1f}{s['wall_s'] / s['jobs']:>9.2f}"
+            f"{s['max_s']:>8.1f}{s['cpu_s']:>10.1f}"
+        )
     total = sum(s["wall_s"] for s in table.values())
     print(f"{'all jobs':<16}{sum(s['jobs'] for s in table.values()):>6}{total:>10.1f}")
     if args.log:

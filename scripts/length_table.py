@@ -35,8 +35,11 @@ def replica_for(tree, erm_name, sigma, lam):
         return None
     for child in tree["replica"].children.values():
         ds = child.to_dataset()
-        if (json.loads(ds.attrs.get("erm", "null")) == erm_name and sigma in ds["sigma"].values
-                and np.isclose(ds["lam"].values, lam).any()):
+        if (
+            json.loads(ds.attrs.get("erm", "null")) == erm_name
+            and sigma in ds["sigma"].values
+            and np.isclose(ds["lam"].values, lam).any()
+        ):
             return ds.sel(sigma=sigma).isel(lam=int(np.argmax(np.isclose(ds["lam"].values, lam))))
     return None
 
@@ -47,8 +50,10 @@ def main():
     ap.add_argument("--experiments", default="spiked_L16_nu16,spiked_L64_nu16")
     a = ap.parse_args()
     tree = open_store(a.store)
-    print(f"{'experiment':<18}{'L':>4}{'sigma':>9}{'alpha':>6}{'ERM test (finite set)':>24}"
-          f"{'ERM R at learned':>22}{'pop. optimum':>14}{'Bayes':>8}{'replica':>9}")
+    print(
+        f"{'experiment':<18}{'L':>4}{'sigma':>9}{'alpha':>6}{'ERM test (finite set)':>24}"
+        f"{'ERM R at learned':>22}{'pop. optimum':>14}{'Bayes':>8}{'replica':>9}"
+    )
     for name in a.experiments.split(","):
         node = reference(tree[f"erm/{name}"].to_dataset())
         pop = tree[f"population/at_{name}"].to_dataset()
@@ -64,8 +69,10 @@ def main():
                     rp = rep.sel(alpha=rep["alpha"].values[np.isclose(rep["alpha"].values, al)][0])
                     th = f"{float(rp['test_error']):.4f}" if bool(rp["converged"]) else "n.c."
                 pop_learned = ms(pt["test_error_pop"]) if "test_error_pop" in pt else "—"
-                print(f"{name:<18}{json.loads(node.attrs['L']):>4}{s:>9}{al:>6g}{ms(pt['test_error']):>24}"
-                      f"{pop_learned:>22}{opt:>14.4f}{bayes:>8.4f}{th:>9}")
+                print(
+                    f"{name:<18}{json.loads(node.attrs['L']):>4}{s:>9}{al:>6g}{ms(pt['test_error']):>24}"
+                    f"{pop_learned:>22}{opt:>14.4f}{bayes:>8.4f}{th:>9}"
+                )
 
 
 if __name__ == "__main__":

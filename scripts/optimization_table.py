@@ -40,23 +40,33 @@ def main():
     var = "test_error_pop" if "test_error_pop" in node else "test_error"
     ref, hit = reference(node), reached(node, RTOL).sel(init="random", optimizer=a.optimizer)
     exists = node["train_loss"].sel(init="random", optimizer=a.optimizer).notnull()
-    print(f"{a.experiment}: λ = {lam:g}, seeds {[int(x) for x in node['seed'].values]}, random starts per seed "
-          f"{int(exists.sum('restart').max())}; test error = {var}; objective α·J = 𝓛/D")
-    print(f"{'sigma':<8}{'alpha':>6}{'informed':>16}{'best random':>16}{'ground':>16}{'replica':>9}"
-          f"{'obj inf':>16}{'obj best rnd':>16}{'obj ground':>16}{'obj RS':>8}{'reached':>9}  ground starts")
+    print(
+        f"{a.experiment}: λ = {lam:g}, seeds {[int(x) for x in node['seed'].values]}, random starts per seed "
+        f"{int(exists.sum('restart').max())}; test error = {var}; objective α·J = 𝓛/D"
+    )
+    print(
+        f"{'sigma':<8}{'alpha':>6}{'informed':>16}{'best random':>16}{'ground':>16}{'replica':>9}"
+        f"{'obj inf':>16}{'obj best rnd':>16}{'obj ground':>16}{'obj RS':>8}{'reached':>9}  ground starts"
+    )
     for s in node["sigma"].values:
         for al in node["alpha"].values:
             pt, r = node.sel(sigma=s, alpha=al), ref.sel(sigma=s, alpha=al)
             th, tho = replica_at(rep, s, lam, al), replica_at(rep, s, lam, al, "objective")
             best = best_random(node, var, a.optimizer).sel(sigma=s, alpha=al)
             best_obj = best_random(node, "train_loss", a.optimizer).sel(sigma=s, alpha=al) * al
-            frac = float(hit.sel(sigma=s, alpha=al).where(exists.sel(sigma=s, alpha=al)).sum()
-                         / exists.sel(sigma=s, alpha=al).sum())
-            starts = ",".join(f"s{sd}:{i}-r{rr}" for sd, i, rr in zip(node["seed"].values, pt["ground_init"].values,
-                                                                      pt["ground_restart"].values))
-            print(f"{s:<8}{al:>6.3g}{ms(r[var]):>16}{ms(best):>16}{ms(pt[var + '_ground']):>16}{th:>9.4f}"
-                  f"{ms(r['train_loss'] * al):>16}{ms(best_obj):>16}{ms(pt['train_loss_ground'] * al):>16}{tho:>8.4f}"
-                  f"{frac:>9.2f}  {starts}")
+            frac = float(
+                hit.sel(sigma=s, alpha=al).where(exists.sel(sigma=s, alpha=al)).sum()
+                / exists.sel(sigma=s, alpha=al).sum()
+            )
+            starts = ",".join(
+                f"s{sd}:{i}-r{rr}"
+                for sd, i, rr in zip(node["seed"].values, pt["ground_init"].values, pt["ground_restart"].values)
+            )
+            print(
+                f"{s:<8}{al:>6.3g}{ms(r[var]):>16}{ms(best):>16}{ms(pt[var + '_ground']):>16}{th:>9.4f}"
+                f"{ms(r['train_loss'] * al):>16}{ms(best_obj):>16}{ms(pt['train_loss_ground'] * al):>16}{tho:>8.4f}"
+                f"{frac:>9.2f}  {starts}"
+            )
 
 
 if __name__ == "__main__":

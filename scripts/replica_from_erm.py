@@ -34,8 +34,20 @@ def from_erm(sigma, model, nu, L, delta, lam, alpha, init, n_samples):
     """Staged solve from ``init``; returns the last result and the total channel evaluations."""
     total = 0
     for method, max_iter in STAGES:
-        r = solve_replica(sigma, model, nu, L, delta, lam, alpha, n_samples=n_samples, init=init,
-                          method=method, max_iter=max_iter, patience=max_iter)
+        r = solve_replica(
+            sigma,
+            model,
+            nu,
+            L,
+            delta,
+            lam,
+            alpha,
+            n_samples=n_samples,
+            init=init,
+            method=method,
+            max_iter=max_iter,
+            patience=max_iter,
+        )
         total += r["iterations"]
         if r["converged"]:
             break
@@ -57,21 +69,28 @@ def main():
     exp = {k: json.loads(v) for k, v in erm.attrs.items() if k in ("model", "nu", "L", "delta")}
     nu = float(exp["nu"])
     print(f"{a.experiment}: {exp}, σ = {a.sigma}, λ = {a.lam}, N = {a.n_samples}")
-    print("α | theory e_test | theory objective | theory q_k | converged (residual, evaluations, s) | "
-          "ERM e (risk at learned k, v) | ERM α·J | ERM q_k")
+    print(
+        "α | theory e_test | theory objective | theory q_k | converged (residual, evaluations, s) | "
+        "ERM e (risk at learned k, v) | ERM α·J | ERM q_k"
+    )
     for alpha in map(float, a.alphas.split(",")):
         pt = erm.sel(sigma=a.sigma, lam=a.lam, alpha=alpha)
-        ms = {k: (float(pt[k].mean()), float(pt[k].std(ddof=1) / np.sqrt(pt[k].count()))) for k in
-              ("m_k", "q_k", "m_v", "q_v", "test_error_pop", "train_loss")}
+        ms = {
+            k: (float(pt[k].mean()), float(pt[k].std(ddof=1) / np.sqrt(pt[k].count())))
+            for k in ("m_k", "q_k", "m_v", "q_v", "test_error_pop", "train_loss")
+        }
         init = dict(m_k=ms["m_k"][0], q_k=ms["q_k"][0], V_k=1.0, m_v=ms["m_v"][0], q_v=ms["q_v"][0], V_v=1.0)
         t = time.time()
-        r, n_eval = from_erm(a.sigma, exp["model"], nu, int(exp["L"]), float(exp["delta"]), a.lam, alpha, init,
-                             a.n_samples)
-        print(f"{alpha:g} | {r['test_error']:.4f} | {r['objective']:.4f} | {r['q_k']:.2f} | {r['converged']} "
-              f"({r['residual']:.1e}, {n_eval}, {time.time() - t:.0f}) | "
-              f"{ms['test_error_pop'][0]:.4f} ± {ms['test_error_pop'][1]:.4f} | "
-              f"{alpha * ms['train_loss'][0]:.4f} ± {alpha * ms['train_loss'][1]:.4f} | {ms['q_k'][0]:.2f}",
-              flush=True)
+        r, n_eval = from_erm(
+            a.sigma, exp["model"], nu, int(exp["L"]), float(exp["delta"]), a.lam, alpha, init, a.n_samples
+        )
+        print(
+            f"{alpha:g} | {r['test_error']:.4f} | {r['objective']:.4f} | {r['q_k']:.2f} | {r['converged']} "
+            f"({r['residual']:.1e}, {n_eval}, {time.time() - t:.0f}) | "
+            f"{ms['test_error_pop'][0]:.4f} ± {ms['test_error_pop'][1]:.4f} | "
+            f"{alpha * ms['train_loss'][0]:.4f} ± {alpha * ms['train_loss'][1]:.4f} | {ms['q_k'][0]:.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def erm_side(a, r, seed):
         X, mask, y = (jnp.asarray(t) for t in (ch.X.astype(np.float64), ch.mask, ch.y))
 
         def L_total(theta):  # 𝓛 = n · J
-            return n * objective({"k": theta[:a.D], "v": theta[a.D:]}, X, mask, y, a.sigma, a.lam)
+            return n * objective({"k": theta[: a.D], "v": theta[a.D :]}, X, mask, y, a.sigma, a.lam)
 
         theta = jnp.concatenate([res.params["k"], res.params["v"]])
         g = np.linalg.norm(np.asarray(jax.grad(L_total)(theta)))
@@ -67,10 +67,15 @@ def erm_side(a, r, seed):
     Hi = np.linalg.inv(H)
     Hi2 = Hi @ Hi
     D = a.D
-    blk = lambda A, i, j: np.trace(A[i * D:(i + 1) * D, j * D:(j + 1) * D]) / D
+    blk = lambda A, i, j: np.trace(A[i * D : (i + 1) * D, j * D : (j + 1) * D]) / D
     q = [float(np.dot(np.asarray(res.params[c]), np.asarray(res.params[c])) / D) for c in ("k", "v")]
-    return dict(grad=g, eig_min=float(np.linalg.eigvalsh(H)[0]), V=[blk(Hi, 0, 0), blk(Hi, 1, 1)],
-                C=[blk(Hi2, 0, 0), blk(Hi2, 1, 1), blk(Hi2, 0, 1)], q=q)
+    return dict(
+        grad=g,
+        eig_min=float(np.linalg.eigvalsh(H)[0]),
+        V=[blk(Hi, 0, 0), blk(Hi, 1, 1)],
+        C=[blk(Hi2, 0, 0), blk(Hi2, 1, 1), blk(Hi2, 0, 1)],
+        q=q,
+    )
 
 
 def main(argv=None):
@@ -87,17 +92,21 @@ def main(argv=None):
     a = p.parse_args(argv)
     t = time.process_time()
     r, st, M, V, pred = theory(a)
-    print(f"{a.sigma} L={a.L} spiked nu={a.nu:g} lam={a.lam:g} alpha={a.alpha:g}: converged={r['converged']} "
-          f"q_k={r['q_k']:.4f} q_v={r['q_v']:.4f} V={V.round(4).tolist()} replicon={st['replicon']:.4f} "
-          f"tail={st['replicon_tail_index']:.2f} ties={st['n_ties']} multi={st['prox_multi_fraction']:.4f} "
-          f"({time.process_time() - t:.1f} s CPU)")
+    print(
+        f"{a.sigma} L={a.L} spiked nu={a.nu:g} lam={a.lam:g} alpha={a.alpha:g}: converged={r['converged']} "
+        f"q_k={r['q_k']:.4f} q_v={r['q_v']:.4f} V={V.round(4).tolist()} replicon={st['replicon']:.4f} "
+        f"tail={st['replicon_tail_index']:.2f} ties={st['n_ties']} multi={st['prox_multi_fraction']:.4f} "
+        f"({time.process_time() - t:.1f} s CPU)"
+    )
     print(f"  theory: (1/D)tr H⁻¹ → V = {V.round(4).tolist()}; C = (I − T)⁻¹V² (kk, vv, kv) = {pred.round(4).tolist()}")
     for s in a.seeds:
         t = time.process_time()
         e = erm_side(a, r, s)
-        print(f"  ERM D={a.D} seed={s}: |∇𝓛|={e['grad']:.1e} λ_min(H)={e['eig_min']:.3g} q={np.round(e['q'], 4).tolist()} "
-              f"(1/D)tr H⁻¹ = {np.round(e['V'], 4).tolist()}; C = {np.round(e['C'], 4).tolist()} "
-              f"({time.process_time() - t:.1f} s CPU)")
+        print(
+            f"  ERM D={a.D} seed={s}: |∇𝓛|={e['grad']:.1e} λ_min(H)={e['eig_min']:.3g} q={np.round(e['q'], 4).tolist()} "
+            f"(1/D)tr H⁻¹ = {np.round(e['V'], 4).tolist()}; C = {np.round(e['C'], 4).tolist()} "
+            f"({time.process_time() - t:.1f} s CPU)"
+        )
 
 
 if __name__ == "__main__":

@@ -52,9 +52,12 @@ def main(argv=None):
         t = time.process_time()
         r = solve_replica(a.sigma, a.model, a.nu, a.L, a.delta, a.lam, alpha, fields=f0)
         x = [r[k] for k in STATE]
-        print(f"{a.sigma} {a.model} nu={a.nu:g} L={a.L} lam={a.lam:g} alpha={alpha:g}: converged={r['converged']} "
-              f"e_test={r['test_error']:.4f} state " + " ".join(f"{k}={v:.4f}" for k, v in zip(STATE, x))
-              + f" (solve {time.process_time() - t:.1f} s CPU)")
+        print(
+            f"{a.sigma} {a.model} nu={a.nu:g} L={a.L} lam={a.lam:g} alpha={alpha:g}: converged={r['converged']} "
+            f"e_test={r['test_error']:.4f} state "
+            + " ".join(f"{k}={v:.4f}" for k, v in zip(STATE, x))
+            + f" (solve {time.process_time() - t:.1f} s CPU)"
+        )
         for n, seed in [(a.n, 0)] + [(a.n_check, s) for s in a.check_seeds]:
             f = f0 if seed == 0 else draw_fields(a.model, a.nu, a.L, a.delta, n, seed, qmc=True)
             t = time.process_time()
@@ -63,12 +66,14 @@ def main(argv=None):
             tr = captured["M"][:, 0, 0] + captured["M"][:, 1, 1]
             tr = np.sort(tr[np.isfinite(tr)])[::-1]
             share = [tr[:k].sum() / tr.sum() for k in (1, 10, 100)]
-            print(f"  N={n} seed={seed}: replicon {st['replicon']:.3f} ± {st['replicon_se']:.3f}, jump slope "
-                  f"{st['replicon_jump_slope']:.4f} ± {st['replicon_jump_slope_se']:.4f}, ties {st['n_ties']} "
-                  f"(multi {st['prox_multi_fraction']:.4f}), V̂ jump k/v {st['vhat_jump_k']:.4f}/{st['vhat_jump_v']:.4f} "
-                  f"vs Stein−Jacobian {st['vhat_stein_minus_jac_k']:.4f}/{st['vhat_stein_minus_jac_v']:.4f}, "
-                  f"tail index {st['replicon_tail_index']:.2f}, rs_stable {st['rs_stable']}; top 1/10/100 share of tr T {share[0]:.3f}/{share[1]:.3f}/"
-                  f"{share[2]:.3f}; {cpu:.1f} s CPU")
+            print(
+                f"  N={n} seed={seed}: replicon {st['replicon']:.3f} ± {st['replicon_se']:.3f}, jump slope "
+                f"{st['replicon_jump_slope']:.4f} ± {st['replicon_jump_slope_se']:.4f}, ties {st['n_ties']} "
+                f"(multi {st['prox_multi_fraction']:.4f}), V̂ jump k/v {st['vhat_jump_k']:.4f}/{st['vhat_jump_v']:.4f} "
+                f"vs Stein−Jacobian {st['vhat_stein_minus_jac_k']:.4f}/{st['vhat_stein_minus_jac_v']:.4f}, "
+                f"tail index {st['replicon_tail_index']:.2f}, rs_stable {st['rs_stable']}; top 1/10/100 share of tr T {share[0]:.3f}/{share[1]:.3f}/"
+                f"{share[2]:.3f}; {cpu:.1f} s CPU"
+            )
 
 
 if __name__ == "__main__":

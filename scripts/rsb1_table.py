@@ -32,18 +32,23 @@ from slrpipe.theory.replica.solver import STATE, solve_replica
 log = logging.getLogger("rsb1_table")
 
 #: (ν, α, λ) → (objective mean, s.e., test error mean, s.e.) of ERM, docs/theory.md §10 (iv)
-ERM = {(1.0, 20.0, 0.01): (3.753, 0.049, 0.718, 0.005), (1.0, 10.0, 0.01): (1.377, 0.025, 0.808, 0.005),
-       (1.0, 5.0, 0.01): (0.411, 0.014, 0.992, 0.026), (1.0, 2.0, 0.01): (0.0310, 0.0007, 1.623, 0.018),
-       # λ = 0.1, α = 1 (D = 500, 4 seeds, informed start; §10 (iii): objective s.e. not quoted there)
-       (1.0, 1.0, 0.1): (0.0828, math.nan, 0.990, 0.009)}
+ERM = {
+    (1.0, 20.0, 0.01): (3.753, 0.049, 0.718, 0.005),
+    (1.0, 10.0, 0.01): (1.377, 0.025, 0.808, 0.005),
+    (1.0, 5.0, 0.01): (0.411, 0.014, 0.992, 0.026),
+    (1.0, 2.0, 0.01): (0.0310, 0.0007, 1.623, 0.018),
+    # λ = 0.1, α = 1 (D = 500, 4 seeds, informed start; §10 (iii): objective s.e. not quoted there)
+    (1.0, 1.0, 0.1): (0.0828, math.nan, 0.990, 0.009),
+}
 
 
 def rs_solutions(task, fields, init):
     """(soft RS, hard RS) on ``fields``: soft from ``init`` (Anderson, then damped), hard from soft."""
     soft = solve_replica(*task, fields=fields, init=init, max_iter=80)
     if not soft["converged"]:
-        soft = solve_replica(*task, fields=fields, init={k: soft[k] for k in STATE}, method="damped",
-                             max_iter=200, patience=200)
+        soft = solve_replica(
+            *task, fields=fields, init={k: soft[k] for k in STATE}, method="damped", max_iter=200, patience=200
+        )
     hard = solve_replica(*task, fields=fields, init={k: soft[k] for k in STATE}, softmin=None, max_iter=60)
     return soft, hard
 
@@ -67,38 +72,61 @@ def main(argv=None):
     soft, hard = rs_solutions(task, fields, dict(zip(STATE, map(float, a.init.split(",")))))
     rs = hard if hard["converged"] else soft
     for name, r in (("soft", soft), ("hard", hard)):
-        log.info("RS %s: objective %.5f ± %.5f, test error %.4f, residual %.1e, converged %s, state %s", name,
-                     r["objective"], a.alpha * r["train_loss_se"], r["test_error"], r["residual"], r["converged"],
-                     {k: round(r[k], 5) for k in STATE})
-    res = rsb1.rsb1_ground_state(*task, n_outer=a.n_outer, n_inner=a.n_inner,
-                                 s_grid=[float(v) for v in a.s_grid.split(",")], rs=rs)
+        log.info(
+            "RS %s: objective %.5f ± %.5f, test error %.4f, residual %.1e, converged %s, state %s",
+            name,
+            r["objective"],
+            a.alpha * r["train_loss_se"],
+            r["test_error"],
+            r["residual"],
+            r["converged"],
+            {k: round(r[k], 5) for k in STATE},
+        )
+    res = rsb1.rsb1_ground_state(
+        *task, n_outer=a.n_outer, n_inner=a.n_inner, s_grid=[float(v) for v in a.s_grid.split(",")], rs=rs
+    )
     erm = ERM.get((a.nu, a.alpha, a.lam))
-    print(f"\nsoftmax spiked ν={a.nu:g} L={a.L} λ={a.lam:g} α={a.alpha:g}; N₀={res['n_outer']} N₁={res['n_inner']};"
-          f" {time.perf_counter() - t0:.0f} s wall")
+    print(
+        f"\nsoftmax spiked ν={a.nu:g} L={a.L} λ={a.lam:g} α={a.alpha:g}; N₀={res['n_outer']} N₁={res['n_inner']};"
+        f" {time.perf_counter() - t0:.0f} s wall"
+    )
     print("| theory | objective | test error | δq (k, v) | Σ | N₁-bias δq̂ (k, v) / Φ_out | ESS | residual |")
     print("|---|---|---|---|---|---|---|---|")
     for name, r in (("RS soft-min", soft), ("RS hard", hard)):
-        print(f"| {name} | {r['objective']:.4f} ± {a.alpha * r['train_loss_se']:.4f} | {r['test_error']:.4f} | 0 | 0 |"
-              f" | | {r['residual']:.1e}{'' if r['converged'] else ' (not converged)'} |")
+        print(
+            f"| {name} | {r['objective']:.4f} ± {a.alpha * r['train_loss_se']:.4f} | {r['test_error']:.4f} | 0 | 0 |"
+            f" | | {r['residual']:.1e}{'' if r['converged'] else ' (not converged)'} |"
+        )
     for r in res["scan"] + ([dict(res["star"], s_label="s*")] if res["star"] else []):
         lab = f"1RSB s={r['s']:.3g}" + (" (s*)" if "s_label" in r else "")
-        print(f"| {lab} | Φ {r['phi']:.4f}, e {r['energy_direct']:.4f} ± {r['energy_direct_se']:.4f} |"
-              f" {r['test_error']:.4f} | {r['dq_k']:.3g}, {r['dq_v']:.3g} | {r['sigma']:.4f} ± {r['sigma_se']:.4f} |"
-              f" {r['dqhat_k_n1_bias']:.2g} ± {r['dqhat_k_se']:.2g}, {r['dqhat_v_n1_bias']:.2g} ± {r['dqhat_v_se']:.2g}"
-              f" / {r['phi_out_n1_bias']:.2g} | {r['ess_median']:.1f} |"
-              f" {r['residual']:.1e}{'' if r['converged'] else ' (not converged)'} |")
+        print(
+            f"| {lab} | Φ {r['phi']:.4f}, e {r['energy_direct']:.4f} ± {r['energy_direct_se']:.4f} |"
+            f" {r['test_error']:.4f} | {r['dq_k']:.3g}, {r['dq_v']:.3g} | {r['sigma']:.4f} ± {r['sigma_se']:.4f} |"
+            f" {r['dqhat_k_n1_bias']:.2g} ± {r['dqhat_k_se']:.2g}, {r['dqhat_v_n1_bias']:.2g} ± {r['dqhat_v_se']:.2g}"
+            f" / {r['phi_out_n1_bias']:.2g} | {r['ess_median']:.1f} |"
+            f" {r['residual']:.1e}{'' if r['converged'] else ' (not converged)'} |"
+        )
     if erm:
         print(f"| ERM (docs §10) | {erm[0]:.3f} ± {erm[1]:.3f} | {erm[2]:.3f} ± {erm[3]:.3f} | | | | | |")
         e_rs = rs["objective"]
         best = res["e_gs"] if res["star"] else max(r["phi"] for r in res["scan"])
         word = "e_gs = Φ(s*)" if res["star"] else "max Φ on the grid (no Σ = 0 crossing: a lower bound of e_gs)"
-        print(f"gap closed ({word}): ({best:.4f} − {e_rs:.4f}) / ({erm[0]:.3f} − {e_rs:.4f}) = "
-              f"{(best - e_rs) / (erm[0] - e_rs):.3f}")
+        print(
+            f"gap closed ({word}): ({best:.4f} − {e_rs:.4f}) / ({erm[0]:.3f} − {e_rs:.4f}) = "
+            f"{(best - e_rs) / (erm[0] - e_rs):.3f}"
+        )
     if a.json:
         with open(a.json, "w") as fh:
-            json.dump(dict(args=vars(a), soft={k: soft[k] for k in ("objective", "test_error", "residual", "converged")},
-                           **{k: v for k, v in res.items()}), fh, default=lambda o: None if isinstance(o, float)
-                      and math.isnan(o) else str(o), indent=1)
+            json.dump(
+                dict(
+                    args=vars(a),
+                    soft={k: soft[k] for k in ("objective", "test_error", "residual", "converged")},
+                    **{k: v for k, v in res.items()},
+                ),
+                fh,
+                default=lambda o: None if isinstance(o, float) and math.isnan(o) else str(o),
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -33,12 +33,18 @@ def copy_workflow(dest: Path) -> Path:
 def snakemake(workdir: Path, *args, check=True, timeout=900):
     """Run the snakemake CLI in ``workdir`` with the copied package first on PYTHONPATH."""
     bindir = Path(sys.executable).parent  # the venv's bin: snakemake and the slrpipe console script
-    env = dict(os.environ, PYTHONPATH=str(workdir / "src"), PYTHONUNBUFFERED="1",
-               PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(workdir / "src"),
+        PYTHONUNBUFFERED="1",
+        PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
     exe = bindir / "snakemake"
     proc = subprocess.run([str(exe), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-5000:]}\n{proc.stderr[-5000:]}")
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-5000:]}\n{proc.stderr[-5000:]}"
+        )
     return proc
 
 
@@ -73,8 +79,9 @@ def cold_and_warm_runs(tmp_path: Path, command: list[str]):
     runs, entries = [], []
     for name in ("cold", "warm"):
         out = tmp_path / f"{name}.nc"
-        subprocess.run([sys.executable, "-m", "slrpipe", *command, "--out", str(out)], env=env, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "slrpipe", *command, "--out", str(out)], env=env, check=True, capture_output=True
+        )
         runs.append(xr.load_dataset(out))
         entries.append(sorted(os.listdir(cache)))
     assert entries[0] and entries[1] == entries[0]  # the warm run compiled nothing new
@@ -87,4 +94,3 @@ def assert_identical_but_wall_time(a, b) -> None:
     for name in a.variables:
         if name != "wall_time":
             np.testing.assert_array_equal(b[name].values, a[name].values, err_msg=name)
-

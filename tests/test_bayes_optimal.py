@@ -70,14 +70,16 @@ def test_nishimori_identity_dpsi_dm_equals_half_mhat():
         wk = mk * f.chi_star + math.sqrt(mk - mk**2) * f.xi_k
         wv = mv * f.z_star + math.sqrt(mv - mv**2) * f.xi_v
         with jax.enable_x64(True):
-            return [np.asarray(a) for a in _channel(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(f.y),
-                                                    mk, mv, f.delta, "spiked", 1.5)]
+            return [
+                np.asarray(a)
+                for a in _channel(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(f.y), mk, mv, f.delta, "spiked", 1.5)
+            ]
 
     base = per_sample(m_k, m_v)
     for a, (dk, dv) in enumerate(((h, 0), (0, h))):
         up, dn = per_sample(m_k + dk, m_v + dv)[0], per_sample(m_k - dk, m_v - dv)[0]
         diff = (up - dn) / (2 * h) - 0.5 * base[1 + a]
-        pair = 0.5 * (diff[: len(diff) // 2] + diff[len(diff) // 2:])
+        pair = 0.5 * (diff[: len(diff) // 2] + diff[len(diff) // 2 :])
         assert abs(pair.mean()) < 4 * pair.std(ddof=1) / math.sqrt(pair.size)
         # and the identity is not trivially satisfied: both sides are well away from zero
         assert 0.5 * base[1 + a].mean() > 20 * pair.std(ddof=1) / math.sqrt(pair.size)
@@ -110,19 +112,26 @@ def test_rao_blackwell_error_equals_direct_error():
     with jax.enable_x64(True):
         pi = np.asarray(jax.nn.softmax(jax.vmap(lambda w: _log_c("max", math.inf, 3, w, m_k))(jnp.asarray(wk))))
     sq = (f.y - (pi * wv).sum(1)) ** 2
-    pair = 0.5 * (sq[: sq.size // 2] + sq[sq.size // 2:])
+    pair = 0.5 * (sq[: sq.size // 2] + sq[sq.size // 2 :])
     se = pair.std(ddof=1) / math.sqrt(pair.size)
     assert abs(pair.mean() - c["test_error"]) < 4 * se
     # the identity behind it: π̄ is the posterior of ε given ω_χ, so E π̄_ε* = E Σ_ε π̄_ε² (Nishimori)
     d = np.take_along_axis(pi, f.eps[:, None], 1)[:, 0] - (pi**2).sum(1)
-    d = 0.5 * (d[: d.size // 2] + d[d.size // 2:])
+    d = 0.5 * (d[: d.size // 2] + d[d.size // 2 :])
     assert abs(d.mean()) < 4 * d.std(ddof=1) / math.sqrt(d.size)
 
 
-@pytest.mark.parametrize("kw,field", [(dict(model="max", nu=2.0), "nu"), (dict(model="spiked", nu=-1.0), "nu"),
-                                      (dict(model="spiked", nu=1.0, alpha=0.0), "alpha")])
+@pytest.mark.parametrize(
+    "kw,field",
+    [
+        (dict(model="max", nu=2.0), "nu"),
+        (dict(model="spiked", nu=-1.0), "nu"),
+        (dict(model="spiked", nu=1.0, alpha=0.0), "alpha"),
+    ],
+)
 def test_bad_arguments(kw, field):
     args = dict(model="spiked", nu=1.0, L=3, delta=0.0, alpha=1.0) | kw
     with pytest.raises(ValueError, match=rf"^{field}:"):
-        solve_bayes_optimal(args.pop("model"), args.pop("nu"), args.pop("L"), args.pop("delta"),
-                            args.pop("alpha"), n_samples=100)
+        solve_bayes_optimal(
+            args.pop("model"), args.pop("nu"), args.pop("L"), args.pop("delta"), args.pop("alpha"), n_samples=100
+        )

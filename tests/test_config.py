@@ -21,37 +21,80 @@ def _bad(mutator):
 
 
 BAD = {
-    "negative nu": (lambda c: c["population"]["spiked_L2"].update(nu=[-1.0]), "population.spiked_L2.nu[0]", "minimum of 0"),
-    "alpha zero": (lambda c: c["erm"]["spiked_L2"].update(alphas=[0.0, 2.0]), "erm.spiked_L2.alphas[0]", "minimum of 0"),
+    "negative nu": (
+        lambda c: c["population"]["spiked_L2"].update(nu=[-1.0]),
+        "population.spiked_L2.nu[0]",
+        "minimum of 0",
+    ),
+    "alpha zero": (
+        lambda c: c["erm"]["spiked_L2"].update(alphas=[0.0, 2.0]),
+        "erm.spiked_L2.alphas[0]",
+        "minimum of 0",
+    ),
     "unknown sigma": (lambda c: c["erm"]["spiked_L2"].update(sigmas=["relu"]), "erm.spiked_L2.sigmas[0]", "softmax"),
     "L below 1": (lambda c: c["erm"]["spiked_L2"].update(L=0), "erm.spiked_L2.L", "minimum of 1"),
     "missing key": (lambda c: c["erm"]["spiked_L2"].pop("seeds"), "erm.spiked_L2", "'seeds' is a required property"),
     "spiked nu inf": (lambda c: c["erm"]["spiked_L2"].update(nu=math.inf), "erm.spiked_L2.nu", "max only"),
-    "bayes-optimal max finite nu": (lambda c: c["replica"]["spiked_L2"].update(model="max", nu=2.0),
-                                    "replica.spiked_L2.bayes_optimal", "nu = 0 or inf"),
-    "bayes-optimal samples": (lambda c: c["replica"]["spiked_L2"].update(bayes_optimal_samples=10),
-                              "replica.spiked_L2.bayes_optimal_samples", "minimum of 1000"),
-    "replica mc seeds": (lambda c: c["replica"]["spiked_L2"].update(mc_seeds=0),
-                         "replica.spiked_L2.mc_seeds", "minimum of 1"),
-    "unknown figure experiment": (lambda c: c["figures"].update(fig2=["nope"]), "figures.fig2", "not a population experiment"),
+    "bayes-optimal max finite nu": (
+        lambda c: c["replica"]["spiked_L2"].update(model="max", nu=2.0),
+        "replica.spiked_L2.bayes_optimal",
+        "nu = 0 or inf",
+    ),
+    "bayes-optimal samples": (
+        lambda c: c["replica"]["spiked_L2"].update(bayes_optimal_samples=10),
+        "replica.spiked_L2.bayes_optimal_samples",
+        "minimum of 1000",
+    ),
+    "replica mc seeds": (
+        lambda c: c["replica"]["spiked_L2"].update(mc_seeds=0),
+        "replica.spiked_L2.mc_seeds",
+        "minimum of 1",
+    ),
+    "unknown figure experiment": (
+        lambda c: c["figures"].update(fig2=["nope"]),
+        "figures.fig2",
+        "not a population experiment",
+    ),
     "unknown figure": (lambda c: c["figures"].update(fig9=[]), "figures.fig9", "allowed: ['cor43'"),
     "nu nan": (lambda c: c["erm"]["spiked_L2"].update(nu=math.nan), "erm.spiked_L2.nu", "allowed: a finite number"),
-    "nu nan in a grid": (lambda c: c["population"]["spiked_L2"].update(nu=[0.5, math.nan]), "population.spiked_L2.nu[1]",
-                         "allowed: a finite number"),
-    "lam inf": (lambda c: c["erm"]["spiked_L2"].update(lams=[math.inf]), "erm.spiked_L2.lams[0]", "allowed: a finite number"),
-    "alpha inf": (lambda c: c["replica"]["spiked_L2"].update(alphas=[1.0, math.inf]), "replica.spiked_L2.alphas[1]",
-                  "allowed: a finite number"),
-    "replica variable L": (lambda c: c["replica"]["spiked_L2"].update(L={"uniform": [1, 2]}), "replica.spiked_L2.L",
-                           "does not handle variable L"),
-    "ladder alpha*D not an integer": (lambda c: c["erm"]["spiked_L2"].update(D=[25, 40], alphas=[2.0, 8.1]),
-                                      "erm.spiked_L2.alphas", "α·D must be an integer"),
+    "nu nan in a grid": (
+        lambda c: c["population"]["spiked_L2"].update(nu=[0.5, math.nan]),
+        "population.spiked_L2.nu[1]",
+        "allowed: a finite number",
+    ),
+    "lam inf": (
+        lambda c: c["erm"]["spiked_L2"].update(lams=[math.inf]),
+        "erm.spiked_L2.lams[0]",
+        "allowed: a finite number",
+    ),
+    "alpha inf": (
+        lambda c: c["replica"]["spiked_L2"].update(alphas=[1.0, math.inf]),
+        "replica.spiked_L2.alphas[1]",
+        "allowed: a finite number",
+    ),
+    "replica variable L": (
+        lambda c: c["replica"]["spiked_L2"].update(L={"uniform": [1, 2]}),
+        "replica.spiked_L2.L",
+        "does not handle variable L",
+    ),
+    "ladder alpha*D not an integer": (
+        lambda c: c["erm"]["spiked_L2"].update(D=[25, 40], alphas=[2.0, 8.1]),
+        "erm.spiked_L2.alphas",
+        "α·D must be an integer",
+    ),
     "ladder D below 2": (lambda c: c["erm"]["spiked_L2"].update(D=[1, 40]), "erm.spiked_L2.D", "ladder"),
     "ladder of one D": (lambda c: c["erm"]["spiked_L2"].update(D=[40]), "erm.spiked_L2.D", "ladder"),
     "ladder repeated D": (lambda c: c["erm"]["spiked_L2"].update(D=[40, 40]), "erm.spiked_L2.D", "ladder"),
-    "ladder with sqrt_nD": (lambda c: c["erm"]["spiked_L2"].update(D=[20, 40], sqrt_nD=100.0), "erm.spiked_L2.sqrt_nD",
-                            "either D or sqrt_nD"),
-    "replica erf": (lambda c: c["replica"]["spiked_L2"].update(sigmas=["softmax", "erf"]), "replica.spiked_L2.sigmas[1]",
-                    "'softmax', 'linear', 'softplus_norm'"),
+    "ladder with sqrt_nD": (
+        lambda c: c["erm"]["spiked_L2"].update(D=[20, 40], sqrt_nD=100.0),
+        "erm.spiked_L2.sqrt_nD",
+        "either D or sqrt_nD",
+    ),
+    "replica erf": (
+        lambda c: c["replica"]["spiked_L2"].update(sigmas=["softmax", "erf"]),
+        "replica.spiked_L2.sigmas[1]",
+        "'softmax', 'linear', 'softplus_norm'",
+    ),
 }
 
 
@@ -101,7 +144,12 @@ def test_plan_holds_values_not_text():
 def test_defaults_filled_and_plan():
     cfg = validate(copy.deepcopy(SMOKE))
     erm = cfg["erm"]["spiked_L2"]
-    assert erm["delta"] == 0.0 and erm["inits"] == ["informed"] and erm["optimizers"] == ["lbfgs"] and erm["dtype"] == "float32"
+    assert (
+        erm["delta"] == 0.0
+        and erm["inits"] == ["informed"]
+        and erm["optimizers"] == ["lbfgs"]
+        and erm["dtype"] == "float32"
+    )
     p = plan(cfg)
     # 2 alphas x 2 seeds datasets; x 2 sigmas x 1 lam ERM runs
     assert len(p.data) == 4 and len(p.members[("erm", "spiked_L2")]) == 8
@@ -132,7 +180,9 @@ def test_bad_config_cli_touches_nothing(workflow_dir):
     proc = snakemake(workflow_dir, "--cores", "1", "--configfile", "config/bad.yaml", check=False, timeout=120)
     assert proc.returncode != 0
     errors = [l for l in proc.stderr.splitlines() if "config error" in l]
-    assert errors == ["config error: erm.spiked_L2.alphas[0]: -2.0 is less than or equal to the minimum of 0"], proc.stderr
+    assert errors == ["config error: erm.spiked_L2.alphas[0]: -2.0 is less than or equal to the minimum of 0"], (
+        proc.stderr
+    )
     assert sorted(p.name for p in results.iterdir()) == ["precious.nc"] and keep.read_bytes() == b"computed earlier"
 
 
@@ -153,8 +203,9 @@ def test_plan_expands_inits_restarts_optimizers():
     cfg = copy.deepcopy(SMOKE)
     cfg["erm"] = {"spiked_L2": cfg["erm"]["spiked_L2"]}
     cfg["figures"].pop("optimization")
-    cfg["erm"]["spiked_L2"].update(inits=["informed", "random"], restarts=2, optimizers=["lbfgs", "gd"],
-                                   lr={"gd": 0.25}, steps=300)
+    cfg["erm"]["spiked_L2"].update(
+        inits=["informed", "random"], restarts=2, optimizers=["lbfgs", "gd"], lr={"gd": 0.25}, steps=300
+    )
     p2 = plan(validate(copy.deepcopy(cfg)))
     # 2 α × 2 seeds × 2 σ × (1 informed + 2 random) × 2 optimisers
     assert len(p2.erm) == 2 * 2 * 2 * 3 * 2

@@ -140,8 +140,7 @@ def test_store_roundtrip_bit_identical(tmp_path):
     import zarr
 
     attrs = dict(zarr.open_group(str(tmp_path / "d.zarr"), mode="r").attrs)
-    for key in ("model", "nu", "L", "delta", "D", "n", "teacher_seed", "data_seed", "chunk_size",
-                "slrpipe_version"):
+    for key in ("model", "nu", "L", "delta", "D", "n", "teacher_seed", "data_seed", "chunk_size", "slrpipe_version"):
         assert key in attrs
     assert not list(tmp_path.glob(".tmp-*"))
 

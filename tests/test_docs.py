@@ -17,9 +17,7 @@ TEXT_SUFFIXES = {".py", ".md", ".smk", ".yaml", ".yml", ".rst", ".toml", ".txt",
 
 def _tracked_text_files():
     try:
-        out = subprocess.run(
-            ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.split()
+        out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     files = [ROOT / f for f in out if Path(f).suffix in TEXT_SUFFIXES]
@@ -66,8 +64,12 @@ def test_nothing_cited_outside_the_repository(forbidden):
 def test_paths_named_in_the_docs_exist():
     pattern = re.compile(r"`((?:config|docs|benchmarks|scripts|profiles|src|workflow|tests)/[^`\s*<>{}]+)`")
     missing = []
-    for doc in [ROOT / "README.md", ROOT / "config" / "README.md", ROOT / "scripts" / "README.md",
-                *sorted((ROOT / "docs").glob("*.md"))]:
+    for doc in [
+        ROOT / "README.md",
+        ROOT / "config" / "README.md",
+        ROOT / "scripts" / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+    ]:
         for name in pattern.findall(doc.read_text()):
             if not (ROOT / name.rstrip("/")).exists():
                 missing.append(f"{doc.relative_to(ROOT)}: {name}")

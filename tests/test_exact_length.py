@@ -26,12 +26,20 @@ ORDERED = QuadSpec(method="ordered")
 EXACT = QuadSpec(method="exact")
 
 CASES = [  # (σ, model, ν, m, c): each has an exact reduction
-    ("softmax", "spiked", 1.0, 1.0, 0.0), ("softmax", "spiked", 5.0, 2.5, 0.0),
-    ("softmax", "spiked", 2.0, INF, 0.0), ("softplus_norm", "spiked", 2.0, 1.5, 0.0),
-    ("softplus_norm", "spiked", 2.0, INF, 0.0), ("linear", "spiked", 5.0, 1.0, 0.0),
-    ("erf", "spiked", 1.0, 0.7, -0.2), ("erf", "max", 2.0, 0.7, -0.2), ("erf", "max", INF, 0.7, 0.3),
-    ("linear", "max", 2.0, 1.0, 0.0), ("linear", "max", INF, 0.8, 0.0), ("softmax", "max", 2.0, 2.0, 0.0),
-    ("softplus_norm", "max", 0.0, 1.0, 0.0), ("softmax", "max", 0.0, 3.0, 0.0),
+    ("softmax", "spiked", 1.0, 1.0, 0.0),
+    ("softmax", "spiked", 5.0, 2.5, 0.0),
+    ("softmax", "spiked", 2.0, INF, 0.0),
+    ("softplus_norm", "spiked", 2.0, 1.5, 0.0),
+    ("softplus_norm", "spiked", 2.0, INF, 0.0),
+    ("linear", "spiked", 5.0, 1.0, 0.0),
+    ("erf", "spiked", 1.0, 0.7, -0.2),
+    ("erf", "max", 2.0, 0.7, -0.2),
+    ("erf", "max", INF, 0.7, 0.3),
+    ("linear", "max", 2.0, 1.0, 0.0),
+    ("linear", "max", INF, 0.8, 0.0),
+    ("softmax", "max", 2.0, 2.0, 0.0),
+    ("softplus_norm", "max", 0.0, 1.0, 0.0),
+    ("softmax", "max", 0.0, 3.0, 0.0),
 ]
 
 
@@ -47,7 +55,7 @@ def test_equals_field_quadrature(sigma, model, nu, m, c, L):
 def test_erf_moments_vs_quad():
     # E σ and E σ², σ = 1 + erf(c + m x), x ~ N(μ, 1): closed forms (erfc, Owen's T) against quad
     for mu, m, c in [(0.0, 0.0, 0.3), (1.0, 0.7, -1.2), (0.0, 5.0, 2.0), (2.0, 40.0, 0.1)]:
-        f = lambda x, k: (1 + erf(c + m * x)) ** k * math.exp(-(x - mu) ** 2 / 2) / math.sqrt(2 * math.pi)
+        f = lambda x, k: (1 + erf(c + m * x)) ** k * math.exp(-((x - mu) ** 2) / 2) / math.sqrt(2 * math.pi)
         pts = [-c / m] if m > 0 and abs(c / m - mu) < 12 else None
         e1 = quad(f, mu - 12, mu + 12, args=(1,), points=pts, epsabs=1e-13, limit=200)[0]
         e2 = quad(f, mu - 12, mu + 12, args=(2,), points=pts, epsabs=1e-13, limit=200)[0]
@@ -61,7 +69,7 @@ def test_erf_moments_far_tail_relative():
     from scipy.special import erfc
 
     for mu, m, c in [(0.0, 0.035, -5.6), (1.0, 0.5, -3.0), (0.0, 2.0, -8.0), (1.0, 0.3, -6.0)]:
-        f = lambda x: erfc(-(c + m * x)) ** 2 * math.exp(-(x - mu) ** 2 / 2) / math.sqrt(2 * math.pi)
+        f = lambda x: erfc(-(c + m * x)) ** 2 * math.exp(-((x - mu) ** 2) / 2) / math.sqrt(2 * math.pi)
         ref = quad(f, -40, 40, epsabs=0, epsrel=1e-12, limit=500, points=[-c / m])[0]
         assert _erf_sq_mean(mu, m, c) == pytest.approx(ref, rel=1e-10)
 
@@ -86,11 +94,18 @@ def _mc_ab(sigma, model, nu, L, m, c, n, rng, chunk=2000):
     return a.mean(), a.std() / math.sqrt(n), b.mean(), b.std() / math.sqrt(n)
 
 
-@pytest.mark.parametrize("sigma,model,nu,m,c", [
-    ("softmax", "spiked", 9.0, 2.0, 0.0), ("softplus_norm", "spiked", 9.0, 5.0, 0.0),
-    ("softmax", "max", 3.0, 3.0, 0.0), ("erf", "max", 2.0, 0.8, -1.0), ("linear", "max", INF, 0.5, 0.0),
-    ("erf", "spiked", 4.0, 1.0, -2.0), ("erf", "max", 2.0, 40.0, 0.5),
-])
+@pytest.mark.parametrize(
+    "sigma,model,nu,m,c",
+    [
+        ("softmax", "spiked", 9.0, 2.0, 0.0),
+        ("softplus_norm", "spiked", 9.0, 5.0, 0.0),
+        ("softmax", "max", 3.0, 3.0, 0.0),
+        ("erf", "max", 2.0, 0.8, -1.0),
+        ("linear", "max", INF, 0.5, 0.0),
+        ("erf", "spiked", 4.0, 1.0, -2.0),
+        ("erf", "max", 2.0, 40.0, 0.5),
+    ],
+)
 @pytest.mark.parametrize("L,n", [(64, 40_000), (1024, 6_000)])
 def test_monte_carlo(sigma, model, nu, m, c, L, n):
     rng = np.random.default_rng(1000 + L)

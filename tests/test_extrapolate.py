@@ -25,8 +25,10 @@ def test_fit_law_exact_data():
         assert f.a_se == pytest.approx(math.sqrt(var), rel=1e-9)
 
 
-@pytest.mark.parametrize("truth, b, seeds", [("1/D", 20.0, 4), ("1/D", 60.0, 4), ("1/D", 0.0, 4),
-                                             ("1/sqrt(D)", 2.0, 4), ("1/sqrt(D)", 0.5, 8)])
+@pytest.mark.parametrize(
+    "truth, b, seeds",
+    [("1/D", 20.0, 4), ("1/D", 60.0, 4), ("1/D", 0.0, 4), ("1/sqrt(D)", 2.0, 4), ("1/sqrt(D)", 0.5, 8)],
+)
 def test_coverage_over_synthetic_ladders(truth, b, seeds):
     """400 synthetic ladders y = a + b x(D) + noise (s.d. 0.02 per seed), errors estimated from
     the seeds: the stated error covers the known limit, |z| < 3 in ≥ 95 % of the draws (binomial

@@ -55,8 +55,10 @@ def test_fig3_legend_names_the_unstable_stretches(tmp_path, fig3_legend):
     err = np.linspace(1, 0.2, 5)[None, None, :] * np.ones((2, 1, 1))
     rs = np.ones_like(err)
     rs[0, 0, :2] = 0  # softmax unstable at the two smallest α
-    rep = xr.Dataset({"test_error": (dims, err), "converged": (dims, np.ones_like(err, bool)), "rs_stable": (dims, rs)},
-                     coords={"sigma": ["softmax", "linear"], "lam": [0.1], "alpha": ALPHA})
+    rep = xr.Dataset(
+        {"test_error": (dims, err), "converged": (dims, np.ones_like(err, bool)), "rs_stable": (dims, rs)},
+        coords={"sigma": ["softmax", "linear"], "lam": [0.1], "alpha": ALPHA},
+    )
     rep.attrs = {"model": json.dumps("spiked"), "L": json.dumps(3), "nu": json.dumps(1.0)}
     fig3.plot(xr.DataTree.from_dict({"/replica/r": rep}), ["r"], tmp_path / "fig3")
     assert "theory where RS is unstable (docs/theory.md §11)" in labels

@@ -19,8 +19,12 @@ pytestmark = pytest.mark.slow
 
 def test_non_editable_install_runs_the_smoke_workflow(tmp_path):
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
-                    str(site), str(REPO)], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(REPO)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     pkg = site / "slrpipe"
     for data in ("resources/config.schema.yaml", "resources/constraints.txt", "resources/profiles/slurm/config.yaml"):
         assert (pkg / data).is_file(), f"{data} is not installed with the package"
@@ -29,14 +33,30 @@ def test_non_editable_install_runs_the_smoke_workflow(tmp_path):
     for part in ("Snakefile", "workflow", "config", "profiles"):
         src = REPO / part
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, wd / part)
-    env = dict(os.environ, PYTHONPATH=str(site), PYTHONUNBUFFERED="1",
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    proc = subprocess.run([str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--configfile",
-                           "config/smoke.yaml"], cwd=wd, env=env, capture_output=True, text=True, timeout=900)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(site),
+        PYTHONUNBUFFERED="1",
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "snakemake"), "--cores", "2", "--configfile", "config/smoke.yaml"],
+        cwd=wd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     # every job imported the installed package, not a source tree
-    probe = subprocess.run([sys.executable, "-c", "import slrpipe; print(slrpipe.__file__)"], env=env,
-                           capture_output=True, text=True, check=True, cwd=wd)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import slrpipe; print(slrpipe.__file__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=wd,
+    )
     assert probe.stdout.strip().startswith(str(site))
     tree = xr.open_datatree(wd / "results" / "slr.zarr", engine="zarr", consolidated=False)
     assert "erm" in tree.children and (wd / "results" / "figures" / "fig3.png").stat().st_size > 5000

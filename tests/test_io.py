@@ -11,8 +11,9 @@ def test_int_promoted_by_a_join_keeps_its_nan(tmp_path):
     # an int variable read from a result file carries its int encoding; an outer join over starts
     # that do not all exist promotes it to float with NaN, which must not be cast back to int
     for i in (0, 1):
-        write_netcdf(xr.Dataset({"iterations": ("run", np.array([7 + i], np.int64))}, coords={"run": [i]}),
-                     tmp_path / f"r{i}.nc")
+        write_netcdf(
+            xr.Dataset({"iterations": ("run", np.array([7 + i], np.int64))}, coords={"run": [i]}), tmp_path / f"r{i}.nc"
+        )
     a, b = (xr.open_dataset(tmp_path / f"r{i}.nc").load() for i in (0, 1))
     b = b.assign_coords(run=[2])
     joined = xr.concat([a, b], "run").reindex(run=[0, 1, 2])
@@ -24,10 +25,17 @@ def test_int_promoted_by_a_join_keeps_its_nan(tmp_path):
 
 def test_result_files_round_trip_with_their_dtypes(tmp_path):
     # netCDF3 has no int64 and no strings: read_netcdf gives back what write_netcdf was given
-    ds = xr.Dataset({"iterations": ((), np.int64(2**31 - 1)), "converged": ((), True),
-                     "k": ("d", np.arange(3, dtype=np.float32)), "sigma": ((), "softmax"),
-                     "w": ("i", np.array(["alpha", "b"]))},
-                    coords={"seed": np.int64(7), "model": "spiked"}, attrs={"git_commit": "abc", "n": 3})
+    ds = xr.Dataset(
+        {
+            "iterations": ((), np.int64(2**31 - 1)),
+            "converged": ((), True),
+            "k": ("d", np.arange(3, dtype=np.float32)),
+            "sigma": ((), "softmax"),
+            "w": ("i", np.array(["alpha", "b"])),
+        },
+        coords={"seed": np.int64(7), "model": "spiked"},
+        attrs={"git_commit": "abc", "n": 3},
+    )
     back = read_netcdf(write_netcdf(ds, tmp_path / "r.nc"))
     assert back.identical(ds)
     assert {k: v.dtype for k, v in back.variables.items()} == {k: v.dtype for k, v in ds.variables.items()}

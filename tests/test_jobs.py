@@ -60,8 +60,7 @@ def test_values_are_written_exactly():
     """Floats by repr (a round trip to the last bit), ∞ as 'inf', length laws in their text form."""
     assert text(0.1) == "0.1" and float(text(1 / 3)) == 1 / 3 and text(math.inf) == "inf"
     assert text({1: 1 / 3, 2: 1 / 3, 3: 1 / 3}) == "uniform:1,2,3" and text((0.5, 2.0)) == "0.5,2.0"
-    job = TrainJob(model="max", nu=math.inf, L={2: 1.0}, delta=0.0, D=10, n=20, teacher_seed=0, data_seed=1,
-                   lam=1 / 3)
+    job = TrainJob(model="max", nu=math.inf, L={2: 1.0}, delta=0.0, D=10, n=20, teacher_seed=0, data_seed=1, lam=1 / 3)
     args = argv(job)
     assert args[args.index("--nu") + 1] == "inf" and float(args[args.index("--lam") + 1]) == 1 / 3
     assert "--data" not in args and "--out" not in args  # None left out; out is the rule's
@@ -98,6 +97,8 @@ def test_no_rule_writes_a_parameter_by_hand(smk):
 
 def test_the_rule_check_can_fail(tmp_path):
     bad = tmp_path / "bad.smk"
-    bad.write_text('rule x:\n    params:\n        args=lambda wc: f"--nu {wc.nu}",\n    shell: "slrpipe population {params.args}"\n')
+    bad.write_text(
+        'rule x:\n    params:\n        args=lambda wc: f"--nu {wc.nu}",\n    shell: "slrpipe population {params.args}"\n'
+    )
     with pytest.raises(AssertionError, match="nu"):
         test_no_rule_writes_a_parameter_by_hand(bad)

@@ -65,8 +65,18 @@ def tiny_store(tmp_path_factory):
     from slrpipe.store.aggregate import build_store, open_store
 
     cfg = copy.deepcopy(SMOKE)
-    base = dict(model="spiked", L=2, nu=2.0, sigmas=["softmax"], alphas=[2.0], lams=[0.1], seeds=[0, 1],
-                max_iter=30, n_test=200, store_data=False)
+    base = dict(
+        model="spiked",
+        L=2,
+        nu=2.0,
+        sigmas=["softmax"],
+        alphas=[2.0],
+        lams=[0.1],
+        seeds=[0, 1],
+        max_iter=30,
+        n_test=200,
+        store_data=False,
+    )
     cfg["erm"] = {"fixed": dict(base, D=20), "ladder": dict(base, D=[10, 20])}
     cfg["population"], cfg["replica"], cfg["figures"] = {}, {}, {}
     cfg = validate(cfg)

@@ -15,12 +15,22 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "slrpipe"
 #: parts of equal rank only within the same part (data, models and theory are independent).
 RANK = {
     "vocabulary": 0,
-    "lengths": 1, "io": 1, "provenance": 1, "fingerprint": 1, "scores": 1,
-    "data": 2, "models": 2, "theory": 2, "jobs": 2,
+    "lengths": 1,
+    "io": 1,
+    "provenance": 1,
+    "fingerprint": 1,
+    "scores": 1,
+    "data": 2,
+    "models": 2,
+    "theory": 2,
+    "jobs": 2,
     "train": 3,
     "store": 4,
     "figures": 5,
-    "commands": 6, "cli": 6, "workflow": 6, "__main__": 6,
+    "commands": 6,
+    "cli": 6,
+    "workflow": 6,
+    "__main__": 6,
 }
 #: (importer, imported) pairs allowed at equal rank: the commands validate configs through the
 #: workflow's job tables, and the CLI dispatches to the commands
@@ -92,8 +102,12 @@ def test_the_check_can_fail(tmp_path, monkeypatch):
 def _vocabulary_words() -> dict[str, set[str]]:
     from slrpipe import vocabulary as voc
 
-    return {"model": set(voc.MODELS), "sigma": set(voc.SIGMAS), "start": set(voc.INITS),
-            "optimizer": set(voc.OPTIMIZERS)}
+    return {
+        "model": set(voc.MODELS),
+        "sigma": set(voc.SIGMAS),
+        "start": set(voc.INITS),
+        "optimizer": set(voc.OPTIMIZERS),
+    }
 
 
 def vocabulary_redefinitions(pkg: Path = PKG) -> list[str]:
@@ -124,5 +138,7 @@ def test_domain_words_are_defined_once_in_vocabulary():
 def test_the_vocabulary_check_can_fail(tmp_path):
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "bad.py").write_text('ORDER = ("softmax", "linear")\ndef c_nu(m, nu):\n    return nu\n')
-    assert vocabulary_redefinitions(tmp_path) == ["figures/bad.py:1 lists sigma names ['linear', 'softmax']",
-                                                  "figures/bad.py:2 defines c_nu"]
+    assert vocabulary_redefinitions(tmp_path) == [
+        "figures/bad.py:1 lists sigma names ['linear', 'softmax']",
+        "figures/bad.py:2 defines c_nu",
+    ]

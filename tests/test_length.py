@@ -51,15 +51,67 @@ def test_cli_length(tmp_path):
     from slrpipe.cli import main
 
     out = tmp_path / "l.nc"
-    assert main(["length", "--sigma", "linear", "--model", "spiked", "--L-grid", "3,30", "--nu-grid", "2",
-                 "--target-risk", "0.1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "length",
+                "--sigma",
+                "linear",
+                "--model",
+                "spiked",
+                "--L-grid",
+                "3,30",
+                "--nu-grid",
+                "2",
+                "--target-risk",
+                "0.1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     ds = xr.open_dataset(out)
     assert list(ds.L.values) == [3, 30] and str(ds.sigma.values) == "linear" and ds.attrs["command"] == "length"
     assert ds.risk.sel(L=30, nu=2.0) == pytest.approx(pop.linear_risk_spiked(30, 2.0), abs=1e-9)
-    assert main(["length", "--sigma", "linear", "--model", "spiked", "--L-grid", "0", "--nu-grid", "2",
-                 "--out", str(tmp_path / "x.nc")]) == 2
-    assert main(["length", "--sigma", "linear", "--model", "spiked", "--L-grid", "3", "--nu-grid", "2",
-                 "--var-L-max", "5", "--out", str(tmp_path / "x.nc")]) == 2
+    assert (
+        main(
+            [
+                "length",
+                "--sigma",
+                "linear",
+                "--model",
+                "spiked",
+                "--L-grid",
+                "0",
+                "--nu-grid",
+                "2",
+                "--out",
+                str(tmp_path / "x.nc"),
+            ]
+        )
+        == 2
+    )
+    assert (
+        main(
+            [
+                "length",
+                "--sigma",
+                "linear",
+                "--model",
+                "spiked",
+                "--L-grid",
+                "3",
+                "--nu-grid",
+                "2",
+                "--var-L-max",
+                "5",
+                "--out",
+                str(tmp_path / "x.nc"),
+            ]
+        )
+        == 2
+    )
 
 
 def _config():
@@ -77,13 +129,16 @@ def test_plan_length_jobs():
     assert p.members[("length", "spiked_length")] == list(jobs)
 
 
-@pytest.mark.parametrize("mutate,field", [
-    (lambda e: e.update(lengths=[0, 5]), "length.spiked_length.lengths[0]"),
-    (lambda e: e.update(target_sigmas=["softmax"]), "length.spiked_length.target_sigmas"),
-    (lambda e: e.update(target_risk=None), "length.spiked_length.target_risk"),
-    (lambda e: e.update(var_L_max=None), "length.spiked_length.var_sigmas"),
-    (lambda e: e.update(target_risk=1.5), "length.spiked_length.target_risk"),
-])
+@pytest.mark.parametrize(
+    "mutate,field",
+    [
+        (lambda e: e.update(lengths=[0, 5]), "length.spiked_length.lengths[0]"),
+        (lambda e: e.update(target_sigmas=["softmax"]), "length.spiked_length.target_sigmas"),
+        (lambda e: e.update(target_risk=None), "length.spiked_length.target_risk"),
+        (lambda e: e.update(var_L_max=None), "length.spiked_length.var_sigmas"),
+        (lambda e: e.update(target_risk=1.5), "length.spiked_length.target_risk"),
+    ],
+)
 def test_length_config_errors(mutate, field):
     cfg = copy.deepcopy(_config())
     mutate(cfg["length"]["spiked_length"])

@@ -84,8 +84,7 @@ def test_gradients_finite_at_large_chi(batch, sigma, scale):
     # scale 30: |χ| ~ 50 (beyond the informed init at ν = inf, c = 10); scale 300: |χ| ~ 500.
     X, mask, k, v = batch
     params = {"k": jnp.asarray(scale * k), "v": jnp.asarray(v), "c": jnp.asarray(0.0)}
-    f, g = jax.value_and_grad(
-        lambda p: jnp.sum(attention_apply(p, jnp.asarray(X), jnp.asarray(mask), sigma)))(params)
+    f, g = jax.value_and_grad(lambda p: jnp.sum(attention_apply(p, jnp.asarray(X), jnp.asarray(mask), sigma)))(params)
     assert np.isfinite(float(f))
     assert all(np.all(np.isfinite(np.asarray(a))) for a in g.values())
 

@@ -38,8 +38,15 @@ def test_gd_reaches_the_ridge_minimiser_at_L1():
     assert rho < 0.99  # the bound below is a real contraction
     k0, v0 = rng.standard_normal(D), rng.standard_normal(D)
     with jax.enable_x64(True):
-        r = minimize({"k": k0, "v": v0}, X, np.ones((n, 1), bool), y, "softmax", lam,
-                     SolverOptions(optimizer="gd", lr=lr, max_iter=T, tol=1e-300, record_every=T))
+        r = minimize(
+            {"k": k0, "v": v0},
+            X,
+            np.ones((n, 1), bool),
+            y,
+            "softmax",
+            lam,
+            SolverOptions(optimizer="gd", lr=lr, max_iter=T, tol=1e-300, record_every=T),
+        )
     assert r.iterations == T and r.params["v"].dtype == np.float64
     err = np.linalg.norm(r.params["v"] - v_hat)
     assert err <= rho**T * np.linalg.norm(v0 - v_hat) + 1e-10, (err, rho**T)
@@ -51,9 +58,34 @@ def _train(tmp_path, name, *args):
     from slrpipe.cli import main
 
     out = tmp_path / f"{name}.nc"
-    base = ["train", "--model", "spiked", "--nu", "1.0", "--L", "3", "--D", "30", "--alpha", "4",
-            "--teacher-seed", "0", "--data-seed", "10000", "--sigma", "softmax", "--lam", "0.1", "--n-test", "500",
-            "--dtype", "float64", "--no-theory", "--out", str(out)]
+    base = [
+        "train",
+        "--model",
+        "spiked",
+        "--nu",
+        "1.0",
+        "--L",
+        "3",
+        "--D",
+        "30",
+        "--alpha",
+        "4",
+        "--teacher-seed",
+        "0",
+        "--data-seed",
+        "10000",
+        "--sigma",
+        "softmax",
+        "--lam",
+        "0.1",
+        "--n-test",
+        "500",
+        "--dtype",
+        "float64",
+        "--no-theory",
+        "--out",
+        str(out),
+    ]
     assert main(base + list(args)) == 0
     with xr.open_dataset(out) as ds:
         return ds.load(), out
@@ -62,9 +94,27 @@ def _train(tmp_path, name, *args):
 def test_same_seed_and_restart_give_identical_trajectories(tmp_path):
     """A random start is a function of (seed, restart) only: two runs agree bit for bit; another
     restart is another start."""
-    runs = [_train(tmp_path, f"r{i}", "--init", "random", "--restart", str(r), "--init-seed", str(init_seed(0, r)),
-                   "--optimizer", "gd", "--lr", "0.5", "--max-iter", "40", "--record-every", "10")[0]
-            for i, r in enumerate((1, 1, 2))]
+    runs = [
+        _train(
+            tmp_path,
+            f"r{i}",
+            "--init",
+            "random",
+            "--restart",
+            str(r),
+            "--init-seed",
+            str(init_seed(0, r)),
+            "--optimizer",
+            "gd",
+            "--lr",
+            "0.5",
+            "--max-iter",
+            "40",
+            "--record-every",
+            "10",
+        )[0]
+        for i, r in enumerate((1, 1, 2))
+    ]
     a, b, c = runs
     assert int(a["restart"]) == 1 and float(a["lr"]) == 0.5 and list(a["step"].values) == [0, 10, 20, 30, 40]
     for v in ("traj_loss", "traj_m_k", "traj_q_k", "traj_m_v", "traj_q_v", "k", "v"):
@@ -90,10 +140,14 @@ def test_trajectory_risk_is_the_population_formula_at_that_step(tmp_path):
     k_star, v_star = make_teacher(30, 0)
     for t in (10, 20):
         part, _ = _train(tmp_path, f"t{t}", *common, "--max-iter", str(t), "--record-every", "10")
-        exact = risk_at_gram("softmax", task.model, task.nu, task.L, task.delta, gram(k_star, v_star, part["k"].values, part["v"].values))
+        exact = risk_at_gram(
+            "softmax", task.model, task.nu, task.L, task.delta, gram(k_star, v_star, part["k"].values, part["v"].values)
+        )
         np.testing.assert_allclose(float(traj.sel(step=t)), exact, rtol=1e-9)
     # the risk moves along the trajectory (not a constant), and the last step is the run's own end
-    end = risk_at_gram("softmax", task.model, task.nu, task.L, task.delta, gram(k_star, v_star, full["k"].values, full["v"].values))
+    end = risk_at_gram(
+        "softmax", task.model, task.nu, task.L, task.delta, gram(k_star, v_star, full["k"].values, full["v"].values)
+    )
     np.testing.assert_allclose(float(traj.sel(step=30)), end, rtol=1e-9)
     assert abs(float(traj.sel(step=0)) - end) > 0.01
     with pytest.raises(ValueError, match="erf"):
@@ -102,14 +156,21 @@ def test_trajectory_risk_is_the_population_formula_at_that_step(tmp_path):
 
 def _fake_node():
     """Two seeds × starts (informed r0; random r0, r1) × one optimiser, hand-set objectives."""
-    loss = np.array([[[1.0, np.nan], [1.2, 0.9]],      # seed 0: random r1 is lowest
-                     [[0.5, np.nan], [0.5005, 0.8]]])  # seed 1: informed lowest, random r0 within 0.1 %
+    loss = np.array(
+        [
+            [[1.0, np.nan], [1.2, 0.9]],  # seed 0: random r1 is lowest
+            [[0.5, np.nan], [0.5005, 0.8]],
+        ]
+    )  # seed 1: informed lowest, random r0 within 0.1 %
     te = loss + 10.0
     dims = ("seed", "init", "restart")
-    ds = xr.Dataset({"train_loss": (dims, loss), "test_error": (dims, te), "m_k": (dims, -loss)},
-                    coords={"seed": [0, 1], "init": ["informed", "random"], "restart": [0, 1]})
-    return ds.expand_dims(optimizer=["lbfgs"], sigma=["softmax"]).transpose("sigma", "seed", "init", "restart",
-                                                                             "optimizer")
+    ds = xr.Dataset(
+        {"train_loss": (dims, loss), "test_error": (dims, te), "m_k": (dims, -loss)},
+        coords={"seed": [0, 1], "init": ["informed", "random"], "restart": [0, 1]},
+    )
+    return ds.expand_dims(optimizer=["lbfgs"], sigma=["softmax"]).transpose(
+        "sigma", "seed", "init", "restart", "optimizer"
+    )
 
 
 def test_ground_state_and_reference():

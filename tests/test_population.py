@@ -24,12 +24,17 @@ UNIF123 = {1: 1 / 3, 2: 1 / 3, 3: 1 / 3}
 # ------------------------------------------------------------------ anchors of model.md §4
 # Anchors are printed with 5 decimals (rounding ≤ 5e-6); our quadrature error ≤ 1e-9 at L = 2.
 ANCHORS = [
-    ("bayes", "spiked", 1.0, 0.32494), ("softmax", "spiked", 1.0, 0.32494),
-    ("linear", "spiked", 1.0, 0.40000), ("erf", "spiked", 1.0, 0.39800),
+    ("bayes", "spiked", 1.0, 0.32494),
+    ("softmax", "spiked", 1.0, 0.32494),
+    ("linear", "spiked", 1.0, 0.40000),
+    ("erf", "spiked", 1.0, 0.39800),
     ("softplus_norm", "spiked", 1.0, 0.32906),
-    ("bayes", "spiked", 5.0, 0.08440), ("softmax", "spiked", 5.0, 0.08440),
+    ("bayes", "spiked", 5.0, 0.08440),
+    ("softmax", "spiked", 5.0, 0.08440),
     ("linear", "spiked", 5.0, 0.22222),
-    ("softmax", "max", INF, 0.0), ("linear", "max", INF, 0.34085), ("erf", "max", INF, 0.33333),
+    ("softmax", "max", INF, 0.0),
+    ("linear", "max", INF, 0.34085),
+    ("erf", "max", INF, 0.33333),
     ("softplus_norm", "max", INF, 0.04835),
 ]
 
@@ -76,8 +81,11 @@ def test_gh_vs_ordered_smooth_point():
 
 def test_ordered_vs_qmc_L3():
     law = {3: 1.0}
-    for sigma, model, nu, m, c in [("softmax", "max", INF, 3.0, 0.0), ("erf", "max", 2.0, 0.7, -0.2),
-                                   ("softplus_norm", "spiked", 2.0, 1.5, 0.0)]:
+    for sigma, model, nu, m, c in [
+        ("softmax", "max", INF, 3.0, 0.0),
+        ("erf", "max", 2.0, 0.7, -0.2),
+        ("softplus_norm", "spiked", 2.0, 1.5, 0.0),
+    ]:
         a_o, b_o = pop._ab_law(sigma, model, nu, law, m, m * m, c, QuadSpec()).mean(1)
         ab_q = pop._ab_law(sigma, model, nu, law, m, m * m, c, QuadSpec(method="qmc"))
         g_q = ab_q[0] ** 2 / ab_q[1]
@@ -101,11 +109,14 @@ def _mc_fields(model, nu, L, n, rng):
     return chi, eps
 
 
-@pytest.mark.parametrize("sigma,model,nu,L,m_k,q_k,c", [
-    ("softmax", "spiked", 4.0, 3, 1.3, 1.3**2, 0.0),
-    ("erf", "max", 2.0, 2, 0.6, 0.5, -0.3),
-    ("softplus_norm", "max", INF, 3, 2.0, 4.0, 0.0),
-])
+@pytest.mark.parametrize(
+    "sigma,model,nu,L,m_k,q_k,c",
+    [
+        ("softmax", "spiked", 4.0, 3, 1.3, 1.3**2, 0.0),
+        ("erf", "max", 2.0, 2, 0.6, 0.5, -0.3),
+        ("softplus_norm", "max", INF, 3, 2.0, 4.0, 0.0),
+    ],
+)
 def test_risk_vs_monte_carlo(sigma, model, nu, L, m_k, q_k, c):
     rng = np.random.default_rng(12345)
     n = 200_000
@@ -121,10 +132,18 @@ def test_risk_vs_monte_carlo(sigma, model, nu, L, m_k, q_k, c):
 
 
 # ------------------------------------------------------------------ Prop. 4.2, closed forms
-@pytest.mark.parametrize("model,nu,L,delta", [
-    ("spiked", 1.0, 2, 0.0), ("spiked", 3.0, 3, 0.0), ("spiked", 2.0, 2, 0.5),
-    ("max", 1.0, 2, 0.0), ("max", 2.5, 3, 0.0), ("max", INF, 3, 0.3), ("max", 1.5, UNIF123, 0.0),
-])
+@pytest.mark.parametrize(
+    "model,nu,L,delta",
+    [
+        ("spiked", 1.0, 2, 0.0),
+        ("spiked", 3.0, 3, 0.0),
+        ("spiked", 2.0, 2, 0.5),
+        ("max", 1.0, 2, 0.0),
+        ("max", 2.5, 3, 0.0),
+        ("max", INF, 3, 0.3),
+        ("max", 1.5, UNIF123, 0.0),
+    ],
+)
 def test_softmax_attains_bayes(model, nu, L, delta):
     res = pop.optimal_risk("softmax", model, nu, L, delta)
     bayes = pop.bayes_risk(model, nu, L, delta)
@@ -161,10 +180,15 @@ def test_large_L_qmc():
 
 
 # ------------------------------------------------------------------ q_k = m_k², off-manifold
-@pytest.mark.parametrize("sigma,model,nu,c", [
-    ("softmax", "max", 1.0, 0.0), ("erf", "spiked", 1.0, -0.2), ("softplus_norm", "max", 2.0, 0.0),
-    ("linear", "max", 2.0, 0.0),
-])
+@pytest.mark.parametrize(
+    "sigma,model,nu,c",
+    [
+        ("softmax", "max", 1.0, 0.0),
+        ("erf", "spiked", 1.0, -0.2),
+        ("softplus_norm", "max", 2.0, 0.0),
+        ("linear", "max", 2.0, 0.0),
+    ],
+)
 def test_qk_equal_mk2_is_optimal(sigma, model, nu, c):
     best = pop.optimal_risk(sigma, model, nu, 2)
     for m in (0.3, 1.0, 2.0):
@@ -176,8 +200,11 @@ def test_qk_equal_mk2_is_optimal(sigma, model, nu, c):
 def test_risk_gram_on_manifold():
     # spiked q_k > m_k² goes through the ν-folding in `ab`, risk_gram through η quadrature:
     # independent paths that must agree to quadrature accuracy.
-    for sigma, model, nu, m_k, q_k in [("softmax", "spiked", 2.0, 0.8, 1.1), ("erf", "max", 1.0, 0.5, 0.5),
-                                       ("softplus_norm", "max", INF, 1.2, 1.44)]:
+    for sigma, model, nu, m_k, q_k in [
+        ("softmax", "spiked", 2.0, 0.8, 1.1),
+        ("erf", "max", 1.0, 0.5, 0.5),
+        ("softplus_norm", "max", INF, 1.2, 1.44),
+    ]:
         m_v, q_v, delta = 0.7, 0.6, 0.2
         G = np.array([[1, 0, m_k, 0], [0, 1, 0, m_v], [m_k, 0, q_k, 0], [0, m_v, 0, q_v]], float)
         r1 = pop.risk(sigma, model, nu, 2, delta, m_k, q_k, m_v, q_v, 0.1)
@@ -250,8 +277,24 @@ def test_cli_population(tmp_path):
     from slrpipe.cli import main
 
     out = tmp_path / "pop.nc"
-    assert main(["population", "--sigma", "bayes", "--model", "max", "--L", "uniform:1,2",
-                 "--nu-grid", "0,1,inf", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "population",
+                "--sigma",
+                "bayes",
+                "--model",
+                "max",
+                "--L",
+                "uniform:1,2",
+                "--nu-grid",
+                "0,1,inf",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     ds = xr.open_dataset(out)
     assert list(ds.nu.values[:2]) == [0.0, 1.0] and math.isinf(ds.nu.values[2])
     assert set(ds.data_vars) >= {"risk", "m_k", "q_k", "m_v", "q_v", "c"}
@@ -259,5 +302,21 @@ def test_cli_population(tmp_path):
     assert ds.attrs["command"] == "population" and "slrpipe_version" in ds.attrs
     # ν = 0: p uniform over the valid tokens, E|p|² = E[1/L] = 3/4 → Bayes 1/4; ν = ∞: 0
     assert ds.risk.values[0] == pytest.approx(0.25, abs=1e-12) and abs(ds.risk.values[2]) < 1e-12
-    assert main(["population", "--sigma", "softmax", "--model", "spiked", "--L", "2",
-                 "--nu-grid", "inf", "--out", str(tmp_path / "x.nc")]) == 2
+    assert (
+        main(
+            [
+                "population",
+                "--sigma",
+                "softmax",
+                "--model",
+                "spiked",
+                "--L",
+                "2",
+                "--nu-grid",
+                "inf",
+                "--out",
+                str(tmp_path / "x.nc"),
+            ]
+        )
+        == 2
+    )

@@ -26,24 +26,56 @@ def _inputs(L=3, N=64, seed=7):
 #: sums over the 64 samples of _inputs() of the prox outputs, V_k = 3, V_v = 2, soft-min β = 100,
 #: two warm starts per sample; recorded at commit 83b08fd (module docstring)
 REFERENCE_PROX = {
-    "softmax": {"psi": 32.22398668707835, "chi": -47.0300711485117, "z": -13.329266847933312,
-                "hinv_diag": 893.5155469569048, "dz_dy": 46.732286566801704, "fv": -1.6936290863188797,
-                "fk2": 3.8766430918671415, "fv2": 14.994784700286576, "loss": 11.414924965542816, "n_min": 69},
-    "linear": {"psi": 11.762339080595325, "chi": -54.42796723162782, "z": -10.38499800968085,
-               "hinv_diag": 894.700046291516, "dz_dy": 11.868374512481573, "fk": -2.4659653610387067,
-               "fv": -0.22225379117677402, "fk2": 3.8502353032920924, "fv2": 5.485414228407448,
-               "loss": 0.5015718972497396, "n_min": 64},
+    "softmax": {
+        "psi": 32.22398668707835,
+        "chi": -47.0300711485117,
+        "z": -13.329266847933312,
+        "hinv_diag": 893.5155469569048,
+        "dz_dy": 46.732286566801704,
+        "fv": -1.6936290863188797,
+        "fk2": 3.8766430918671415,
+        "fv2": 14.994784700286576,
+        "loss": 11.414924965542816,
+        "n_min": 69,
+    },
+    "linear": {
+        "psi": 11.762339080595325,
+        "chi": -54.42796723162782,
+        "z": -10.38499800968085,
+        "hinv_diag": 894.700046291516,
+        "dz_dy": 11.868374512481573,
+        "fk": -2.4659653610387067,
+        "fv": -0.22225379117677402,
+        "fk2": 3.8502353032920924,
+        "fv2": 5.485414228407448,
+        "loss": 0.5015718972497396,
+        "n_min": 64,
+    },
 }
 
 #: solve_replica(σ, "spiked", ν = 2, L = 3, Δ = 0, λ = 0.1, α = 2, n_samples = 512, seed = 0),
 #: default options; recorded at commit 83b08fd (converged in 28 / 23 channel evaluations)
 REFERENCE_SOLVE = {
-    "softmax": {"m_k": 0.5626358297516223, "q_k": 1.0038285150386996, "V_k": 6.069130830017854,
-                "m_v": 0.9724335495252815, "q_v": 1.3861949759489192, "V_v": 3.0947520936969832,
-                "test_error": 0.7674119627314003, "train_loss": 0.021045770546911244},
-    "linear": {"m_k": 0.1210357653775891, "q_k": 0.5504877416330659, "V_k": 8.235471845451789,
-               "m_v": 0.29611361447974904, "q_v": 0.4337797549657458, "V_v": 3.5617817902068043,
-               "test_error": 2.4853215402130973, "train_loss": 0.001527475830274709},
+    "softmax": {
+        "m_k": 0.5626358297516223,
+        "q_k": 1.0038285150386996,
+        "V_k": 6.069130830017854,
+        "m_v": 0.9724335495252815,
+        "q_v": 1.3861949759489192,
+        "V_v": 3.0947520936969832,
+        "test_error": 0.7674119627314003,
+        "train_loss": 0.021045770546911244,
+    },
+    "linear": {
+        "m_k": 0.1210357653775891,
+        "q_k": 0.5504877416330659,
+        "V_k": 8.235471845451789,
+        "m_v": 0.29611361447974904,
+        "q_v": 0.4337797549657458,
+        "V_v": 3.5617817902068043,
+        "test_error": 2.4853215402130973,
+        "train_loss": 0.001527475830274709,
+    },
 }
 
 
@@ -102,10 +134,23 @@ def test_prox_program_does_not_grow_with_L():
             wk, wv, y = (jnp.asarray(rng.standard_normal(sh)) for sh in ((n, L), (n, L), (n,)))
             chi = jnp.asarray(rng.standard_normal((n * S, L)))
             lanes = (chi, jnp.repeat(wk, S, 0), jnp.repeat(wv, S, 0), jnp.repeat(y, S, 0))
-            texts = [P._batch_starts.lower(wk, wv, y, None, 3.0, 2.0, "softmax", True).as_text(),
-                     P._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8).as_text(),
-                     P._batch_finish.lower(chi.reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S)), wk, wv, y,
-                                           3.0, 2.0, 100.0, "softmax", True).as_text()]
+            texts = [
+                P._batch_starts.lower(wk, wv, y, None, 3.0, 2.0, "softmax", True).as_text(),
+                P._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8).as_text(),
+                P._batch_finish.lower(
+                    chi.reshape(n, S, L),
+                    jnp.zeros((n, S)),
+                    jnp.zeros((n, S)),
+                    wk,
+                    wv,
+                    y,
+                    3.0,
+                    2.0,
+                    100.0,
+                    "softmax",
+                    True,
+                ).as_text(),
+            ]
         sizes[L] = [len(t) for t in texts]
     for a, b in zip(sizes[8], sizes[48]):
         assert b < 1.3 * a, sizes
@@ -118,17 +163,18 @@ def test_start_budget_keeps_the_lowest_psi_candidates():
     L, n = 12, 16  # softmax: 2L = 24 candidate directions > MAX_DIRECTIONS
     wk, wv, y, _ = _inputs(L=L, N=n, seed=3)
     with jax.enable_x64(True):
-        st = np.asarray(P._batch_starts(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y), None, 3.0, 2.0,
-                                        "softmax", True))
-        full = np.asarray(P._batch_starts(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y), None, 3.0, 2.0,
-                                          "softmax", True, 2 * L))
-        psi = jax.vmap(jax.vmap(lambda c, a, b, e: P._psi(c, a, b, e, 3.0, 2.0, "softmax"),
-                                (0, None, None, None)))
+        st = np.asarray(
+            P._batch_starts(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y), None, 3.0, 2.0, "softmax", True)
+        )
+        full = np.asarray(
+            P._batch_starts(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y), None, 3.0, 2.0, "softmax", True, 2 * L)
+        )
+        psi = jax.vmap(jax.vmap(lambda c, a, b, e: P._psi(c, a, b, e, 3.0, 2.0, "softmax"), (0, None, None, None)))
         v_st = np.asarray(psi(jnp.asarray(st[:, 1:]), jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y)))
         v_full = np.asarray(psi(jnp.asarray(full[:, 1:]), jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y)))
     assert st.shape == (n, 1 + P.MAX_DIRECTIONS, L) and full.shape == (n, 1 + 2 * L, L)
     np.testing.assert_array_equal(st[:, 0], wk)  # the centre first
-    np.testing.assert_allclose(np.sort(v_st, 1), np.sort(v_full, 1)[:, :P.MAX_DIRECTIONS], rtol=1e-12)
+    np.testing.assert_allclose(np.sort(v_st, 1), np.sort(v_full, 1)[:, : P.MAX_DIRECTIONS], rtol=1e-12)
 
 
 def test_bad_directions_raise():

@@ -137,10 +137,13 @@ def test_stein_vhat_makes_mhat_estimators_consistent():
         assert abs(c_soft[k] - c[k]) < c[k + "_se"]
 
 
-@pytest.mark.parametrize("sigma,model,nu,init", [
-    ("softmax", "spiked", 1.0, dict(m_k=1.09, q_k=1.29, V_k=0.02, m_v=1.01, q_v=1.03, V_v=0.01)),
-    ("linear", "max", math.inf, dict(m_k=0.58, q_k=0.35, V_k=0.02, m_v=0.51, q_v=0.27, V_v=0.01)),
-])
+@pytest.mark.parametrize(
+    "sigma,model,nu,init",
+    [
+        ("softmax", "spiked", 1.0, dict(m_k=1.09, q_k=1.29, V_k=0.02, m_v=1.01, q_v=1.03, V_v=0.01)),
+        ("linear", "max", math.inf, dict(m_k=0.58, q_k=0.35, V_k=0.02, m_v=0.51, q_v=0.27, V_v=0.01)),
+    ],
+)
 def test_large_alpha_reaches_population_optimum(sigma, model, nu, init):
     # e_test(α) = e_pop + a/α + O(1/α²): Richardson extrapolation from α = 100, 200 removes the
     # 1/α term. Remainder: the 1/α² term seen between α = 50, 100, 200 is ≲ 1e-3. MC error of
@@ -160,8 +163,7 @@ def test_large_alpha_reaches_population_optimum(sigma, model, nu, init):
 
 
 def test_non_convergence_is_flagged():
-    r = solve_replica("softmax", "spiked", 1.0, 1, 0.5, 0.3, 3.0, n_samples=4000, seed=1, max_iter=2,
-                      polish=False)
+    r = solve_replica("softmax", "spiked", 1.0, 1, 0.5, 0.3, 3.0, n_samples=4000, seed=1, max_iter=2, polish=False)
     assert r["converged"] is False
     assert r["residual"] > 1e-5 and r["iterations"] == 2
     assert np.isfinite(r["test_error"])  # a number is returned, but flagged
@@ -185,16 +187,31 @@ def test_polish_finishes_a_near_miss_at_the_same_fixed_point():
     assert pol["test_error"] == pytest.approx(_ridge_closed_form(3.0, 0.3, 0.5)[3], rel=0.04)
 
 
-@pytest.mark.parametrize("kw,match", [
-    (dict(lam=0.0), "lam"), (dict(alpha=-1.0), "alpha"), (dict(sigma="erf"), "sigma"),
-    (dict(model="spiked", nu=math.inf), "nu"), (dict(L=0), "L"), (dict(delta=-0.1), "delta"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(lam=0.0), "lam"),
+        (dict(alpha=-1.0), "alpha"),
+        (dict(sigma="erf"), "sigma"),
+        (dict(model="spiked", nu=math.inf), "nu"),
+        (dict(L=0), "L"),
+        (dict(delta=-0.1), "delta"),
+    ],
+)
 def test_bad_arguments_raise(kw, match):
     args = dict(sigma="softmax", model="spiked", nu=1.0, L=2, delta=0.0, lam=0.1, alpha=1.0)
     args.update(kw)
     with pytest.raises(ValueError, match=match):
-        solve_replica(args.pop("sigma"), args.pop("model"), args.pop("nu"), args.pop("L"),
-                      args.pop("delta"), args.pop("lam"), args.pop("alpha"), n_samples=100)
+        solve_replica(
+            args.pop("sigma"),
+            args.pop("model"),
+            args.pop("nu"),
+            args.pop("L"),
+            args.pop("delta"),
+            args.pop("lam"),
+            args.pop("alpha"),
+            n_samples=100,
+        )
 
 
 def test_cli_writes_sweep(tmp_path):
@@ -203,9 +220,31 @@ def test_cli_writes_sweep(tmp_path):
     from slrpipe.cli import main
 
     out = tmp_path / "r.nc"
-    rc = main(["replica", "--sigma", "softmax", "--model", "spiked", "--nu", "1", "--L", "1", "--delta", "0.5",
-               "--lam-grid", "0.3,1", "--alpha-grid", "0.5,3", "--n-samples", "4000", "--seed", "1",
-               "--out", str(out)])
+    rc = main(
+        [
+            "replica",
+            "--sigma",
+            "softmax",
+            "--model",
+            "spiked",
+            "--nu",
+            "1",
+            "--L",
+            "1",
+            "--delta",
+            "0.5",
+            "--lam-grid",
+            "0.3,1",
+            "--alpha-grid",
+            "0.5,3",
+            "--n-samples",
+            "4000",
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     ds = xr.open_dataset(out)
     assert ds.test_error.dims == ("lam", "alpha") and ds.test_error_opt_lam.dims == ("alpha",)
@@ -281,6 +320,7 @@ def test_anderson_reaches_the_damped_fixed_point():
 
 def _no_stability(sigma, fields, alpha, *state, **kw):
     from slrpipe.theory.replica.stability import STABILITY
+
     return dict.fromkeys(STABILITY, math.nan)
 
 
@@ -300,9 +340,19 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
         exists = {"A": alpha >= 4, "B": alpha <= 6}
         b = want if exists[want] else ("A" if want == "B" else None)
         r = {k: 0.0 for k in S.OUTPUTS}
-        r.update(m_k=0.5 if b == "A" else -0.1, q_k=1.0, V_k=1.0, m_v=0.5, q_v=1.0, V_v=1.0,
-                 converged=b is not None, iterations=3, wall_time=0.0,
-                 objective=obj(b, alpha) if b else 99.0, test_error={"A": 1.0, "B": 5.0, None: 9.0}[b])
+        r.update(
+            m_k=0.5 if b == "A" else -0.1,
+            q_k=1.0,
+            V_k=1.0,
+            m_v=0.5,
+            q_v=1.0,
+            V_v=1.0,
+            converged=b is not None,
+            iterations=3,
+            wall_time=0.0,
+            objective=obj(b, alpha) if b else 99.0,
+            test_error={"A": 1.0, "B": 5.0, None: 9.0}[b],
+        )
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
@@ -321,8 +371,7 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
     assert ds.alpha_reached_down.sel(lam=0.1).values.tolist() == [4, 4, 4, 5, 6, 10, 20]
     # one-way continuation sees one branch everywhere and misses B at α = 5, 6; past the fold
     # (α = 3: not converged, the branch reached α = 4) the next point gets a cold start (B at α = 2)
-    ds1 = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [2, 3, 4, 5, 6, 10, 20], n_samples=64,
-                          two_way=False)
+    ds1 = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [2, 3, 4, 5, 6, 10, 20], n_samples=64, two_way=False)
     assert ds1.n_branches.sel(lam=0.1).values.tolist() == [1, 0, 1, 1, 1, 1, 1]
     assert ds1.alpha_reached_down.sel(lam=0.1).values.tolist()[:2] == [2, 4]
 
@@ -349,8 +398,19 @@ def test_cold_start_retries_larger_key_scales(monkeypatch):
     def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
         ok = init is not None and init["q_k"] >= 50
         r = {k: 0.0 for k in S.OUTPUTS}
-        r.update(m_k=5.0, q_k=70.0 if ok else 1.0, V_k=1.0, m_v=0.5, q_v=1.0, V_v=1.0, converged=ok,
-                 iterations=3, wall_time=0.0, objective=alpha, test_error=0.8 if ok else 9.0)
+        r.update(
+            m_k=5.0,
+            q_k=70.0 if ok else 1.0,
+            V_k=1.0,
+            m_v=0.5,
+            q_v=1.0,
+            V_v=1.0,
+            converged=ok,
+            iterations=3,
+            wall_time=0.0,
+            objective=alpha,
+            test_error=0.8 if ok else 9.0,
+        )
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
@@ -369,8 +429,19 @@ def test_cold_start_tries_the_small_alpha_start(monkeypatch):
     def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
         ok = init is not None and init.get("V_k", 1.0) >= 0.5 / lam
         r = {k: 0.0 for k in S.OUTPUTS}
-        r.update(m_k=0.05, q_k=0.04, V_k=99.0 if ok else 1.0, m_v=0.1, q_v=0.1, V_v=60.0, converged=ok,
-                 iterations=3, wall_time=0.0, objective=alpha, test_error=1.1 if ok else 9.0)
+        r.update(
+            m_k=0.05,
+            q_k=0.04,
+            V_k=99.0 if ok else 1.0,
+            m_v=0.1,
+            q_v=0.1,
+            V_v=60.0,
+            converged=ok,
+            iterations=3,
+            wall_time=0.0,
+            objective=alpha,
+            test_error=1.1 if ok else 9.0,
+        )
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
@@ -393,8 +464,19 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
         calls.append(alpha)
         ok = alpha >= 3 and (alpha == 10 if init is None else abs(init["m_k"] - alpha) <= 2)
         r = {k: 0.0 for k in S.OUTPUTS}
-        r.update(m_k=alpha if ok else 0.0, q_k=alpha**2 + 1, V_k=1.0, m_v=0.5, q_v=1.0, V_v=1.0,
-                 converged=ok, iterations=1, wall_time=0.0, objective=alpha, test_error=1.0 / alpha)
+        r.update(
+            m_k=alpha if ok else 0.0,
+            q_k=alpha**2 + 1,
+            V_k=1.0,
+            m_v=0.5,
+            q_v=1.0,
+            V_v=1.0,
+            converged=ok,
+            iterations=1,
+            wall_time=0.0,
+            objective=alpha,
+            test_error=1.0 / alpha,
+        )
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
@@ -478,8 +560,14 @@ def test_options_are_checked_and_grouped():
     o = SolverOptions.build(tol=1e-7, polish=False, softmin=None, far_patience=None)
     assert (o.iterate.tol, o.polish.enabled, o.channel.softmin, o.iterate.far_patience) == (1e-7, False, None, None)
     assert o.replace(memory=3).iterate.memory == 3 and o.iterate.memory == 5  # frozen: replace copies
-    for bad, match in ((dict(tol=0), "tol"), (dict(method="newton"), "method"), (dict(far_patience=0), "far_patience"),
-                       (dict(polish_maxfev=0), "polish_maxfev"), (dict(vhat="x"), "vhat"), (dict(nope=1), "nope")):
+    for bad, match in (
+        (dict(tol=0), "tol"),
+        (dict(method="newton"), "method"),
+        (dict(far_patience=0), "far_patience"),
+        (dict(polish_maxfev=0), "polish_maxfev"),
+        (dict(vhat="x"), "vhat"),
+        (dict(nope=1), "nope"),
+    ):
         with pytest.raises(ValueError, match=match):
             SolverOptions.build(**bad)
     with pytest.raises(ValueError, match="step_tol"):
@@ -492,8 +580,7 @@ def test_options_are_checked_and_grouped():
     with pytest.raises(ValueError, match="probe_far_patience"):
         SweepOptions(probe_far_patience=0)
     assert SweepOptions(cold_far_patience=12).cold(o).iterate.far_patience == 12
-    assert SweepOptions(step_tol=None, step_patience=None, step_cheap=False,
-                        step_full_every=None).intermediate(o) == o
+    assert SweepOptions(step_tol=None, step_patience=None, step_cheap=False, step_full_every=None).intermediate(o) == o
     assert SweepOptions(step_full_every=10).intermediate(o).iterate.full_every == 10
 
 
@@ -512,8 +599,20 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
         calls.append((alpha, options, warm))
         ok = init is None or abs(init["m_k"] - alpha) <= 2
         r = {k: 0.0 for k in S.OUTPUTS}
-        r.update(m_k=alpha if ok else 0.0, q_k=alpha**2 + 1, V_k=1.0, m_v=0.5, q_v=1.0, V_v=1.0, converged=ok,
-                 iterations=1, wall_time=0.0, objective=alpha, test_error=1.0 / alpha, prox_warm=f"warm@{alpha:g}")
+        r.update(
+            m_k=alpha if ok else 0.0,
+            q_k=alpha**2 + 1,
+            V_k=1.0,
+            m_v=0.5,
+            q_v=1.0,
+            V_v=1.0,
+            converged=ok,
+            iterations=1,
+            wall_time=0.0,
+            objective=alpha,
+            test_error=1.0 / alpha,
+            prox_warm=f"warm@{alpha:g}",
+        )
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
@@ -556,8 +655,19 @@ def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
         calls.append(alpha)
         ok = alpha == 1.0 and init is not None and init.get("V_k", 1.0) >= 0.5 / lam
         r = {k: 0.0 for k in S.OUTPUTS}
-        r.update(m_k=0.05, q_k=0.04, V_k=99.0 if ok else 1.0, m_v=0.1, q_v=0.1, V_v=60.0, converged=ok,
-                 iterations=3, wall_time=0.0, objective=alpha, test_error=1.1 if ok else 9.0)
+        r.update(
+            m_k=0.05,
+            q_k=0.04,
+            V_k=99.0 if ok else 1.0,
+            m_v=0.1,
+            q_v=0.1,
+            V_v=60.0,
+            converged=ok,
+            iterations=3,
+            wall_time=0.0,
+            objective=alpha,
+            test_error=1.1 if ok else 9.0,
+        )
         return r
 
     monkeypatch.setattr(S, "solve_replica", fake)
@@ -587,8 +697,25 @@ def test_compilation_cache_cold_and_warm_give_identical_replica_results(tmp_path
     run that compiles the prox programs and one that loads them all write the same numbers, bit for bit."""
     from conftest import assert_identical_but_wall_time, cold_and_warm_runs
 
-    cold, warm = cold_and_warm_runs(tmp_path, [
-        "replica", "--model", "spiked", "--nu", "1", "--L", "2", "--sigma", "softmax", "--lam-grid", "0.1",
-        "--alpha-grid", "2", "--n-samples", "256"])
+    cold, warm = cold_and_warm_runs(
+        tmp_path,
+        [
+            "replica",
+            "--model",
+            "spiked",
+            "--nu",
+            "1",
+            "--L",
+            "2",
+            "--sigma",
+            "softmax",
+            "--lam-grid",
+            "0.1",
+            "--alpha-grid",
+            "2",
+            "--n-samples",
+            "256",
+        ],
+    )
     assert bool(cold.converged.all())
     assert_identical_but_wall_time(cold, warm)

@@ -33,8 +33,16 @@ def test_draw_inner_is_antithetic_and_validates():
 
 
 def test_prior_rejects_a_nonpositive_a():
-    conj = {"mhat_k": 1.0, "q0hat_k": 1.0, "dqhat_k": 1.0, "Vhat_k": 1.0, "mhat_v": 1.0, "q0hat_v": 1.0, "dqhat_v": 0.0,
-                "Vhat_v": 1.0}
+    conj = {
+        "mhat_k": 1.0,
+        "q0hat_k": 1.0,
+        "dqhat_k": 1.0,
+        "Vhat_k": 1.0,
+        "mhat_v": 1.0,
+        "q0hat_v": 1.0,
+        "dqhat_v": 0.0,
+        "Vhat_v": 1.0,
+    }
     with pytest.raises(ValueError, match="A_k"):
         rsb1.rsb1_prior(0.1, 2.0, conj)  # λ + V̂ − sδq̂ = 1.1 − 2 < 0
 
@@ -80,8 +88,23 @@ def test_ridge_regression_has_no_rsb(s):
     fields = draw_fields("spiked", 1.0, 1, delta, 2048, 0, qmc=True)
     inner = rsb1.draw_inner(1, 16)
     x0 = np.array([0.0, 0.0, 0.0, 1 / lam, 0.5, 0.6, 0.3, 0.5])
-    r = rsb1.solve_rsb1("softmax", "spiked", 1.0, 1, delta, lam, alpha, s, fields=fields, inner=inner, init=x0,
-                        tol=1e-9, damping=1.0, max_iter=150, patience=150)
+    r = rsb1.solve_rsb1(
+        "softmax",
+        "spiked",
+        1.0,
+        1,
+        delta,
+        lam,
+        alpha,
+        s,
+        fields=fields,
+        inner=inner,
+        init=x0,
+        tol=1e-9,
+        damping=1.0,
+        max_iter=150,
+        patience=150,
+    )
     assert r["converged"], r["residual"]
     assert r["dq_v"] < 1e-8 and r["dq_k"] == 0.0
     assert r["sigma"] == pytest.approx(0.0, abs=1e-8)

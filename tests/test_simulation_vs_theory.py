@@ -24,15 +24,15 @@ population = pytest.importorskip("slrpipe.theory.population")
 D, N_TEST, CHUNK = 1000, 100_000, 10_000
 
 #: (m_k, q_k, m_v, q_v, c) per σ: generic points (not the optima), q > m² so the noise directions matter
-POINTS = {"softmax": (1.2, 1.8, 0.8, 0.9, 0.0), "linear": (0.5, 0.4, 0.3, 0.2, 0.0),
-          "erf": (0.7, 0.8, 0.4, 0.3, 0.4), "softplus_norm": (1.5, 2.5, 0.9, 1.0, 0.0)}
+POINTS = {
+    "softmax": (1.2, 1.8, 0.8, 0.9, 0.0),
+    "linear": (0.5, 0.4, 0.3, 0.2, 0.0),
+    "erf": (0.7, 0.8, 0.4, 0.3, 0.4),
+    "softplus_norm": (1.5, 2.5, 0.9, 1.0, 0.0),
+}
 #: an off-manifold Gram matrix of (k*, v*, k, v)/D: cross overlaps k·v*/D, v·k*/D, k·v/D ≠ 0
-G_OFF = np.array([[1.0, 0.0, 1.0, -0.4],
-                  [0.0, 1.0, 0.5, 0.7],
-                  [1.0, 0.5, 2.0, -0.2],
-                  [-0.4, 0.7, -0.2, 1.0]])
-TASKS = {"spiked": SLRTask("spiked", 1.0, 2, 0.0, D),
-         "max": SLRTask("max", 2.0, {1: 0.3, 2: 0.3, 3: 0.4}, 0.2, D)}
+G_OFF = np.array([[1.0, 0.0, 1.0, -0.4], [0.0, 1.0, 0.5, 0.7], [1.0, 0.5, 2.0, -0.2], [-0.4, 0.7, -0.2, 1.0]])
+TASKS = {"spiked": SLRTask("spiked", 1.0, 2, 0.0, D), "max": SLRTask("max", 2.0, {1: 0.3, 2: 0.3, 3: 0.4}, 0.2, D)}
 
 
 def quad(task):
@@ -80,8 +80,7 @@ def measured(request):
     for name, (G, c) in preds.items():
         k, v = predictor_from_gram(k_star, v_star, G)
         params[name] = {"k": np.float32(k), "v": np.float32(v), "c": np.float32(c)}
-    fns = {name: jax.jit(partial(attention_apply, p, sigma=name.removesuffix("_off")))
-           for name, p in params.items()}
+    fns = {name: jax.jit(partial(attention_apply, p, sigma=name.removesuffix("_off"))) for name, p in params.items()}
     s1 = {name: 0.0 for name in fns}
     s2 = dict(s1)
     for ch in ds.chunks():
@@ -100,8 +99,7 @@ def measured(request):
 def test_risk_on_manifold(measured, sigma):
     task, preds, out = measured
     m_k, q_k, m_v, q_v, c = POINTS[sigma]
-    theory = population.risk(sigma, task.model, task.nu, task.L, task.delta, m_k, q_k, m_v, q_v, c=c,
-                             quad=quad(task))
+    theory = population.risk(sigma, task.model, task.nu, task.L, task.delta, m_k, q_k, m_v, q_v, c=c, quad=quad(task))
     mean, se = out[sigma]
     assert abs(mean - theory) < 4 * se, (task.model, sigma, mean, se, theory)
     assert se < 0.01  # the test has power: 4 s.e. ≪ the spread of risks between σ
@@ -114,6 +112,16 @@ def test_risk_off_manifold(measured, sigma):
     mean, se = out[f"{sigma}_off"]
     assert abs(mean - theory) < 4 * se, (task.model, sigma, mean, se, theory)
     # the cross overlaps matter: the on-manifold formula with the same diagonal overlaps is far off
-    on = population.risk(sigma, task.model, task.nu, task.L, task.delta, G_OFF[0, 2], G_OFF[2, 2],
-                         G_OFF[1, 3], G_OFF[3, 3], quad=quad(task))
+    on = population.risk(
+        sigma,
+        task.model,
+        task.nu,
+        task.L,
+        task.delta,
+        G_OFF[0, 2],
+        G_OFF[2, 2],
+        G_OFF[1, 3],
+        G_OFF[3, 3],
+        quad=quad(task),
+    )
     assert abs(on - theory) > 8 * se

@@ -108,7 +108,9 @@ def profile_partitions(profile: dict) -> dict[str, str]:
 def profile_node_size(profile: dict) -> tuple[int, int]:
     """Largest number of cores (threads or cpus_per_task) and mem_mb any rule asks for."""
     entries = [profile["default-resources"], *(profile.get("set-resources") or {}).values()]
-    cpus = [int(e.get("cpus_per_task", 1)) for e in entries] + [int(t) for t in (profile.get("set-threads") or {}).values()]
+    cpus = [int(e.get("cpus_per_task", 1)) for e in entries] + [
+        int(t) for t in (profile.get("set-threads") or {}).values()
+    ]
     return max(cpus), max(int(e.get("mem_mb", 0)) for e in entries)
 
 
@@ -116,8 +118,13 @@ def write_test_profile(xdg: Path, *, gpus: bool, **extra) -> Path:
     """Install the profile as the named profile ``slurm`` under ``xdg`` (used as XDG_CONFIG_HOME) by
     the README's setup step, then apply the test overrides to the installed copy; returns ``xdg``."""
     env = dict(os.environ, XDG_CONFIG_HOME=str(xdg))
-    subprocess.run([sys.executable, "-m", "slrpipe", "install-profile", "slurm"], env=env, check=True,
-                   capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "slrpipe", "install-profile", "slurm"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     installed = xdg / "snakemake" / "slurm" / "config.yaml"
     p = yaml.safe_load(installed.read_text())
     assert p == load_profile(), "install-profile did not install profiles/slurm unchanged"
@@ -140,8 +147,9 @@ VENV_BIN = Path(sys.executable).parent
 
 def path_without_venv() -> str:
     """PATH with the virtual environment's bin/ left out: jobs must not need ``slrpipe`` on PATH."""
-    return os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
-                           if d and Path(d).resolve() != VENV_BIN.resolve())
+    return os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep) if d and Path(d).resolve() != VENV_BIN.resolve()
+    )
 
 
 def snakemake(workdir: Path, xdg: Path, *args: str, timeout: float = RUN_TIMEOUT, on_start=None):
@@ -209,8 +217,11 @@ def job_side_files(out: str) -> set[str]:
 
 def tree_digest(root: Path) -> dict[str, tuple[str, int]]:
     """relative path -> (sha256, mtime_ns) of every file under root."""
-    return {str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def check_outputs_readable(results: Path):
@@ -238,9 +249,14 @@ def cluster(tmp_path_factory):
     profile = load_profile()
     cpus, mem = profile_node_size(profile)
     cpus, mem = NODE_SLOTS * cpus, NODE_SLOTS * mem
-    c = cluster_mod.LocalSlurm(tmp_path_factory.mktemp("slurm-state"), gpus=0,
-                               partitions=list(dict.fromkeys(profile_partitions(profile).values())),
-                               cpus=cpus, memory_mb=mem, min_job_age=MIN_JOB_AGE)
+    c = cluster_mod.LocalSlurm(
+        tmp_path_factory.mktemp("slurm-state"),
+        gpus=0,
+        partitions=list(dict.fromkeys(profile_partitions(profile).values())),
+        cpus=cpus,
+        memory_mb=mem,
+        min_job_age=MIN_JOB_AGE,
+    )
     t0 = time.monotonic()
     c.start()
     print(f"slurm: install {t_install:.1f} s, start {time.monotonic() - t0:.1f} s")
@@ -276,8 +292,9 @@ def smoke_runs(cluster, tmp_path_factory):
     def kill_one_running_job(proc, deadline):
         # the GPU rule: the longest job, and the one whose loss costs most
         while proc.poll() is None and time.monotonic() < deadline:
-            running = [j for j in cluster.jobs()
-                       if j["state"] == "RUNNING" and j["comment"].startswith(f"rule_{KILL_RULE}")]
+            running = [
+                j for j in cluster.jobs() if j["state"] == "RUNNING" and j["comment"].startswith(f"rule_{KILL_RULE}")
+            ]
             if running:
                 subprocess.run([cluster_mod.which("scancel"), running[0]["id"]], check=True)
                 killed.update(running[0])
@@ -298,8 +315,17 @@ def smoke_runs(cluster, tmp_path_factory):
     out3 = run_ok(work, profile, *args)
     t3 = time.monotonic() - t0
     print(f"smoke runs: {t1:.1f} s (scancel), {t2:.1f} s (rerun), {t3:.1f} s (nothing to do)")
-    return dict(work=work, rc1=rc1, out1=out1, out2=out2, out3=out3, killed=killed,
-                after_kill=after_kill, expected_partitions=expected, slurm_jobs=cluster.jobs())
+    return dict(
+        work=work,
+        rc1=rc1,
+        out1=out1,
+        out2=out2,
+        out3=out3,
+        killed=killed,
+        after_kill=after_kill,
+        expected_partitions=expected,
+        slurm_jobs=cluster.jobs(),
+    )
 
 
 # --- tests -------------------------------------------------------------------------------------
@@ -345,7 +371,9 @@ def test_scancel_then_rerun_loses_nothing(smoke_runs):
     changed = {p for p, v in smoke_runs["after_kill"].items() if after.get(p) != v}
     # a failed job's own log and benchmark files stay (Snakemake keeps them) and are rewritten
     rewritten = {f.removeprefix("results/") for f in job_side_files(smoke_runs["out2"]) if f.startswith("results/")}
-    assert not changed - rewritten, f"files of the first run changed or vanished in the rerun: {sorted(changed - rewritten)}"
+    assert not changed - rewritten, (
+        f"files of the first run changed or vanished in the rerun: {sorted(changed - rewritten)}"
+    )
     assert set(after) > set(smoke_runs["after_kill"]), "the rerun wrote nothing new"
     check_outputs_readable(work / "results")
 
@@ -365,8 +393,9 @@ def test_gpu_request_refused_on_gpu_less_node(cluster, tmp_path):
     (tmp_path / "results" / "data" / "0.txt").write_text("made locally\n")
     profile = write_test_profile(tmp_path / "profile", gpus=True)
     t0 = time.monotonic()
-    rc, out = snakemake(tmp_path, profile, "results/train/0.txt", "--config", "n_train=1", "slow_seconds=0",
-                        timeout=120)
+    rc, out = snakemake(
+        tmp_path, profile, "results/train/0.txt", "--config", "n_train=1", "slow_seconds=0", timeout=120
+    )
     assert rc != 0
     assert "SLURM sbatch failed" in out, out[-3000:]
     assert time.monotonic() - t0 < 60, "refusal took suspiciously long"
@@ -383,8 +412,11 @@ def test_gpu_rule_gets_a_gpu(cluster, tmp_path):
         (tmp_path / "results" / "data" / f"{i}.txt").write_text("made locally\n")
     profile = write_test_profile(tmp_path / "profile", gpus=True, slurm_array_jobs="train_erm")
     out = run_ok(tmp_path, profile, "--config", f"n_train={n}", "slow_seconds=0")
-    assert re.search(rf"Submitted array job with Snakemake IDs \S+ and SLURM job ID \d+\. "
-                     rf"The individual task IDs are 1-{n}\.", out), out[-3000:]
+    assert re.search(
+        rf"Submitted array job with Snakemake IDs \S+ and SLURM job ID \d+\. "
+        rf"The individual task IDs are 1-{n}\.",
+        out,
+    ), out[-3000:]
     want = profile_partitions(load_profile())["train_erm"]
     # array tasks run without srun and the jobstep drops SLURM_JOB_PARTITION: ask slurmctld
     jobs = {j["job_id"]: j for j in cluster.jobs()}

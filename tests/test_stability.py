@@ -81,13 +81,17 @@ def test_jump_slope_window_estimate_and_softmin_limit():
 
     def T_beta(beta):
         c = 2 * a / (1 + V)
+
         def A(w):  # V ∂f̄/∂ω of the soft-min channel
             sg = special.expit(beta * c * w)
             return -V / (1 + V) + V * c**2 * beta * sg * (1 - sg)
+
         dens = lambda w: math.exp(-0.5 * (w / s) ** 2) / (math.sqrt(2 * math.pi) * s)
         w0 = 40 / (beta * c)
-        val = sum(integrate.quad(lambda w: A(w) ** 2 * dens(w), lo, hi, limit=400, epsabs=1e-13)[0]
-                  for lo, hi in ((-np.inf, -w0), (-w0, w0), (w0, np.inf)))
+        val = sum(
+            integrate.quad(lambda w: A(w) ** 2 * dens(w), lo, hi, limit=400, epsabs=1e-13)[0]
+            for lo, hi in ((-np.inf, -w0), (-w0, w0), (w0, np.inf))
+        )
         return alpha * val
 
     slope = (T_beta(800.0) - T_beta(400.0)) / 400.0
@@ -187,7 +191,7 @@ def test_replicon_operator_predicts_the_erm_susceptibility():
     diag_only = captured["A"].copy()
     for a in range(2):
         for b in range(2):
-            blk = diag_only[:, a * L:(a + 1) * L, b * L:(b + 1) * L]
+            blk = diag_only[:, a * L : (a + 1) * L, b * L : (b + 1) * L]
             blk *= np.eye(L)[None]
     C_diag = predict(diag_only)
 
@@ -202,12 +206,14 @@ def test_replicon_operator_predicts_the_erm_susceptibility():
             X = ch.X.astype(np.float64)
             res = minimize(p0, X, ch.mask, ch.y, "linear", lam, SolverOptions(max_iter=3000, tol=1e-10))
             Xj, mj, yj = jnp.asarray(X), jnp.asarray(ch.mask), jnp.asarray(ch.y)
-            H = np.asarray(jax.hessian(
-                lambda t, Xj=Xj, mj=mj, yj=yj: n * objective({"k": t[:D], "v": t[D:]}, Xj, mj, yj, "linear", lam))(
-                jnp.concatenate([res.params["k"], res.params["v"]])))
+            H = np.asarray(
+                jax.hessian(
+                    lambda t, Xj=Xj, mj=mj, yj=yj: n * objective({"k": t[:D], "v": t[D:]}, Xj, mj, yj, "linear", lam)
+                )(jnp.concatenate([res.params["k"], res.params["v"]]))
+            )
         Hi = np.linalg.inv(H)
         Hi2 = Hi @ Hi
-        tr = lambda A, a: np.trace(A[a * D:(a + 1) * D, a * D:(a + 1) * D]) / D
+        tr = lambda A, a: np.trace(A[a * D : (a + 1) * D, a * D : (a + 1) * D]) / D
         vals.append([tr(Hi, 0), tr(Hi, 1), tr(Hi2, 0), tr(Hi2, 1)])
     vals = np.array(vals)
     mean, se = vals.mean(0), vals.std(0, ddof=1) / np.sqrt(len(vals))

@@ -28,8 +28,10 @@ LAM = 0.1
 @pytest.fixture(scope="module")
 def erm20():
     ds = SLRDataset(TASK, 20 * TASK.D, teacher_seed=0, data_seed=1)
-    return {s: run_erm(ds, ERMOptions.of(s, LAM, n_test=50_000, max_iter=500, bayes=s == "softmax"))[1]
-            for s in ("softmax", "linear")}
+    return {
+        s: run_erm(ds, ERMOptions.of(s, LAM, n_test=50_000, max_iter=500, bayes=s == "softmax"))[1]
+        for s in ("softmax", "linear")
+    }
 
 
 def _gap(a, b):
@@ -66,12 +68,43 @@ def test_test_error_falls_with_alpha(erm20):
 
 def test_result_dataset_fields(erm20):
     r = erm20["softmax"]
-    for name in ("model", "nu", "L", "delta", "sigma", "lam", "alpha", "D", "n", "teacher_seed",
-                 "data_seed", "test_seed", "init_seed", "init", "optimizer", "dtype"):
+    for name in (
+        "model",
+        "nu",
+        "L",
+        "delta",
+        "sigma",
+        "lam",
+        "alpha",
+        "D",
+        "n",
+        "teacher_seed",
+        "data_seed",
+        "test_seed",
+        "init_seed",
+        "init",
+        "optimizer",
+        "dtype",
+    ):
         assert name in r.coords and r.coords[name].ndim == 0, name
     assert r.L.item() == "3" and r.alpha.item() == 20.0 and r.n.item() == 2000
-    for name in ("train_loss", "train_mse", "test_error", "test_error_theory", "m_k", "q_k", "m_v", "q_v",
-                 "k_vstar", "v_kstar", "k_v", "iterations", "converged", "gnorm", "wall_time"):
+    for name in (
+        "train_loss",
+        "train_mse",
+        "test_error",
+        "test_error_theory",
+        "m_k",
+        "q_k",
+        "m_v",
+        "q_v",
+        "k_vstar",
+        "v_kstar",
+        "k_v",
+        "iterations",
+        "converged",
+        "gnorm",
+        "wall_time",
+    ):
         assert name in r.data_vars, name
     assert r.attrs["device"] in ("cpu", "gpu", "cuda", "rocm", "tpu")
     assert r.traj_loss.dims == ("step",) and r.traj_loss.values[-1] <= r.traj_loss.values[0]
@@ -84,10 +117,15 @@ def test_objective_normalisation():
     X = rng.standard_normal((7, 3, 5)).astype(np.float32)
     mask = np.ones((7, 3), bool)
     y = rng.standard_normal(7).astype(np.float32)
-    p = {"k": jnp.asarray(rng.standard_normal(5), jnp.float32), "v": jnp.asarray(rng.standard_normal(5), jnp.float32),
-         "c": jnp.asarray(2.0)}
+    p = {
+        "k": jnp.asarray(rng.standard_normal(5), jnp.float32),
+        "v": jnp.asarray(rng.standard_normal(5), jnp.float32),
+        "c": jnp.asarray(2.0),
+    }
     f = np.asarray(attention_apply(p, X, mask, "erf"))
-    hand = (0.5 * np.sum((y - f) ** 2) + 0.5 * 0.3 * (np.sum(np.asarray(p["k"]) ** 2) + np.sum(np.asarray(p["v"]) ** 2))) / 7
+    hand = (
+        0.5 * np.sum((y - f) ** 2) + 0.5 * 0.3 * (np.sum(np.asarray(p["k"]) ** 2) + np.sum(np.asarray(p["v"]) ** 2))
+    ) / 7
     assert abs(float(objective(p, X, mask, y, "erf", 0.3)) - hand) < 1e-5 * hand  # c is not penalised
     # the transposed-copy gradient path gives the same value and gradient (float32 rounding)
     mask[2, 1:] = False
@@ -102,8 +140,9 @@ def test_objective_normalisation():
 @pytest.mark.parametrize("opt", ["gd", "adam", "sgd"])
 def test_first_order_optimisers_record_trajectories(opt):
     ds = SLRDataset(SLRTask("max", math.inf, {2: 0.5, 3: 0.5}, 0.1, 50), 500, 0, 2)
-    opts = ERMOptions.of("softmax", LAM, optimizer=opt, init="small", init_seed=1, n_test=2000, max_iter=60,
-                         record_every=20, bayes=False)
+    opts = ERMOptions.of(
+        "softmax", LAM, optimizer=opt, init="small", init_seed=1, n_test=2000, max_iter=60, record_every=20, bayes=False
+    )
     model, r = run_erm(ds, opts)
     # the returned Flax module holds the learned parameters (its nnx.Param state was trained)
     np.testing.assert_array_equal(np.asarray(model.k[...], np.float64), r.k.values)
@@ -135,8 +174,13 @@ def test_minimize_rejects_bad_arguments():
         minimize(p, X, mask, y, "softmax", -1.0)
     with pytest.raises(ValueError, match="batch_size"):
         minimize(p, X, mask, y, "softmax", 0.1, SolverOptions(optimizer="sgd", batch_size=5))
-    for field, kwargs in (("sigma", {"sigma": "relu"}), ("lam", {"lam": float("nan")}), ("init", {"init": "zero"}),
-                          ("dtype", {"dtype": "float16"}), ("n_test", {"n_test": 0})):
+    for field, kwargs in (
+        ("sigma", {"sigma": "relu"}),
+        ("lam", {"lam": float("nan")}),
+        ("init", {"init": "zero"}),
+        ("dtype", {"dtype": "float16"}),
+        ("n_test", {"n_test": 0}),
+    ):
         with pytest.raises(ValueError, match=field):
             ERMOptions.of(**{"sigma": "softmax", "lam": 0.1, **kwargs})
     ds = SLRDataset(SLRTask("spiked", 1.0, 2, 0.0, 3), 2, 0, 1)
@@ -148,18 +192,91 @@ def test_cli_generate_then_train(tmp_path):
     from slrpipe.cli import main
 
     store, out = tmp_path / "d.zarr", tmp_path / "r.nc"
-    assert main(["generate", "--model", "max", "--nu", "inf", "--L", "uniform:1,2,3", "--delta", "0.1",
-                 "--D", "30", "--n", "300", "--teacher-seed", "4", "--data-seed", "5", "--out", str(store)]) == 0
-    assert main(["train", "--data", str(store), "--sigma", "softmax", "--lam", "0.1", "--n-test", "3000",
-                 "--max-iter", "200", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "--model",
+                "max",
+                "--nu",
+                "inf",
+                "--L",
+                "uniform:1,2,3",
+                "--delta",
+                "0.1",
+                "--D",
+                "30",
+                "--n",
+                "300",
+                "--teacher-seed",
+                "4",
+                "--data-seed",
+                "5",
+                "--out",
+                str(store),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "train",
+                "--data",
+                str(store),
+                "--sigma",
+                "softmax",
+                "--lam",
+                "0.1",
+                "--n-test",
+                "3000",
+                "--max-iter",
+                "200",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     r = xr.open_dataset(out)
     assert r.model.item() == "max" and math.isinf(r.nu.item()) and r.D.item() == 30 and r.n.item() == 300
     assert r.data_seed.item() == 5 and r.teacher_seed.item() == 4 and r.attrs["data_source"] == str(store)
     # the same data regenerated from the seeds give the same training result
     out2 = tmp_path / "r2.nc"
-    assert main(["train", "--model", "max", "--nu", "inf", "--L", "uniform:1,2,3", "--delta", "0.1", "--D", "30",
-                 "--alpha", "10", "--teacher-seed", "4", "--data-seed", "5", "--sigma", "softmax", "--lam", "0.1",
-                 "--n-test", "3000", "--max-iter", "200", "--out", str(out2)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--model",
+                "max",
+                "--nu",
+                "inf",
+                "--L",
+                "uniform:1,2,3",
+                "--delta",
+                "0.1",
+                "--D",
+                "30",
+                "--alpha",
+                "10",
+                "--teacher-seed",
+                "4",
+                "--data-seed",
+                "5",
+                "--sigma",
+                "softmax",
+                "--lam",
+                "0.1",
+                "--n-test",
+                "3000",
+                "--max-iter",
+                "200",
+                "--out",
+                str(out2),
+            ]
+        )
+        == 0
+    )
     np.testing.assert_array_equal(xr.open_dataset(out2).k.values, r.k.values)
     assert main(["train", "--sigma", "softmax", "--lam", "0.1", "--out", str(out2)]) == 2  # no data: one-line error
 
@@ -169,10 +286,35 @@ def test_compilation_cache_cold_and_warm_give_identical_results(tmp_path):
     fills the cache and a run that loads every program from it write the same numbers, bit for bit."""
     from conftest import assert_identical_but_wall_time, cold_and_warm_runs
 
-    cold, warm = cold_and_warm_runs(tmp_path, [
-        "train", "--model", "spiked", "--nu", "1", "--L", "3", "--D", "40", "--n", "200", "--teacher-seed", "3",
-        "--data-seed", "4", "--sigma", "softmax", "--lam", "0.1", "--n-test", "2000", "--max-iter", "300",
-        "--no-theory"])
+    cold, warm = cold_and_warm_runs(
+        tmp_path,
+        [
+            "train",
+            "--model",
+            "spiked",
+            "--nu",
+            "1",
+            "--L",
+            "3",
+            "--D",
+            "40",
+            "--n",
+            "200",
+            "--teacher-seed",
+            "3",
+            "--data-seed",
+            "4",
+            "--sigma",
+            "softmax",
+            "--lam",
+            "0.1",
+            "--n-test",
+            "2000",
+            "--max-iter",
+            "300",
+            "--no-theory",
+        ],
+    )
     assert int(cold.iterations) > 1
     assert_identical_but_wall_time(cold, warm)
 

@@ -29,8 +29,10 @@ def test_best_lam_is_the_grid_minimum_of_the_seed_mean():
     assert lam.dims == ("sigma", "alpha")
     np.testing.assert_array_equal(lam.values, [[0.1, 0.01], [0.1, 0.01]])
     rep = at_best_lam(erm)
-    np.testing.assert_array_equal(rep.sel(sigma="softmax", alpha=1.0).values,
-                                  erm["test_error_pop"].sel(sigma="softmax", alpha=1.0, lam=0.1).values)
+    np.testing.assert_array_equal(
+        rep.sel(sigma="softmax", alpha=1.0).values,
+        erm["test_error_pop"].sel(sigma="softmax", alpha=1.0, lam=0.1).values,
+    )
     np.testing.assert_array_equal(rep["lam"].values, lam.values)
 
 
@@ -49,8 +51,10 @@ def test_fig3_draws_the_tuned_curves(tmp_path, fig3_legend):
     erm = _erm()
     dims = ("sigma", "lam", "alpha")
     err = erm["test_error_pop"].mean("seed").transpose(*dims).values + 0.01
-    rep = xr.Dataset({"test_error": (dims, err), "converged": (dims, np.ones_like(err, bool))},
-                     coords={k: erm[k].values for k in dims})
+    rep = xr.Dataset(
+        {"test_error": (dims, err), "converged": (dims, np.ones_like(err, bool))},
+        coords={k: erm[k].values for k in dims},
+    )
     rep["test_error_opt_lam"] = rep["test_error"].min("lam")
     rep.attrs = {"erm": json.dumps("e"), "model": json.dumps("spiked"), "L": json.dumps(3), "nu": json.dumps(1.0)}
     tree = xr.DataTree.from_dict({"/replica/r": rep, "/erm/e": erm})

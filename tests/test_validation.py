@@ -18,14 +18,22 @@ def store(tmp_path, erm_shift, converged=True, extra_rep=None, pop_shift=None):
     rng = np.random.default_rng(0)
     noise = rng.normal(0, 0.01, size=(1, 1, 2, 4))
     noise -= noise.mean(-1, keepdims=True)  # the seed mean is exactly 0.5 + shift
-    erm = xr.Dataset({"test_error": (("sigma", "lam", "alpha", "seed"), 0.5 + erm_shift + noise),
-                      "D": (("sigma", "lam", "alpha", "seed"), np.full((1, 1, 2, 4), 100))},
-                     coords={"sigma": ["softmax"], "lam": [0.1], "alpha": ALPHAS, "seed": [0, 1, 2, 3]})
+    erm = xr.Dataset(
+        {
+            "test_error": (("sigma", "lam", "alpha", "seed"), 0.5 + erm_shift + noise),
+            "D": (("sigma", "lam", "alpha", "seed"), np.full((1, 1, 2, 4), 100)),
+        },
+        coords={"sigma": ["softmax"], "lam": [0.1], "alpha": ALPHAS, "seed": [0, 1, 2, 3]},
+    )
     if pop_shift is not None:
         erm["test_error_pop"] = (("sigma", "lam", "alpha", "seed"), 0.5 + pop_shift + noise)
-    rep = xr.Dataset({"test_error": (("sigma", "lam", "alpha"), np.full((1, 1, 2), 0.5)),
-                      "converged": (("sigma", "lam", "alpha"), np.full((1, 1, 2), converged))},
-                     coords={"sigma": ["softmax"], "lam": [0.1], "alpha": ALPHAS})
+    rep = xr.Dataset(
+        {
+            "test_error": (("sigma", "lam", "alpha"), np.full((1, 1, 2), 0.5)),
+            "converged": (("sigma", "lam", "alpha"), np.full((1, 1, 2), converged)),
+        },
+        coords={"sigma": ["softmax"], "lam": [0.1], "alpha": ALPHAS},
+    )
     for k, v in (extra_rep or {}).items():
         rep[k] = (("sigma", "lam", "alpha"), np.full((1, 1, 2), v))
     if "test_error_seed_mean" in rep:
@@ -89,8 +97,9 @@ def test_monte_carlo_error_of_the_theory_enters_z(tmp_path):
 
     # theory = the mean over 4 Monte Carlo draws (0.55), its error = s.d. 0.1 / √4 = 0.05; ERM at
     # 0.6 ± small: z = 0.05 / √(se² + 0.05²) ≈ 1 instead of ≈ 20 against the single draw 0.5
-    rows = compare(open_store(store(tmp_path, 0.1, extra_rep={"test_error_mc_sd": 0.1,
-                                                              "test_error_seed_mean": 0.55})), CONFIG)
+    rows = compare(
+        open_store(store(tmp_path, 0.1, extra_rep={"test_error_mc_sd": 0.1, "test_error_seed_mean": 0.55})), CONFIG
+    )
     se = rows[0]["erm_se"]
     assert rows[0]["theory"] == pytest.approx(0.55) and rows[0]["theory_mc_se"] == pytest.approx(0.05)
     assert rows[0]["z"] == pytest.approx(0.05 / np.sqrt(se**2 + 0.05**2), rel=1e-6)
@@ -103,6 +112,7 @@ def test_two_rs_branches_are_reported_not_enforced(tmp_path):
     rows = compare(open_store(store(tmp_path, 0.1, extra_rep={"n_branches": 2, "test_error_alt": 0.6})), CONFIG)
     assert not any(r["enforced"] for r in rows) and all(r["theory_alt"] == pytest.approx(0.6) for r in rows)
     from slrpipe.store.validation import format_table
+
     assert "2 RS branches" in format_table(rows)
 
 
@@ -110,11 +120,14 @@ def test_ill_conditioned_theory_is_reported_not_enforced(tmp_path):
     from slrpipe.store.aggregate import open_store
 
     # one draw moves the theory by 0.04 / 0.5 = 8 % > max_theory_rel_sd (3 %): near a fold
-    bad = compare(open_store(store(tmp_path, 0.3, extra_rep={"test_error_mc_sd": 0.04,
-                                                             "test_error_seed_mean": 0.5})), CONFIG)
+    bad = compare(
+        open_store(store(tmp_path, 0.3, extra_rep={"test_error_mc_sd": 0.04, "test_error_seed_mean": 0.5})), CONFIG
+    )
     assert all(r["ill_conditioned"] and not r["enforced"] for r in bad)
-    ok = compare(open_store(store(tmp_path / "b", 0.3, extra_rep={"test_error_mc_sd": 0.01,
-                                                                  "test_error_seed_mean": 0.5})), CONFIG)
+    ok = compare(
+        open_store(store(tmp_path / "b", 0.3, extra_rep={"test_error_mc_sd": 0.01, "test_error_seed_mean": 0.5})),
+        CONFIG,
+    )
     assert all(r["enforced"] and not r["agrees"] for r in ok)
 
 
@@ -129,16 +142,19 @@ def test_rs_stability_and_verdict_columns(tmp_path):
     assert all(r["verdict"] == "RS unstable" for r in bad)
     assert "unstable ρ=1.30" in format_table(bad) and format_table(bad).count(" RS unstable\n") == 2
     mc = {"test_error_seed_mean": 0.5, "test_error_mc_sd": 0.002}  # the theory's MC error measured
-    odd = compare(open_store(store(tmp_path / "b", 0.1, extra_rep={"rs_stable": 1.0, "replicon": 0.5, **mc})),
-                  CONFIG)
+    odd = compare(open_store(store(tmp_path / "b", 0.1, extra_rep={"rs_stable": 1.0, "replicon": 0.5, **mc})), CONFIG)
     assert all(r["verdict"] == "unexplained" for r in odd)
     one_draw = compare(open_store(store(tmp_path / "f", 0.1, extra_rep={"rs_stable": 1.0, "replicon": 0.5})), CONFIG)
     assert all(r["verdict"] == "theory MC error not measured" for r in one_draw)
     good = compare(open_store(store(tmp_path / "c", 0.0, extra_rep={"rs_stable": 0.0, "replicon": 1.3})), CONFIG)
     assert all(r["verdict"] == "agrees" for r in good)
     # the prox ties as a count among the theory's samples (one tie flags the point, docs/theory.md §11)
-    ties = compare(open_store(store(tmp_path / "e", 0.1, extra_rep={"rs_stable": 0.0, "replicon": 0.8,
-                                                                    "prox_tie_fraction": 3 / 4096})), CONFIG)
+    ties = compare(
+        open_store(
+            store(tmp_path / "e", 0.1, extra_rep={"rs_stable": 0.0, "replicon": 0.8, "prox_tie_fraction": 3 / 4096})
+        ),
+        CONFIG,
+    )
     assert all(r["prox_ties"] == 3 and r["theory_n_samples"] == 4096 for r in ties)
     assert "unstable ρ=0.80, ties 3/4096" in format_table(ties)
     plain = compare(open_store(store(tmp_path / "d", 0.1)), CONFIG)  # no stability in the store
@@ -162,13 +178,34 @@ def ladder_store(tmp_path, informed, random):
     loss = np.stack([np.full_like(noise, 1.0), np.full_like(noise, 0.9)], axis=-1)
     dims = ("sigma", "lam", "alpha", "D", "seed", "init", "restart", "optimizer")
     shape = (1, 1, 1, len(LADDER), 4, 2, 1, 1)
-    erm = xr.Dataset({"test_error": (dims, te.reshape(shape)), "train_loss": (dims, loss.reshape(shape))},
-                     coords={"sigma": ["softmax"], "lam": [0.1], "alpha": [1.0], "D": LADDER, "seed": [0, 1, 2, 3],
-                             "init": ["informed", "random"], "restart": [0], "optimizer": ["lbfgs"]})
-    rep = xr.Dataset({v: (("sigma", "lam", "alpha"), np.full((1, 1, 1), x))
-                      for v, x in (("test_error", 0.5), ("converged", True), ("rs_stable", 1.0), ("replicon", 0.5),
-                                   ("test_error_seed_mean", 0.5), ("test_error_mc_sd", 0.001))},
-                     coords={"sigma": ["softmax"], "lam": [0.1], "alpha": [1.0]}, attrs={"mc_seeds": "4"})
+    erm = xr.Dataset(
+        {"test_error": (dims, te.reshape(shape)), "train_loss": (dims, loss.reshape(shape))},
+        coords={
+            "sigma": ["softmax"],
+            "lam": [0.1],
+            "alpha": [1.0],
+            "D": LADDER,
+            "seed": [0, 1, 2, 3],
+            "init": ["informed", "random"],
+            "restart": [0],
+            "optimizer": ["lbfgs"],
+        },
+    )
+    rep = xr.Dataset(
+        {
+            v: (("sigma", "lam", "alpha"), np.full((1, 1, 1), x))
+            for v, x in (
+                ("test_error", 0.5),
+                ("converged", True),
+                ("rs_stable", 1.0),
+                ("replicon", 0.5),
+                ("test_error_seed_mean", 0.5),
+                ("test_error_mc_sd", 0.001),
+            )
+        },
+        coords={"sigma": ["softmax"], "lam": [0.1], "alpha": [1.0]},
+        attrs={"mc_seeds": "4"},
+    )
     tree = xr.DataTree.from_dict({"/erm/e": add_ground_state(erm), "/replica/r": rep})
     return write_zarr(tree, tmp_path / "slr.zarr")
 
@@ -207,18 +244,64 @@ def test_text_table_is_at_most_120_columns_and_markdown_has_every_point(tmp_path
     from slrpipe.store.aggregate import open_store
     from slrpipe.store.validation import WIDTH, format_markdown, format_table
 
-    rows = compare(open_store(store(tmp_path, 0.1, converged=False,
-                                    extra_rep={"alpha_reached_down": 4.0, "alpha_reached_up": 0.7, "rs_stable": 0.0,
-                                               "replicon": 12.345, "prox_tie_fraction": 843 / 16384})), CONFIG)
-    long = [dict(r, experiment="a_rather_long_experiment_name_x", sigma="softplus_norm", D=10000, erm_mean=10.1234,
-                 erm_se=1.2345, theory=9.8765, theory_mc_se=0.4321, z=-100.53, rel_diff=-0.882, n_seeds=12,
-                 n_branches=2, theory_alt=3.4281, prox_ties=843.0, theory_n_samples=16384,
-                 verdict="theory MC error not measured", ladder_D=[128, 256, 512, 1024, 2048, 4096],
-                 ladder_erm=[1.0] * 6, ladder_erm_se=[0.01] * 6, ladder_ground_D=[128, 256, 512, 1024, 2048, 4096],
-                 ladder_ground=[1.0] * 6, ladder_ground_se=[0.01] * 6, erm_limit=1.0, erm_limit_se=0.01,
-                 erm_law="1/sqrt(D)", erm_chi2_dof=12.5, erm_fit_p=0.001, erm_fit_ok=False, ground_limit=1.0,
-                 ground_limit_se=0.01, ground_law="1/D", ground_chi2_dof=1.0, ground_fit_p=0.5, ground_fit_ok=True,
-                 z_limit=-3.2, z_ground_limit=1.1) for r in rows]
+    rows = compare(
+        open_store(
+            store(
+                tmp_path,
+                0.1,
+                converged=False,
+                extra_rep={
+                    "alpha_reached_down": 4.0,
+                    "alpha_reached_up": 0.7,
+                    "rs_stable": 0.0,
+                    "replicon": 12.345,
+                    "prox_tie_fraction": 843 / 16384,
+                },
+            )
+        ),
+        CONFIG,
+    )
+    long = [
+        dict(
+            r,
+            experiment="a_rather_long_experiment_name_x",
+            sigma="softplus_norm",
+            D=10000,
+            erm_mean=10.1234,
+            erm_se=1.2345,
+            theory=9.8765,
+            theory_mc_se=0.4321,
+            z=-100.53,
+            rel_diff=-0.882,
+            n_seeds=12,
+            n_branches=2,
+            theory_alt=3.4281,
+            prox_ties=843.0,
+            theory_n_samples=16384,
+            verdict="theory MC error not measured",
+            ladder_D=[128, 256, 512, 1024, 2048, 4096],
+            ladder_erm=[1.0] * 6,
+            ladder_erm_se=[0.01] * 6,
+            ladder_ground_D=[128, 256, 512, 1024, 2048, 4096],
+            ladder_ground=[1.0] * 6,
+            ladder_ground_se=[0.01] * 6,
+            erm_limit=1.0,
+            erm_limit_se=0.01,
+            erm_law="1/sqrt(D)",
+            erm_chi2_dof=12.5,
+            erm_fit_p=0.001,
+            erm_fit_ok=False,
+            ground_limit=1.0,
+            ground_limit_se=0.01,
+            ground_law="1/D",
+            ground_chi2_dof=1.0,
+            ground_fit_p=0.5,
+            ground_fit_ok=True,
+            z_limit=-3.2,
+            z_ground_limit=1.1,
+        )
+        for r in rows
+    ]
     text = format_table(rows + long)
     assert max(map(len, text.splitlines())) <= WIDTH, max(text.splitlines(), key=len)
     assert "ERM vs replica theory: 4 points" in text.splitlines()[0]

@@ -79,9 +79,23 @@ def test_unreadable_result_file_is_named_in_one_line_and_the_store_kept(done, tm
     before = open_strictly(results / "slr.zarr")["erm/spiked_L2"].to_dataset().load()
     bad = min((results / "erm").rglob("*.nc"))
     bad.write_bytes(bad.read_bytes()[:1000])  # a truncated result file
-    proc = subprocess.run([sys.executable, "-m", "slrpipe", "aggregate", "--config", str(done / "config" / "smoke.yaml"),
-                           "--out", str(results / "slr.zarr")], capture_output=True, text=True, timeout=600, check=False,
-                          env=dict(__import__("os").environ, PYTHONPATH=str(done / "src")))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "slrpipe",
+            "aggregate",
+            "--config",
+            str(done / "config" / "smoke.yaml"),
+            "--out",
+            str(results / "slr.zarr"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env=dict(__import__("os").environ, PYTHONPATH=str(done / "src")),
+    )
     assert proc.returncode != 0
     errors = [line for line in proc.stderr.splitlines() if "Traceback" in line or "error" in line.lower()]
     assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
@@ -126,8 +140,16 @@ def test_store_contents(done):
     np.testing.assert_allclose(pop["risk"].sel(sigma="softmax"), pop["risk"].sel(sigma="bayes"), atol=1e-6)
     assert (pop["risk"].sel(sigma="linear") > pop["risk"].sel(sigma="softmax") + 1e-3).all()
     erm = tree["erm/spiked_L2"].to_dataset()
-    assert dict(erm.sizes) == {"sigma": 2, "lam": 1, "alpha": 2, "seed": 2, "init": 1, "restart": 1, "optimizer": 1,
-                               "step": erm.sizes["step"]}
+    assert dict(erm.sizes) == {
+        "sigma": 2,
+        "lam": 1,
+        "alpha": 2,
+        "seed": 2,
+        "init": 1,
+        "restart": 1,
+        "optimizer": 1,
+        "step": erm.sizes["step"],
+    }
     for v in ("test_error", "train_loss", "m_k", "q_k", "m_v", "q_v"):
         assert not erm[v].isnull().any(), v
     rep = tree["replica/spiked_L2"].to_dataset()
@@ -172,15 +194,25 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
     # 2 datasets (seeds) of the new α, 2 σ × (α = 4, α = 8) batches, then the plan file,
     # aggregation, the figures with ERM points and the ERM-vs-theory check; no theory job, and not
     # fig2/cor43
-    assert job_stats(out) == {"generate_data": 2, "train_erm": 4, "plan": 1, "aggregate": 1,
-                              "fig_erm_vs_population": 1, "fig_fig3": 1, "fig_optimization": 1,
-                              "fig_validation": 1, "validate": 1, "all": 1}, out
+    assert job_stats(out) == {
+        "generate_data": 2,
+        "train_erm": 4,
+        "plan": 1,
+        "aggregate": 1,
+        "fig_erm_vs_population": 1,
+        "fig_fig3": 1,
+        "fig_optimization": 1,
+        "fig_validation": 1,
+        "validate": 1,
+        "all": 1,
+    }, out
     trained = trained_outputs(out)
     assert not any("/alpha2/" in t for t in trained), trained
     assert sum("/alpha4/" in t for t in trained) == 4  # 2 σ × 2 seeds
     # α = 8 keeps opt_L2's informed and random starts and opt_gd_L2's GD run (seed 0), per σ
     assert sorted("_".join(t.rsplit("/", 1)[1].split("_")[2:]) for t in trained if "/alpha8/" in t) == sorted(
-        2 * ["seed0_informed-r0_lbfgs.nc", "seed0_random-r0_lbfgs.nc", "seed0_random-r0_gd-lr0.05.nc"])
+        2 * ["seed0_informed-r0_lbfgs.nc", "seed0_random-r0_lbfgs.nc", "seed0_random-r0_gd-lr0.05.nc"]
+    )
 
 
 def test_adding_a_restart_lists_exactly_its_jobs(done):
@@ -192,8 +224,16 @@ def test_adding_a_restart_lists_exactly_its_jobs(done):
     path = done / "config" / "smoke_restart.yaml"
     path.write_text(yaml.safe_dump(cfg))
     out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
-    assert job_stats(out) == {"train_erm": 4, "plan": 1, "aggregate": 1, "fig_optimization": 1,
-                              "fig_erm_vs_population": 1, "fig_fig3": 1, "validate": 1, "all": 1}, out
+    assert job_stats(out) == {
+        "train_erm": 4,
+        "plan": 1,
+        "aggregate": 1,
+        "fig_optimization": 1,
+        "fig_erm_vs_population": 1,
+        "fig_fig3": 1,
+        "validate": 1,
+        "all": 1,
+    }, out
     trained = trained_outputs(out)
     new = [t for t in trained if t.endswith("_random-r1_lbfgs.nc")]
     assert len(new) == 4 and len(trained) == 20, trained
@@ -214,9 +254,11 @@ def test_store_has_starts_trajectories_and_ground_state(done):
     risk = gd["traj_test_error_pop"].sel(init="random", restart=0, optimizer="gd", lam=0.1, seed=0)
     assert list(gd["step"].values) == [0, 20, 40, 60, 80, 100] and bool(np.isfinite(risk).all())
     # the last recorded step is where the run ended: the same formula at the same overlaps
-    np.testing.assert_allclose(risk.sel(step=100).values,
-                               gd["test_error_pop"].sel(init="random", restart=0, optimizer="gd", lam=0.1, seed=0).values,
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        risk.sel(step=100).values,
+        gd["test_error_pop"].sel(init="random", restart=0, optimizer="gd", lam=0.1, seed=0).values,
+        rtol=1e-6,
+    )
     assert "ground" in (done / "results" / "validation.txt").read_text()
 
 
@@ -246,8 +288,10 @@ def test_report_has_figures_with_captions(done):
 
 def test_population_only_config_end_to_end(workflow_dir):
     """Every config section is optional: a population sweep alone runs to its store and figure."""
-    cfg = {"population": {"p": {"model": "spiked", "L": 2, "nu": [1.0], "sigmas": ["bayes", "linear"]}},
-           "figures": {"fig2": ["p"]}}
+    cfg = {
+        "population": {"p": {"model": "spiked", "L": 2, "nu": [1.0], "sigmas": ["bayes", "linear"]}},
+        "figures": {"fig2": ["p"]},
+    }
     (workflow_dir / "config" / "pop.yaml").write_text(yaml.safe_dump(cfg))
     snakemake(workflow_dir, "--cores", "2", "--configfile", "config/pop.yaml")
     tree = open_strictly(workflow_dir / "results" / "slr.zarr")

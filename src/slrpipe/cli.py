@@ -40,13 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Run ``slrpipe <step> …`` (``argv``: the arguments, default ``sys.argv[1:]``); returns the exit
     status: 0, or 2 with a one-line error for bad parameters (a ValueError)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     args = build_parser().parse_args(argv)
     try:
         return int(args._run(args) or 0)
     except ValueError as exc:  # bad parameters: one line, no traceback
         print(f"slrpipe {args.command}: error: {exc}", file=sys.stderr)
         return 2
-
-

@@ -67,8 +67,11 @@ def read_netcdf(path):
 
     with xr.open_dataset(path) as ds:  # the engine from the file's signature
         ds = ds.load()
-    fix = {k: v.astype("int64") if v.dtype == "int32" else v.astype(str)
-           for k, v in ds.variables.items() if v.dtype == "int32" or v.dtype == object}
+    fix = {
+        k: v.astype("int64") if v.dtype == "int32" else v.astype(str)
+        for k, v in ds.variables.items()
+        if v.dtype == "int32" or v.dtype == object
+    }
     coords = {k: v for k, v in fix.items() if k in ds.coords}
     return ds.assign_coords(coords).assign({k: v for k, v in fix.items() if k not in coords})
 
@@ -78,7 +81,8 @@ def _vlen_strings(ds):
     data type for the latter only (numpy's '<U' becomes zarr-python's unspecified FixedLengthUTF32)."""
     fixed = [k for k, v in ds.variables.items() if v.dtype.kind == "U"]
     return ds.assign_coords({k: ds[k].astype(object) for k in fixed if k in ds.coords}).assign(
-        {k: ds[k].astype(object) for k in fixed if k in ds.data_vars})
+        {k: ds[k].astype(object) for k in fixed if k in ds.data_vars}
+    )
 
 
 def write_zarr(obj, path, **kwargs) -> Path:

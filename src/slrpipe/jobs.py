@@ -205,5 +205,11 @@ class ReplicaJob:
 
 
 #: the record each command consumes
-RECORDS = {"generate": DataJob, "train": TrainJob, "train-batch": TrainBatchJob, "population": PopulationJob,
-           "length": LengthJob, "replica": ReplicaJob}
+RECORDS = {
+    "generate": DataJob,
+    "train": TrainJob,
+    "train-batch": TrainBatchJob,
+    "population": PopulationJob,
+    "length": LengthJob,
+    "replica": ReplicaJob,
+}

@@ -25,8 +25,7 @@ def length_law(L) -> dict[int, float]:
         law = {int(L): 1.0}
     else:
         raise ValueError(f"L: must be an int ≥ 1 or a dict {{length: probability}}, got {L!r}")
-    if not law or any(k < 1 for k in law) or any(p < 0 for p in law.values()) \
-            or abs(sum(law.values()) - 1) > 1e-9:
+    if not law or any(k < 1 for k in law) or any(p < 0 for p in law.values()) or abs(sum(law.values()) - 1) > 1e-9:
         raise ValueError(f"L: lengths must be ≥ 1 and probabilities ≥ 0 summing to 1, got {L!r}")
     return {k: p for k, p in sorted(law.items()) if p > 0}
 

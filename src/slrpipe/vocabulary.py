@@ -40,8 +40,11 @@ TEACHER_SEED_OFFSET, DATA_SEED_OFFSET, TEST_SEED_OFFSET = 0, 10_000, 20_000
 def seeds(seed: int) -> dict[str, int]:
     """The three seeds of experiment seed ``seed``: {"teacher_seed", "data_seed", "test_seed"}."""
     s = int(seed)
-    return {"teacher_seed": TEACHER_SEED_OFFSET + s, "data_seed": DATA_SEED_OFFSET + s,
-            "test_seed": TEST_SEED_OFFSET + s}
+    return {
+        "teacher_seed": TEACHER_SEED_OFFSET + s,
+        "data_seed": DATA_SEED_OFFSET + s,
+        "test_seed": TEST_SEED_OFFSET + s,
+    }
 
 
 #: the stream tag of random starts: ``init_seed(seed, restart)`` hashes (INIT_STREAM, seed, restart).

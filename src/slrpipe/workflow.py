@@ -71,8 +71,11 @@ def _describe(err: jsonschema.ValidationError) -> str:
     if err.validator == "oneOf" and desc:
         return f"config error: {where}: {err.instance!r} is not valid; allowed: {desc}"
     msg = err.message
-    if err.validator in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "type", "enum", "minItems",
-                         "uniqueItems") and desc:
+    if (
+        err.validator
+        in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "type", "enum", "minItems", "uniqueItems")
+        and desc
+    ):
         msg += f" ({desc})"
     return f"config error: {where}: {msg}"
 
@@ -105,8 +108,10 @@ def validate(config: dict, schema_path=SCHEMA) -> dict:
     hit = _non_finite(config)
     if hit:  # JSON Schema's range keywords let NaN and ∞ through
         where, v = hit
-        raise ConfigError(f"config error: {_path_str(where)}: {v} is not allowed; allowed: a finite number "
-                          "(∞ only for a ν of model max)")
+        raise ConfigError(
+            f"config error: {_path_str(where)}: {v} is not allowed; allowed: a finite number "
+            "(∞ only for a ν of model max)"
+        )
     schema_path = Path(schema_path) if isinstance(schema_path, str) else schema_path
     schema = yaml.safe_load(schema_path.read_text())
     errors = list(jsonschema.Draft202012Validator(schema).iter_errors(config))
@@ -117,8 +122,10 @@ def validate(config: dict, schema_path=SCHEMA) -> dict:
     default = schema["$defs"]["erm"]["properties"]["sqrt_nD"]["default"]
     for name, exp in (config.get("erm") or {}).items():
         if isinstance(exp.get("D"), list) and exp.get("sqrt_nD", default) != default:
-            raise ConfigError(f"config error: erm.{name}.sqrt_nD: not allowed with a D ladder (D = {exp['D']}); "
-                              "allowed: either D or sqrt_nD")
+            raise ConfigError(
+                f"config error: erm.{name}.sqrt_nD: not allowed with a D ladder (D = {exp['D']}); "
+                "allowed: either D or sqrt_nD"
+            )
     with resources.as_file(schema_path) as path:  # a real file even from a zip install
         fill_defaults(config, str(Path(path).resolve()), set_default=True)
     _cross_checks(config)
@@ -130,38 +137,54 @@ def _cross_checks(config: dict) -> None:
         for name, exp in config[kind].items():
             nus = exp["nu"] if isinstance(exp["nu"], list) else [exp["nu"]]
             if exp["model"] == "spiked" and any(math.isinf(v) for v in nus):
-                raise ConfigError(f"config error: {kind}.{name}.nu: ν = inf is allowed for model max only; spiked needs finite ν ≥ 0")
+                raise ConfigError(
+                    f"config error: {kind}.{name}.nu: ν = inf is allowed for model max only; spiked needs finite ν ≥ 0"
+                )
             if not name.replace("_", "").replace("-", "").isalnum():
-                raise ConfigError(f"config error: {kind}.{name}: experiment names may use letters, digits, '_' and '-' only")
+                raise ConfigError(
+                    f"config error: {kind}.{name}: experiment names may use letters, digits, '_' and '-' only"
+                )
     for name, exp in config["erm"].items():
         for D in ladder(exp) or []:
             off = [a for a in exp["alphas"] if abs(a * D - round(a * D)) > 1e-9 * max(1.0, a * D)]
             if off:  # n = αD exactly, so the realised α of every D is the config's α (one alpha coordinate)
-                raise ConfigError(f"config error: erm.{name}.alphas: α·D must be an integer at every D of the ladder; "
-                                  f"α = {off} at D = {D} is not")
+                raise ConfigError(
+                    f"config error: erm.{name}.alphas: α·D must be an integer at every D of the ladder; "
+                    f"α = {off} at D = {D} is not"
+                )
     for fig, names in config["figures"].items():
         if fig not in FIGURES:
             raise ConfigError(f"config error: figures.{fig}: unknown figure; allowed: {sorted(FIGURES)}")
         kind = FIGURES[fig]
         for name in names:
             if name not in config[kind]:
-                raise ConfigError(f"config error: figures.{fig}: {name!r} is not a {kind} experiment; allowed: {sorted(config[kind])}")
+                raise ConfigError(
+                    f"config error: figures.{fig}: {name!r} is not a {kind} experiment; allowed: {sorted(config[kind])}"
+                )
     for name, exp in config["length"].items():
         extra = sorted((set(exp["target_sigmas"]) | set(exp["var_sigmas"])) - set(exp["sigmas"]))
         if extra:
-            raise ConfigError(f"config error: length.{name}.target_sigmas/var_sigmas: {extra} not in sigmas; allowed: {exp['sigmas']}")
+            raise ConfigError(
+                f"config error: length.{name}.target_sigmas/var_sigmas: {extra} not in sigmas; allowed: {exp['sigmas']}"
+            )
         if exp["target_sigmas"] and exp["target_risk"] is None:
-            raise ConfigError(f"config error: length.{name}.target_risk: needed by target_sigmas; allowed: a number in (0, 1)")
+            raise ConfigError(
+                f"config error: length.{name}.target_risk: needed by target_sigmas; allowed: a number in (0, 1)"
+            )
         if exp["var_sigmas"] and (exp["var_L_max"] is None or not exp["var_nu"]):
             raise ConfigError(f"config error: length.{name}.var_sigmas: needs var_L_max and a non-empty var_nu")
         if exp["model"] == "spiked" and any(math.isinf(v) for v in exp["var_nu"]):
             raise ConfigError(f"config error: length.{name}.var_nu: ν = inf is allowed for model max only")
     for name, exp in config["replica"].items():
         if exp["erm"] and exp["erm"] not in config["erm"]:
-            raise ConfigError(f"config error: replica.{name}.erm: {exp['erm']!r} is not an erm experiment; allowed: {sorted(config['erm'])}")
+            raise ConfigError(
+                f"config error: replica.{name}.erm: {exp['erm']!r} is not an erm experiment; allowed: {sorted(config['erm'])}"
+            )
         if exp["bayes_optimal"] and exp["model"] == "max" and not (exp["nu"] == 0 or math.isinf(exp["nu"])):
-            raise ConfigError(f"config error: replica.{name}.bayes_optimal: for model max needs nu = 0 or inf (got {exp['nu']}); "
-                              "set bayes_optimal: false")
+            raise ConfigError(
+                f"config error: replica.{name}.bayes_optimal: for model max needs nu = 0 or inf (got {exp['nu']}); "
+                "set bayes_optimal: false"
+            )
 
 
 # --------------------------------------------------------------------------------------------
@@ -207,9 +230,20 @@ def erm_runs(exp: dict, seed: int) -> list[tuple[str, dict]]:
                 lr = exp["lr"][opt] if opt in FIRST_ORDER else None
                 budget = exp["steps"] if opt in FIRST_ORDER and exp["steps"] else exp["max_iter"]
                 key = f"{init}-r{restart}_{opt}" + (f"-lr{fmt(lr)}" if lr is not None else "")
-                runs.append((key, {"init": init, "restart": restart, "init_seed": init_seed(seed, restart),
-                                   "optimizer": opt, "lr": lr, "max_iter": budget,
-                                   "record_every": exp["record_every"]}))
+                runs.append(
+                    (
+                        key,
+                        {
+                            "init": init,
+                            "restart": restart,
+                            "init_seed": init_seed(seed, restart),
+                            "optimizer": opt,
+                            "lr": lr,
+                            "max_iter": budget,
+                            "record_every": exp["record_every"],
+                        },
+                    )
+                )
     return runs
 
 
@@ -234,7 +268,9 @@ class Plan:
 
 def _add(table: dict, path: str, job) -> None:
     if path in table and table[path] != job:
-        raise ConfigError(f"config error: two experiments define the job {path} with different parameters: {table[path]} vs {job}")
+        raise ConfigError(
+            f"config error: two experiments define the job {path} with different parameters: {table[path]} vs {job}"
+        )
     table[path] = job
 
 
@@ -263,8 +299,11 @@ def batch_resources(batch: TrainBatchJob) -> dict[str, int]:
     n_sets = len({(j.teacher_seed, j.data_seed) for j in batch.members})
     tests = {(j.teacher_seed, j.test_seed, j.n_test) for j in batch.members}  # one pass over each
     test_gb = sum(n_test for *_, n_test in tests) * max(m.L) * m.D * 4 / 2**30
-    sec = START_S + sum(j.max_iter for j in batch.members) * SEC_PER_GB_ITER * x_gb \
+    sec = (
+        START_S
+        + sum(j.max_iter for j in batch.members) * SEC_PER_GB_ITER * x_gb
         + SAMPLE_SEC_PER_GB * (n_sets * x_gb + test_gb)
+    )
     return {"mem_mb": int(math.ceil(mem)), "runtime": int(math.ceil(SAFETY * sec / 60))}
 
 
@@ -280,16 +319,24 @@ def plan(config: dict, results: str = "results") -> Plan:
         auto = f"at_{name}"
         if auto in pops:
             raise ConfigError(f"config error: population.{auto}: name is reserved for the erm experiment {name!r}")
-        pops[auto] = {"model": exp["model"], "L": exp["L"], "delta": exp["delta"], "nu": [exp["nu"]],
-                      "sigmas": [BAYES, *exp["sigmas"]]}
+        pops[auto] = {
+            "model": exp["model"],
+            "L": exp["L"],
+            "delta": exp["delta"],
+            "nu": [exp["nu"]],
+            "sigmas": [BAYES, *exp["sigmas"]],
+        }
     # the population point of an ERM experiment is keyed by its setting, not its name, so that
     # experiments of one setting (random starts beside an informed sweep) share its jobs
     auto_dir = {f"at_{name}": f"{results}/population/at/{setting_dir(exp)}" for name, exp in config["erm"].items()}
     for name, exp in pops.items():
         for sigma in exp["sigmas"]:
             path = f"{auto_dir[name]}/{sigma}.nc" if name in auto_dir else f"{results}/population/{name}/{sigma}.nc"
-            _add(p.population, path, PopulationJob(sigma=sigma, model=exp["model"], L=_law(exp["L"]),
-                                                   delta=exp["delta"], nu_grid=exp["nu"]))
+            _add(
+                p.population,
+                path,
+                PopulationJob(sigma=sigma, model=exp["model"], L=_law(exp["L"]), delta=exp["delta"], nu_grid=exp["nu"]),
+            )
             p.members.setdefault(("population", name), []).append(path)
     _plan_erm(config, p, results)
     _plan_replica(config, p, results)
@@ -304,8 +351,16 @@ def _plan_erm(config: dict, p: Plan, results: str) -> None:
             for seed in exp["seeds"]:
                 s = seeds(seed)
                 dpath = f"{results}/data/{setting_dir(exp)}/D{D}_n{n}_seed{seed}.zarr"
-                data = DataJob(model=exp["model"], nu=exp["nu"], L=_law(exp["L"]), delta=exp["delta"], D=D, n=n,
-                               teacher_seed=s["teacher_seed"], data_seed=s["data_seed"])
+                data = DataJob(
+                    model=exp["model"],
+                    nu=exp["nu"],
+                    L=_law(exp["L"]),
+                    delta=exp["delta"],
+                    D=D,
+                    n=n,
+                    teacher_seed=s["teacher_seed"],
+                    data_seed=s["data_seed"],
+                )
                 if exp["store_data"]:
                     _add(p.data, dpath, data)
                 for sigma in exp["sigmas"]:
@@ -313,9 +368,18 @@ def _plan_erm(config: dict, p: Plan, results: str) -> None:
                         stem = f"{results}/erm/{setting_dir(exp)}/{sigma}/lam{fmt(lam)}/alpha{fmt(alpha)}/D{D}_n{n}_seed{seed}"
                         for start, run in erm_runs(exp, seed):
                             path = f"{stem}_{start}.nc"
-                            job = TrainJob(**vars(data), sigma=sigma, lam=lam, test_seed=s["test_seed"], **run,
-                                           tol=exp["tol"], n_test=exp["n_test"], dtype=exp["dtype"],
-                                           data=dpath if exp["store_data"] else None, out=path)
+                            job = TrainJob(
+                                **vars(data),
+                                sigma=sigma,
+                                lam=lam,
+                                test_seed=s["test_seed"],
+                                **run,
+                                tol=exp["tol"],
+                                n_test=exp["n_test"],
+                                dtype=exp["dtype"],
+                                data=dpath if exp["store_data"] else None,
+                                out=path,
+                            )
                             _add(p.erm, path, job)
                             p.members.setdefault(("erm", name), []).append(path)
     batches: dict[str, list] = {}
@@ -329,15 +393,26 @@ def _plan_erm(config: dict, p: Plan, results: str) -> None:
 def _plan_replica(config: dict, p: Plan, results: str) -> None:
     """One ReplicaJob per (setting, σ, λ) over the α grid, plus one Bayes-optimal job per setting."""
     for name, exp in config["replica"].items():
-        base = {"model": exp["model"], "nu": exp["nu"], "L": _law(exp["L"]), "delta": exp["delta"],
-                "alpha_grid": exp["alphas"], "seed": exp["seed"]}
+        base = {
+            "model": exp["model"],
+            "nu": exp["nu"],
+            "L": _law(exp["L"]),
+            "delta": exp["delta"],
+            "alpha_grid": exp["alphas"],
+            "seed": exp["seed"],
+        }
         stem = f"{results}/replica/{setting_dir(exp)}"
         for sigma in exp["sigmas"]:
             for lam in exp["lams"]:
                 mc = f"_mc{exp['mc_seeds']}" if exp["mc_seeds"] > 1 else ""
                 path = f"{stem}/{sigma}/lam{fmt(lam)}_n{exp['n_samples']}_seed{exp['seed']}{mc}.nc"
-                _add(p.replica, path, ReplicaJob(**base, n_samples=exp["n_samples"], sigma=sigma, lam_grid=(lam,),
-                                                 mc_seeds=exp["mc_seeds"]))
+                _add(
+                    p.replica,
+                    path,
+                    ReplicaJob(
+                        **base, n_samples=exp["n_samples"], sigma=sigma, lam_grid=(lam,), mc_seeds=exp["mc_seeds"]
+                    ),
+                )
                 p.members.setdefault(("replica", name), []).append(path)
         if exp["bayes_optimal"]:
             path = f"{stem}/bayes_optimal_n{exp['bayes_optimal_samples']}_seed{exp['seed']}.nc"
@@ -351,8 +426,18 @@ def _plan_length(config: dict, p: Plan, results: str) -> None:
         for sigma in exp["sigmas"]:
             path = f"{results}/length/{name}/{sigma}.nc"
             var = exp["var_L_max"] is not None and sigma in exp["var_sigmas"]
-            _add(p.length, path, LengthJob(
-                sigma=sigma, model=exp["model"], L_grid=exp["lengths"], nu_grid=exp["nu"], delta=exp["delta"],
-                target_risk=exp["target_risk"] if sigma in exp["target_sigmas"] else None,
-                var_L_max=exp["var_L_max"] if var else None, var_nu_grid=exp["var_nu"] if var else None))
+            _add(
+                p.length,
+                path,
+                LengthJob(
+                    sigma=sigma,
+                    model=exp["model"],
+                    L_grid=exp["lengths"],
+                    nu_grid=exp["nu"],
+                    delta=exp["delta"],
+                    target_risk=exp["target_risk"] if sigma in exp["target_sigmas"] else None,
+                    var_L_max=exp["var_L_max"] if var else None,
+                    var_nu_grid=exp["var_nu"] if var else None,
+                ),
+            )
             p.members.setdefault(("length", name), []).append(path)

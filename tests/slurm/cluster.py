@@ -75,8 +75,10 @@ def install(timeout: float = 900) -> str | None:
         policy.chmod(0o755)
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     try:
-        for cmd in (["apt-get", "update", "-qq"],
-                    ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES]):
+        for cmd in (
+            ["apt-get", "update", "-qq"],
+            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES],
+        ):
             r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
             if r.returncode:
                 raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
@@ -99,8 +101,12 @@ def _munge_works() -> bool:
         cred = subprocess.run([which("munge") or "munge", "-n"], capture_output=True, timeout=10)
         if cred.returncode:
             return False
-        return subprocess.run([which("unmunge") or "unmunge"], input=cred.stdout, capture_output=True,
-                              timeout=10).returncode == 0
+        return (
+            subprocess.run(
+                [which("unmunge") or "unmunge"], input=cred.stdout, capture_output=True, timeout=10
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -126,8 +132,15 @@ class LocalSlurm:
     not come up (with the daemon logs).
     """
 
-    def __init__(self, state_dir: Path, gpus: int = 0, partitions=("cpu", "gpu"), cpus: int = 0,
-                 memory_mb: int = 0, min_job_age: int = 300):
+    def __init__(
+        self,
+        state_dir: Path,
+        gpus: int = 0,
+        partitions=("cpu", "gpu"),
+        cpus: int = 0,
+        memory_mb: int = 0,
+        min_job_age: int = 300,
+    ):
         if gpus < 0:
             raise ValueError(f"gpus: must be >= 0, got {gpus}")
         if min_job_age < 1:
@@ -151,18 +164,30 @@ class LocalSlurm:
         cpus, mem = self._machine()
         devs = [self.state / "dev" / f"fakegpu{i}" for i in range(self.gpus)]
         fields = dict(
-            host=self.host, ctld_port=_free_port(), slurmd_port=_free_port(), state=self.state,
-            min_job_age=self.min_job_age, cpus=max(cpus, self.cpus), memory_mb=max(mem, self.memory_mb),
+            host=self.host,
+            ctld_port=_free_port(),
+            slurmd_port=_free_port(),
+            state=self.state,
+            min_job_age=self.min_job_age,
+            cpus=max(cpus, self.cpus),
+            memory_mb=max(mem, self.memory_mb),
             gres_types="GresTypes=gpu" if self.gpus else "",
             node_gres=f"Gres=gpu:{self.gpus} " if self.gpus else "",
-            partitions="\n".join(f"PartitionName={p} Nodes={self.host} Default={'YES' if i == 0 else 'NO'} "
-                                 "MaxTime=INFINITE State=UP" for i, p in enumerate(self.partitions)),
+            partitions="\n".join(
+                f"PartitionName={p} Nodes={self.host} Default={'YES' if i == 0 else 'NO'} MaxTime=INFINITE State=UP"
+                for i, p in enumerate(self.partitions)
+            ),
         )
         conf = MARKER + "\n" + (HERE / "slurm.conf.in").read_text().format(**fields)
         gres = None
         if self.gpus:
-            gres = MARKER + "\n" + (HERE / "gres.conf.in").read_text().format(
-                host=self.host, files="\n".join(f"NodeName={self.host} Name=gpu File={d}" for d in devs))
+            gres = (
+                MARKER
+                + "\n"
+                + (HERE / "gres.conf.in")
+                .read_text()
+                .format(host=self.host, files="\n".join(f"NodeName={self.host} Name=gpu File={d}" for d in devs))
+            )
         return conf, gres
 
     def _write_config(self):
@@ -187,8 +212,7 @@ class LocalSlurm:
     # --- daemons -------------------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str], **kw):
         log = open(self.state / f"{name}.stdout", "ab")
-        self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, **kw)
+        self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **kw)
         log.close()
 
     def _start_munge(self):
@@ -227,8 +251,11 @@ class LocalSlurm:
             # -c: cold start, no job or node state from an earlier cluster in this state dir
             self._spawn("slurmctld", [which("slurmctld"), "-D", "-c", "-i"])
             self._spawn("slurmd", [which("slurmd"), "-D", "-N", self.host])
-            self._wait(lambda: self._node_state().split("\n")[0] in ("idle", "mixed", "allocated"), timeout,
-                       "node did not become idle")
+            self._wait(
+                lambda: self._node_state().split("\n")[0] in ("idle", "mixed", "allocated"),
+                timeout,
+                "node did not become idle",
+            )
         except BaseException:
             self.stop()  # no daemon outlives a failed start
             raise
@@ -274,8 +301,12 @@ class LocalSlurm:
         id (``<array id>_<task>`` for array tasks), job_id (unique, = $SLURM_JOB_ID), name, state, comment (the plugin writes ``rule_<rule>[_wildcards_...]``), partition,
         tres (allocated trackable resources, e.g. ``cpu=1,mem=4000M,node=1,gres/gpu=1``)."""
         fmt = "%i|%A|%j|%T|%k|%P|%b|%C|%m"
-        r = subprocess.run([which("squeue"), "--states=all", "--noheader", f"--format={fmt}"],
-                           capture_output=True, text=True, check=True)
+        r = subprocess.run(
+            [which("squeue"), "--states=all", "--noheader", f"--format={fmt}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         keys = ("id", "job_id", "name", "state", "comment", "partition", "tres_per_node", "cpus", "min_memory")
         return [dict(zip(keys, line.split("|"))) for line in r.stdout.splitlines() if line.strip()]
 

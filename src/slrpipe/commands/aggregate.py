@@ -11,7 +11,9 @@ def add_arguments(p):
     """The options of ``slrpipe aggregate`` (added to its subparser ``p``)."""
     add_config_arguments(p)
     p.add_argument("--out", required=True, help="the store to write (e.g. results/slr.zarr)")
-    p.add_argument("--results", help="with --config: the results directory the jobs wrote to (default: the directory of --out)")
+    p.add_argument(
+        "--results", help="with --config: the results directory the jobs wrote to (default: the directory of --out)"
+    )
 
 
 def run(args):

@@ -19,10 +19,12 @@ def add_data_arguments(p, required: bool = True) -> None:
     """The data-model options shared by ``generate`` and ``train``."""
     p.add_argument("--model", choices=MODELS, required=required)
     p.add_argument("--nu", type=parse_nu, required=required, help="signal strength ν ≥ 0 or inf (max only)")
-    p.add_argument("--L", type=parse_L, required=required,
-                   help="length law: '3', 'uniform:1,2,3' or JSON {\"1\": 0.5, \"2\": 0.5}")
-    p.add_argument("--delta", type=float, default=0.0 if required else None,
-                   help="label noise standard deviation Δ (default 0)")
+    p.add_argument(
+        "--L", type=parse_L, required=required, help="length law: '3', 'uniform:1,2,3' or JSON {\"1\": 0.5, \"2\": 0.5}"
+    )
+    p.add_argument(
+        "--delta", type=float, default=0.0 if required else None, help="label noise standard deviation Δ (default 0)"
+    )
     p.add_argument("--D", type=int, required=required, help="token dimension")
     p.add_argument("--teacher-seed", type=int, required=required)
     p.add_argument("--data-seed", type=int, required=required)

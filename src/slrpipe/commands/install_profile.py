@@ -13,10 +13,17 @@ PROFILES = resources.files("slrpipe") / "resources" / "profiles"
 
 def add_arguments(p):
     """The options of ``slrpipe install-profile`` (added to its subparser ``p``)."""
-    p.add_argument("name", nargs="?", default="slurm", help="profile to install (a folder of profiles/; default: slurm)")
-    p.add_argument("--dest", help="profile folder to create (default: Snakemake's user config dir "
-                   "$XDG_CONFIG_HOME/snakemake/<name>, usually ~/.config/snakemake/<name>)")
-    p.add_argument("--force", action="store_true", help="replace an installed profile that differs (site edits are lost)")
+    p.add_argument(
+        "name", nargs="?", default="slurm", help="profile to install (a folder of profiles/; default: slurm)"
+    )
+    p.add_argument(
+        "--dest",
+        help="profile folder to create (default: Snakemake's user config dir "
+        "$XDG_CONFIG_HOME/snakemake/<name>, usually ~/.config/snakemake/<name>)",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="replace an installed profile that differs (site edits are lost)"
+    )
 
 
 def run(args):
@@ -28,12 +35,16 @@ def run(args):
 
     src = PROFILES / args.name
     if not (src / "config.yaml").is_file():
-        raise ValueError(f"name: no profile {args.name!r}; allowed: {sorted(p.name for p in PROFILES.iterdir() if p.is_dir())}")
+        raise ValueError(
+            f"name: no profile {args.name!r}; allowed: {sorted(p.name for p in PROFILES.iterdir() if p.is_dir())}"
+        )
     dest = Path(args.dest) if args.dest else Path(get_appdirs().user_config_dir) / args.name
     target = dest / "config.yaml"
     if target.exists() and target.read_bytes() != (src / "config.yaml").read_bytes() and not args.force:
-        print(f"install-profile: {target} exists and differs (site edits?); kept. Use --force to replace it.",
-              file=sys.stderr)
+        print(
+            f"install-profile: {target} exists and differs (site edits?); kept. Use --force to replace it.",
+            file=sys.stderr,
+        )
         return 1
     dest.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".yaml.tmp")

@@ -43,8 +43,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=float, default=0.0, help="label-noise std Δ (default 0)")
     p.add_argument("--target-risk", type=float, default=None, help="also find, per L, the ν reaching this excess risk")
     p.add_argument("--var-L-max", type=int, default=None, help="also the optimum for L ~ Uniform{1..N}")
-    p.add_argument("--var-nu-grid", default=None, type=lambda t: _nus(t, "var-nu-grid"),
-                   help="ν grid of the variable-length optimum")
+    p.add_argument(
+        "--var-nu-grid",
+        default=None,
+        type=lambda t: _nus(t, "var-nu-grid"),
+        help="ν grid of the variable-length optimum",
+    )
     p.add_argument("--out", required=True, help="output netCDF path")
 
 
@@ -60,11 +64,28 @@ def run(args: argparse.Namespace) -> int:
     if args.var_L_max is not None and args.var_L_max < 1:
         raise ValueError(f"var-L-max: must be ≥ 1, got {args.var_L_max}")
     job = from_namespace(LengthJob, args)
-    ds = length_sweep(job.sigma, job.model, list(job.L_grid), list(job.nu_grid), job.delta,
-                      target_risk=job.target_risk, var_L_max=job.var_L_max, var_nus=job.var_nu_grid or ())
-    ds.attrs.update(provenance(command="length", sigma=job.sigma, model=job.model, L_grid=text(job.L_grid),
-                               nu_grid=text(job.nu_grid), delta=job.delta, target_risk=str(job.target_risk),
-                               var_L_max=str(job.var_L_max),
-                               var_nu_grid=text(job.var_nu_grid) if job.var_nu_grid else "None"))
+    ds = length_sweep(
+        job.sigma,
+        job.model,
+        list(job.L_grid),
+        list(job.nu_grid),
+        job.delta,
+        target_risk=job.target_risk,
+        var_L_max=job.var_L_max,
+        var_nus=job.var_nu_grid or (),
+    )
+    ds.attrs.update(
+        provenance(
+            command="length",
+            sigma=job.sigma,
+            model=job.model,
+            L_grid=text(job.L_grid),
+            nu_grid=text(job.nu_grid),
+            delta=job.delta,
+            target_risk=str(job.target_risk),
+            var_L_max=str(job.var_L_max),
+            var_nu_grid=text(job.var_nu_grid) if job.var_nu_grid else "None",
+        )
+    )
     write_netcdf(ds, args.out)
     return 0

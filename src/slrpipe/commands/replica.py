@@ -35,11 +35,16 @@ def add_arguments(p) -> None:
     p.add_argument("--alpha-grid", required=True, type=_grid, help="comma-separated α = n/D")
     p.add_argument("--n-samples", type=int, default=20000, help="Monte Carlo samples of the channel")
     p.add_argument("--seed", type=int, default=0, help="seed of the common random numbers")
-    p.add_argument("--mc-seeds", type=int, default=None,
-                   help="re-solve each converged point with this many scrambles in all (test_error_mc_sd)")
+    p.add_argument(
+        "--mc-seeds",
+        type=int,
+        default=None,
+        help="re-solve each converged point with this many scrambles in all (test_error_mc_sd)",
+    )
     p.add_argument("--no-qmc", action="store_true", help="iid Gaussian fields instead of scrambled Sobol")
-    p.add_argument("--one-way", action="store_true",
-                   help="continuation from large α only (no up pass, no second-branch detection)")
+    p.add_argument(
+        "--one-way", action="store_true", help="continuation from large α only (no up pass, no second-branch detection)"
+    )
     p.add_argument("--bayes-optimal", action="store_true", help="Bayes-optimal state evolution instead (no σ, no λ)")
     p.add_argument("--out", required=True, help="output netCDF path")
 
@@ -59,15 +64,27 @@ def run(args) -> int:
     if job.bayes_optimal:
         if job.sigma is not None or job.lam_grid is not None:
             raise ValueError("bayes-optimal: takes no --sigma or --lam-grid (the state evolution has neither)")
-        ds = bayes_optimal_sweep(job.model, job.nu, L, job.delta, list(job.alpha_grid), n_samples=job.n_samples,
-                                 seed=job.seed)
+        ds = bayes_optimal_sweep(
+            job.model, job.nu, L, job.delta, list(job.alpha_grid), n_samples=job.n_samples, seed=job.seed
+        )
     else:
         # the options are built (and range-checked) once, here, for every solve of the sweep
         options = SolverOptions()
         sweep = SweepOptions(two_way=not args.one_way, mc_seeds=job.mc_seeds or 1)
-        ds = replica_sweep(job.sigma or "softmax", job.model, job.nu, L, job.delta, list(job.lam_grid or (0.1,)),
-                           list(job.alpha_grid), n_samples=job.n_samples, seed=job.seed, qmc=not args.no_qmc,
-                           options=options, sweep=sweep)
+        ds = replica_sweep(
+            job.sigma or "softmax",
+            job.model,
+            job.nu,
+            L,
+            job.delta,
+            list(job.lam_grid or (0.1,)),
+            list(job.alpha_grid),
+            n_samples=job.n_samples,
+            seed=job.seed,
+            qmc=not args.no_qmc,
+            options=options,
+            sweep=sweep,
+        )
     ds.attrs.update(provenance(command="replica", nu_text=text(job.nu)))
     write_netcdf(ds, args.out)
     return 0

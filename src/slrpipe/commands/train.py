@@ -33,14 +33,21 @@ def add_arguments(p) -> None:
     p.add_argument("--optimizer", choices=OPTIMIZERS, default="lbfgs")
     p.add_argument("--init", choices=INITS, default="informed")
     p.add_argument("--init-seed", type=int, default=0)
-    p.add_argument("--restart", type=int, default=0,
-                   help="index of this start among the restarts of its seed (recorded as a coordinate; the "
-                        "workflow sets --init-seed to slrpipe.vocabulary.init_seed(seed, restart))")
-    p.add_argument("--test-seed", type=int, default=None, help="default: data seed + 10000 (slrpipe.vocabulary.default_test_seed)")
+    p.add_argument(
+        "--restart",
+        type=int,
+        default=0,
+        help="index of this start among the restarts of its seed (recorded as a coordinate; the "
+        "workflow sets --init-seed to slrpipe.vocabulary.init_seed(seed, restart))",
+    )
+    p.add_argument(
+        "--test-seed", type=int, default=None, help="default: data seed + 10000 (slrpipe.vocabulary.default_test_seed)"
+    )
     p.add_argument("--n-test", type=int, default=100_000)
     p.add_argument("--max-iter", type=int, default=1000)
-    p.add_argument("--tol", type=float, default=None,
-                   help="stop when |∇𝓛|₂/n < tol (default 1e-5 float32, 1e-8 float64)")
+    p.add_argument(
+        "--tol", type=float, default=None, help="stop when |∇𝓛|₂/n < tol (default 1e-5 float32, 1e-8 float64)"
+    )
     p.add_argument("--dtype", choices=DTYPES, default="float32")
     p.add_argument("--lr", type=float, default=None, help="gd/sgd/adam step size (see slrpipe.train.erm)")
     p.add_argument("--record-every", type=int, default=10, help="trajectory period in steps")
@@ -53,8 +60,11 @@ def add_execution_arguments(p) -> None:
     p.add_argument("--batch-size", type=int, default=None, help="sgd minibatch size (default 256)")
     p.add_argument("--sgd-seed", type=int, default=0)
     p.add_argument("--log-every", type=int, default=100, help="progress log period in steps")
-    p.add_argument("--no-theory", action="store_true",
-                   help="skip test_error_theory (the population risk at the learned overlaps; NaN instead)")
+    p.add_argument(
+        "--no-theory",
+        action="store_true",
+        help="skip test_error_theory (the population risk at the learned overlaps; NaN instead)",
+    )
 
 
 def _stored(path) -> dict:
@@ -63,8 +73,16 @@ def _stored(path) -> dict:
 
     d = SLRDataset.open(path)
     t = d.task
-    return {"model": t.model, "nu": t.nu, "L": t.L, "delta": t.delta, "D": t.D, "n": d.n,
-            "teacher_seed": d.teacher_seed, "data_seed": d.data_seed}
+    return {
+        "model": t.model,
+        "nu": t.nu,
+        "L": t.L,
+        "delta": t.delta,
+        "D": t.D,
+        "n": d.n,
+        "teacher_seed": d.teacher_seed,
+        "data_seed": d.data_seed,
+    }
 
 
 def job_of(args) -> TrainJob:
@@ -82,8 +100,9 @@ def job_of(args) -> TrainJob:
         stored = _stored(args.data)
         clash = [k for k, v in given.items() if DataJob(**{**stored, k: v}) != DataJob(**stored)]
         if clash:
-            raise ValueError(f"data: --{', --'.join(c.replace('_', '-') for c in clash)} contradict the stored "
-                             f"dataset {args.data}")
+            raise ValueError(
+                f"data: --{', --'.join(c.replace('_', '-') for c in clash)} contradict the stored dataset {args.data}"
+            )
         given = stored
     missing = [k for k in names if k not in given and k not in ("delta", "n")]
     if missing:
@@ -108,12 +127,27 @@ def options(job: TrainJob, batch_size=None, sgd_seed=0, log_every=100, no_theory
     """The ``ERMOptions`` of a job and its execution options (checked once, here)."""
     from slrpipe.train.options import ERMOptions, SolverOptions
 
-    solver = SolverOptions(optimizer=job.optimizer, max_iter=job.max_iter, tol=job.tol, lr=job.lr,
-                           batch_size=batch_size, sgd_seed=sgd_seed, record_every=job.record_every,
-                           log_every=log_every)
-    return ERMOptions(sigma=job.sigma, lam=job.lam, init=job.init, init_seed=job.init_seed,
-                      test_seed=job.test_seed, n_test=job.n_test, dtype=job.dtype, theory=not no_theory,
-                      solver=solver)
+    solver = SolverOptions(
+        optimizer=job.optimizer,
+        max_iter=job.max_iter,
+        tol=job.tol,
+        lr=job.lr,
+        batch_size=batch_size,
+        sgd_seed=sgd_seed,
+        record_every=job.record_every,
+        log_every=log_every,
+    )
+    return ERMOptions(
+        sigma=job.sigma,
+        lam=job.lam,
+        init=job.init,
+        init_seed=job.init_seed,
+        test_seed=job.test_seed,
+        n_test=job.n_test,
+        dtype=job.dtype,
+        theory=not no_theory,
+        solver=solver,
+    )
 
 
 def train_and_write(jobs: list[TrainJob], outs: list, data, **execution) -> None:

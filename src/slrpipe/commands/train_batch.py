@@ -44,8 +44,7 @@ def members(text: str) -> list[TrainJob]:
 
 
 def _data_key(job: TrainJob):
-    return (job.model, job.nu, tuple(job.L.items()), job.delta, job.D, job.n, job.teacher_seed, job.data_seed,
-            job.data)
+    return (job.model, job.nu, tuple(job.L.items()), job.delta, job.D, job.n, job.teacher_seed, job.data_seed, job.data)
 
 
 def run(args) -> int:

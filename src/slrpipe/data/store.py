@@ -78,8 +78,7 @@ class SLRDataset:
         a = dict(g.attrs)
         if a.get("format") != FORMAT:
             raise ValueError(f"data: {path} is not an slrpipe dataset store (format {a.get('format')!r})")
-        task = SLRTask(a["model"], float(a["nu"]), {int(k): p for k, p in a["L_law"].items()},
-                       a["delta"], a["D"])
+        task = SLRTask(a["model"], float(a["nu"]), {int(k): p for k, p in a["L_law"].items()}, a["delta"], a["D"])
         return cls(task, a["n"], a["teacher_seed"], a["data_seed"], a["chunk_size"], Path(path))
 
     def regenerated(self) -> SLRDataset:
@@ -100,8 +99,8 @@ class SLRDataset:
     def bounds(self, i: int) -> tuple[int, int]:
         """Row range [a, b) of chunk ``i``.
 
-            Raises:
-                ValueError: ``i`` outside [0, n_chunks)."""
+        Raises:
+            ValueError: ``i`` outside [0, n_chunks)."""
         if not 0 <= i < self.n_chunks:
             raise ValueError(f"i: chunk index must be in [0, {self.n_chunks}), got {i}")
         return i * self.chunk_size, min(self.n, (i + 1) * self.chunk_size)
@@ -129,8 +128,13 @@ class SLRDataset:
     def load(self) -> Chunk:
         """The whole dataset as one ``Chunk`` (n rows); needs n·L_max·D·4 bytes of memory."""
         t = self.task
-        out = Chunk(np.empty((self.n, t.L_max, t.D), np.float32), np.empty((self.n, t.L_max), bool),
-                    np.empty(self.n), np.empty(self.n, np.int64), np.empty(self.n, np.int64))
+        out = Chunk(
+            np.empty((self.n, t.L_max, t.D), np.float32),
+            np.empty((self.n, t.L_max), bool),
+            np.empty(self.n),
+            np.empty(self.n, np.int64),
+            np.empty(self.n, np.int64),
+        )
         for i in range(self.n_chunks):  # filled in place: peak memory is the result plus one chunk
             a, b = self.bounds(i)
             for dst, src in zip(out, self.chunk(i)):
@@ -140,12 +144,23 @@ class SLRDataset:
     def attrs(self) -> dict:
         """Every parameter of the dataset, JSON-compatible (stored in the zarr attributes)."""
         t = self.task
-        return {"format": FORMAT, "model": t.model, "nu": t.nu, "L": format_L(t.L),
-                "L_law": {str(k): p for k, p in t.L.items()}, "L_max": t.L_max, "delta": t.delta,
-                "D": t.D, "n": self.n, "alpha": self.n / t.D, "teacher_seed": self.teacher_seed,
-                "data_seed": self.data_seed, "chunk_size": self.chunk_size,
-                "rng": "numpy.random.default_rng([data_seed, chunk_index])",
-                "slrpipe_version": __version__}
+        return {
+            "format": FORMAT,
+            "model": t.model,
+            "nu": t.nu,
+            "L": format_L(t.L),
+            "L_law": {str(k): p for k, p in t.L.items()},
+            "L_max": t.L_max,
+            "delta": t.delta,
+            "D": t.D,
+            "n": self.n,
+            "alpha": self.n / t.D,
+            "teacher_seed": self.teacher_seed,
+            "data_seed": self.data_seed,
+            "chunk_size": self.chunk_size,
+            "rng": "numpy.random.default_rng([data_seed, chunk_index])",
+            "slrpipe_version": __version__,
+        }
 
 
 def write_dataset(path, dataset: SLRDataset) -> SLRDataset:
@@ -163,11 +178,24 @@ def write_dataset(path, dataset: SLRDataset) -> SLRDataset:
     with atomic_dir(path) as tmp:
         g = zarr.open_group(str(tmp), mode="w", zarr_format=3)
         g.attrs.update(dataset.attrs())
-        spec = {"X": ((t.L_max, t.D), "float32", ("token", "dim")), "mask": ((t.L_max,), "bool", ("token",)),
-                "y": ((), "float64", ()), "eps": ((), "int64", ()), "lengths": ((), "int64", ())}
-        arrs = {name: g.create_array(name, shape=(dataset.n, *tail), chunks=(c, *tail), dtype=dt,
-                                     compressors=None, dimension_names=("sample", *dims))
-                for name, (tail, dt, dims) in spec.items()}
+        spec = {
+            "X": ((t.L_max, t.D), "float32", ("token", "dim")),
+            "mask": ((t.L_max,), "bool", ("token",)),
+            "y": ((), "float64", ()),
+            "eps": ((), "int64", ()),
+            "lengths": ((), "int64", ()),
+        }
+        arrs = {
+            name: g.create_array(
+                name,
+                shape=(dataset.n, *tail),
+                chunks=(c, *tail),
+                dtype=dt,
+                compressors=None,
+                dimension_names=("sample", *dims),
+            )
+            for name, (tail, dt, dims) in spec.items()
+        }
         for name, vec in zip(("k_star", "v_star"), dataset.teacher):
             g.create_array(name, data=vec, dimension_names=("dim",))
         for i in range(dataset.n_chunks):

@@ -38,8 +38,9 @@ def plot(tree, experiments, out_stem):
             tail = (nu[ok] >= np.median(nu[ok])) & (r_sm > 0)
             if tail.sum() >= 2:
                 c, b = np.polyfit(nu[ok][tail], np.log(r_sm[tail]), 1)
-                ax_lin.semilogy(nu[ok], np.exp(b + c * nu[ok]), color="grey", lw=0.8, ls=":",
-                                label=f"∝ exp(−{-c:.3g} ν)")
+                ax_lin.semilogy(
+                    nu[ok], np.exp(b + c * nu[ok]), color="grey", lw=0.8, ls=":", label=f"∝ exp(−{-c:.3g} ν)"
+                )
         ax_lin.set_xlabel("signal strength ν")
         ax_log.set_xlabel("signal strength ν")
         ax_lin.set_ylabel("excess risk  R* − Δ²")

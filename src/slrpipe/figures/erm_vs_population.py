@@ -37,8 +37,18 @@ def draw_erm(ax, erm, lam_styles=True, label_suffix="", var="test_error"):
         for i, lam in enumerate(lams):
             m, se = mean_se(erm[var].sel(sigma=s, lam=lam))
             lab = f"ERM {LABELS.get(s, s)}" + (f", λ = {lam:g}" if len(lams) > 1 else "") + label_suffix
-            ax.errorbar(erm["alpha"].values, m.values, yerr=se.values, ls="none", marker=MARKERS.get(s, "o"),
-                        ms=4, capsize=2, color=COLORS.get(s), fillstyle=LAM_FILL.get(i % 4), label=lab)
+            ax.errorbar(
+                erm["alpha"].values,
+                m.values,
+                yerr=se.values,
+                ls="none",
+                marker=MARKERS.get(s, "o"),
+                ms=4,
+                capsize=2,
+                color=COLORS.get(s),
+                fillstyle=LAM_FILL.get(i % 4),
+                label=lab,
+            )
     return sigmas
 
 
@@ -61,8 +71,13 @@ def plot(tree, experiments, out_stem):
                 ax.plot(erm["alpha"].values, m.values, ls="none", marker="x", ms=4, color=COLORS.get(s), alpha=0.7)
             ax.plot([], [], ls="none", marker="x", color="grey", label="R(σ) at learned overlaps")
         for s in sigmas:
-            ax.axhline(float(pop["risk"].sel(sigma=s).values[0]), color=COLORS.get(s), ls="--", lw=1,
-                       label=f"population optimum, {LABELS.get(s, s)}")
+            ax.axhline(
+                float(pop["risk"].sel(sigma=s).values[0]),
+                color=COLORS.get(s),
+                ls="--",
+                lw=1,
+                label=f"population optimum, {LABELS.get(s, s)}",
+            )
         ax.axhline(float(pop["risk"].sel(sigma="bayes").values[0]), color="black", ls=":", lw=1, label="Bayes risk")
         log_alpha_axis(ax)
         # log errors (softmax and a linear interpolation peak differ by decades at large L) unless a

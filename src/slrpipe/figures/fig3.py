@@ -49,8 +49,8 @@ def draw_theory(ax, alpha, err, stable, **kw) -> bool:
     kw = {k: v for k, v in kw.items() if k != "label"}
     dashed = False
     for i in range(len(err) - 1):
-        if (unstable[i] or unstable[i + 1]) and np.isfinite(err[i:i + 2]).all():
-            ax.plot(alpha[i:i + 2], err[i:i + 2], ls=(0, (3, 2)), **kw)
+        if (unstable[i] or unstable[i + 1]) and np.isfinite(err[i : i + 2]).all():
+            ax.plot(alpha[i : i + 2], err[i : i + 2], ls=(0, (3, 2)), **kw)
             dashed = True
     lone = unstable & np.isfinite(err)  # an unstable point without a finite neighbour still shows
     lone &= ~(np.isfinite(np.r_[np.nan, err[:-1]]) | np.isfinite(np.r_[err[1:], np.nan]))
@@ -76,8 +76,15 @@ def plot(tree, experiments, out_stem):
         any_unstable = False
         for s in ordered(rep["sigma"].values) if "sigma" in rep.dims else []:
             if tuned:
-                ax.plot(alpha, rep["test_error_opt_lam"].sel(sigma=s), color=COLORS.get(s), lw=5, alpha=0.25,
-                        solid_capstyle="round", label=f"theory {LABELS.get(s, s)}, best λ per α")
+                ax.plot(
+                    alpha,
+                    rep["test_error_opt_lam"].sel(sigma=s),
+                    color=COLORS.get(s),
+                    lw=5,
+                    alpha=0.25,
+                    solid_capstyle="round",
+                    label=f"theory {LABELS.get(s, s)}, best λ per α",
+                )
             for i, lam in enumerate(rep["lam"].values):
                 err = rep["test_error"].sel(sigma=s, lam=lam)
                 if "test_error_seed_mean" in rep:  # the mean over Monte Carlo draws, where measured
@@ -85,18 +92,42 @@ def plot(tree, experiments, out_stem):
                 conv = rep["converged"].sel(sigma=s, lam=lam).astype(bool) if "converged" in rep else True
                 # rs_stable: 1/0, NaN where not checked (drawn as stable)
                 stable = rep["rs_stable"].sel(sigma=s, lam=lam).values != 0 if "rs_stable" in rep else None
-                any_unstable |= draw_theory(ax, alpha, err.where(conv).values, stable, color=COLORS.get(s),
-                                            lw=LAM_WIDTHS[i % 4], label=f"theory {LABELS.get(s, s)}, λ = {lam:g}")
+                any_unstable |= draw_theory(
+                    ax,
+                    alpha,
+                    err.where(conv).values,
+                    stable,
+                    color=COLORS.get(s),
+                    lw=LAM_WIDTHS[i % 4],
+                    label=f"theory {LABELS.get(s, s)}, λ = {lam:g}",
+                )
                 if "test_error_mc_sd" in rep:
                     ill = rep["test_error_mc_sd"].sel(sigma=s, lam=lam) > rel_sd * abs(err)
                     if bool((ill & conv).any()):
-                        ax.plot(alpha, err.where(ill & conv), ls="none", marker="x", ms=5, color=COLORS.get(s),
-                                label=f"theory {LABELS.get(s, s)}: MC s.d. > {rel_sd:.0%} (near a fold)")
+                        ax.plot(
+                            alpha,
+                            err.where(ill & conv),
+                            ls="none",
+                            marker="x",
+                            ms=5,
+                            color=COLORS.get(s),
+                            label=f"theory {LABELS.get(s, s)}: MC s.d. > {rel_sd:.0%} (near a fold)",
+                        )
                 if "n_branches" in rep and bool((rep["n_branches"].sel(sigma=s, lam=lam) > 1).any()):
-                    ax.plot(alpha, rep["test_error_alt"].sel(sigma=s, lam=lam), ls="none", marker="d", ms=3,
-                            fillstyle="none", color=COLORS.get(s), label=f"second RS fixed point, {LABELS.get(s, s)}")
+                    ax.plot(
+                        alpha,
+                        rep["test_error_alt"].sel(sigma=s, lam=lam),
+                        ls="none",
+                        marker="d",
+                        ms=3,
+                        fillstyle="none",
+                        color=COLORS.get(s),
+                        label=f"second RS fixed point, {LABELS.get(s, s)}",
+                    )
         if any_unstable:
-            ax.plot([], [], color="grey", ls=(0, (3, 2)), lw=1.2, label="theory where RS is unstable (docs/theory.md §11)")
+            ax.plot(
+                [], [], color="grey", ls=(0, (3, 2)), lw=1.2, label="theory where RS is unstable (docs/theory.md §11)"
+            )
         if "bayes_optimal_test_error" in rep:
             ax.plot(alpha, rep["bayes_optimal_test_error"], color="black", lw=1.2, label="Bayes-optimal")
             # first-order transition: where the branch reached from an uninformed start differs
@@ -104,8 +135,16 @@ def plot(tree, experiments, out_stem):
             unf = rep["bayes_optimal_test_error_uninformed"]
             differs = abs(unf - rep["bayes_optimal_test_error"]) > 1e-3
             if bool(differs.any()):
-                ax.plot(alpha, unf.where(differs), color="black", lw=1, ls=":", marker=".", ms=3,
-                        label="Bayes-optimal SE, uninformed branch")
+                ax.plot(
+                    alpha,
+                    unf.where(differs),
+                    color="black",
+                    lw=1,
+                    ls=":",
+                    marker=".",
+                    ms=3,
+                    label="Bayes-optimal SE, uninformed branch",
+                )
         erm_name = json.loads(rep.attrs.get("erm", "null"))
         if erm_name and erm_name in tree.get("erm", {}):
             erm = reference(largest_D(tree[f"erm/{erm_name}"].to_dataset()))  # informed start, largest D of a ladder
@@ -116,9 +155,19 @@ def plot(tree, experiments, out_stem):
                 best = at_best_lam(erm, report=var)
                 for s in ordered(best["sigma"].values):
                     m, se = mean_se(best.sel(sigma=s))
-                    ax.errorbar(erm["alpha"].values, m.values, yerr=se.values, ls="none", marker="*", ms=8,
-                                capsize=2, color=COLORS.get(s), mec="black", mew=0.5,
-                                label=f"ERM {LABELS.get(s, s)}, best λ (validation error)")
+                    ax.errorbar(
+                        erm["alpha"].values,
+                        m.values,
+                        yerr=se.values,
+                        ls="none",
+                        marker="*",
+                        ms=8,
+                        capsize=2,
+                        color=COLORS.get(s),
+                        mec="black",
+                        mew=0.5,
+                        label=f"ERM {LABELS.get(s, s)}, best λ (validation error)",
+                    )
         log_alpha_axis(ax)
         log_error_axis(ax)
         ax.set_title(setting_title(rep))

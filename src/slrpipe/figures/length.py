@@ -49,14 +49,27 @@ def plot(tree, experiments, out_stem):
         for s in sigmas:
             for j, nu in enumerate(nus):
                 r = node["risk"].sel(sigma=s, nu=nu).values - delta2
-                ax_r.plot(L, r, color=COLORS.get(s), ls=_NU_STYLES[j % 4], marker=MARKERS.get(s), ms=2.5,
-                          lw=1.8 if s == "bayes" else 1.2,
-                          label=LABELS.get(s, s) + (" (= softmax optimum)" if s == "bayes" else "") if j == 0 else None)
+                ax_r.plot(
+                    L,
+                    r,
+                    color=COLORS.get(s),
+                    ls=_NU_STYLES[j % 4],
+                    marker=MARKERS.get(s),
+                    ms=2.5,
+                    lw=1.8 if s == "bayes" else 1.2,
+                    label=LABELS.get(s, s) + (" (= softmax optimum)" if s == "bayes" else "") if j == 0 else None,
+                )
         if model == "spiked" and "linear" in sigmas:
             xs = np.unique(np.geomspace(L.min(), L.max(), 200).round().astype(int))
             for j, nu in enumerate(nus):
-                ax_r.plot(xs, xs * (xs - 1) / ((xs - 1) * nu + xs * xs), color="grey", lw=0.7, ls=_NU_STYLES[j % 4],
-                          label="linear closed form L(L−1)/((L−1)ν+L²)" if j == 0 else None)
+                ax_r.plot(
+                    xs,
+                    xs * (xs - 1) / ((xs - 1) * nu + xs * xs),
+                    color="grey",
+                    lw=0.7,
+                    ls=_NU_STYLES[j % 4],
+                    label="linear closed form L(L−1)/((L−1)ν+L²)" if j == 0 else None,
+                )
         ax_r.set_xscale("log")
         ax_r.set_xlabel("sequence length L")
         ax_r.set_ylabel("optimal excess risk R* − Δ²")
@@ -65,13 +78,17 @@ def plot(tree, experiments, out_stem):
         # (b) ν needed for the target excess risk
         if "nu_target" in node:
             target = json.loads(node.attrs.get("target_risk", "null"))
-            nt = {s: node["nu_target"].sel(sigma=s).values for s in sigmas
-                  if np.isfinite(node["nu_target"].sel(sigma=s).values).any()}
+            nt = {
+                s: node["nu_target"].sel(sigma=s).values
+                for s in sigmas
+                if np.isfinite(node["nu_target"].sel(sigma=s).values).any()
+            }
             laws = fit_laws(L, nt)
             xs = np.geomspace(max(10, L.min()), L.max(), 100)
             for s, v in nt.items():
-                ax_n.loglog(L, v, color=COLORS.get(s), marker=MARKERS.get(s, "o"), ls="none", ms=4,
-                            label=LABELS.get(s, s))
+                ax_n.loglog(
+                    L, v, color=COLORS.get(s), marker=MARKERS.get(s, "o"), ls="none", ms=4, label=LABELS.get(s, s)
+                )
                 if s in laws:
                     ax_n.loglog(xs, laws[s][1](xs), color=COLORS.get(s), lw=0.9, label=laws[s][0])
             ax_n.set_xlabel("sequence length L")
@@ -86,8 +103,15 @@ def plot(tree, experiments, out_stem):
             for s in sigmas:
                 rv = node["risk_var"].sel(sigma=s).values - delta2
                 if np.isfinite(rv).any():
-                    ax_v.semilogy(nv, rv, color=COLORS.get(s), marker=MARKERS.get(s), ms=3,
-                                  ls="--" if s == "bayes" else "-", label=LABELS.get(s, s))
+                    ax_v.semilogy(
+                        nv,
+                        rv,
+                        color=COLORS.get(s),
+                        marker=MARKERS.get(s),
+                        ms=3,
+                        ls="--" if s == "bayes" else "-",
+                        label=LABELS.get(s, s),
+                    )
             nmax = json.loads(node.attrs.get("var_L_max", "null"))
             ax_v.set_xscale("log")
             ax_v.set_xlabel("signal strength ν")

@@ -57,7 +57,12 @@ ALPHA_RTOL = 0.01
 def replica_at(rep, sigma, lam, alpha, var="test_error") -> float:
     """``var`` of the replica node at (σ, λ), interpolated in log α to ``alpha``; NaN where the node
     lacks σ or λ or ``alpha`` lies outside its α grid (beyond ``ALPHA_RTOL``)."""
-    if rep is None or var not in rep or sigma not in rep["sigma"].values or not np.isclose(rep["lam"].values, lam).any():
+    if (
+        rep is None
+        or var not in rep
+        or sigma not in rep["sigma"].values
+        or not np.isclose(rep["lam"].values, lam).any()
+    ):
         return np.nan
     r = rep[var].sel(sigma=sigma).isel(lam=int(np.argmax(np.isclose(rep["lam"].values, lam))))
     grid = rep["alpha"].values
@@ -107,7 +112,9 @@ def plot(tree, experiments, out_stem):
         if _setting(ds) != setting:
             raise ValueError(f"experiments: {name} has setting {_setting(ds)}, not {setting}; one setting per figure")
     sweeps = [ds for ds in nodes if "lbfgs" in ds["optimizer"].values and "random" in ds["init"].values]
-    dyn = [ds for ds in nodes if any(o in FIRST_ORDER for o in ds["optimizer"].values) and "random" in ds["init"].values]
+    dyn = [
+        ds for ds in nodes if any(o in FIRST_ORDER for o in ds["optimizer"].values) and "random" in ds["init"].values
+    ]
     rep = _replica(tree, setting)
     bayes_pop = None
     for name in experiments:
@@ -124,10 +131,21 @@ def plot(tree, experiments, out_stem):
         for s in ordered(ds["sigma"].values):
             c, mk = COLORS.get(s), MARKERS.get(s, "o")
             m, se = mean_se(reference(ds)[var].sel(sigma=s))
-            ax_a.errorbar(alpha, m, yerr=se, ls="none", marker=mk, color=c, ms=4, label=f"{LABELS.get(s, s)}, informed start")
+            ax_a.errorbar(
+                alpha, m, yerr=se, ls="none", marker=mk, color=c, ms=4, label=f"{LABELS.get(s, s)}, informed start"
+            )
             m, se = mean_se(best_random(ds, var, "lbfgs").sel(sigma=s))
-            ax_a.errorbar(alpha * 1.04, m, yerr=se, ls="none", marker=mk, mfc="none", color=c, ms=6,
-                          label=f"{LABELS.get(s, s)}, best random start")
+            ax_a.errorbar(
+                alpha * 1.04,
+                m,
+                yerr=se,
+                ls="none",
+                marker=mk,
+                mfc="none",
+                color=c,
+                ms=6,
+                label=f"{LABELS.get(s, s)}, best random start",
+            )
             if rep is not None and s in rep["sigma"].values and np.isclose(rep["lam"].values, lam).any():
                 r = rep["test_error"].sel(sigma=s).isel(lam=int(np.argmax(np.isclose(rep["lam"].values, lam))))
                 r = r.where(rep["converged"].sel(sigma=s, lam=r["lam"])) if "converged" in rep else r
@@ -156,12 +174,20 @@ def plot(tree, experiments, out_stem):
                 for i in range(runs.sizes["run"]):
                     y = runs.isel(run=i).values
                     if np.isfinite(y[keep]).any():
-                        ax.plot(steps[keep], y[keep], color=c, lw=0.8, alpha=0.7,
-                                label=f"{LABELS.get(s, s)}, {opt} from random starts" if first else None)
+                        ax.plot(
+                            steps[keep],
+                            y[keep],
+                            color=c,
+                            lw=0.8,
+                            alpha=0.7,
+                            label=f"{LABELS.get(s, s)}, {opt} from random starts" if first else None,
+                        )
                         first = False
                 if "informed" in pt["init"].values:
                     inf = pt["test_error_pop"].sel(sigma=s, init="informed", restart=0).mean("seed")
-                    ax.axhline(float(inf), color=c, ls="--", lw=1, label=f"{LABELS.get(s, s)}, informed start ({opt}, end)")
+                    ax.axhline(
+                        float(inf), color=c, ls="--", lw=1, label=f"{LABELS.get(s, s)}, informed start ({opt}, end)"
+                    )
                 val = replica_at(rep, s, lam, a)
                 if np.isfinite(val):
                     ax.axhline(val, color=c, ls=":", lw=1.2, label=f"{LABELS.get(s, s)}, replica (RS) at this α")
@@ -182,8 +208,15 @@ def plot(tree, experiments, out_stem):
         frac = hit.where(exists).sum(("restart", "seed")) / exists.sum(("restart", "seed"))
         for i, s in enumerate(ordered(ds["sigma"].values)):
             # σ side by side (×1.04 per σ on the log axis): equal fractions would hide each other
-            ax_c.plot(ds["alpha"].values * 1.04**i, frac.sel(sigma=s).values, marker=MARKERS.get(s, "o"),
-                      color=COLORS.get(s), ms=4, ls="-" if i == 0 else "--", label=None)
+            ax_c.plot(
+                ds["alpha"].values * 1.04**i,
+                frac.sel(sigma=s).values,
+                marker=MARKERS.get(s, "o"),
+                color=COLORS.get(s),
+                ms=4,
+                ls="-" if i == 0 else "--",
+                label=None,
+            )
         n = int(exists.sum(("restart", "seed")).max())
         ax_c.set_title("(c) random starts reaching the informed minimum")
         ax_c.set_ylabel(f"fraction of {n} with J ≤ (1 + {RTOL:g}) J_informed")
@@ -205,7 +238,12 @@ def _plain_log(axis):
 
 def _bayes(ax, rep, bayes_pop):
     if rep is not None and "bayes_optimal_test_error" in rep:
-        ax.plot(rep["alpha"].values, rep["bayes_optimal_test_error"].values, color="black", lw=1.2,
-                label="Bayes-optimal (state evolution)")
+        ax.plot(
+            rep["alpha"].values,
+            rep["bayes_optimal_test_error"].values,
+            color="black",
+            lw=1.2,
+            label="Bayes-optimal (state evolution)",
+        )
     elif bayes_pop is not None:
         ax.axhline(bayes_pop, color="black", ls=":", lw=1, label="Bayes risk (α = ∞)")

@@ -13,17 +13,39 @@ import matplotlib.pyplot as plt
 from slrpipe.io import atomic_file
 from slrpipe.vocabulary import BAYES, NORMALISED_SIGMAS, SIGMAS
 
-COLORS = {"softmax": "#1f77b4", "linear": "#d62728", "erf": "#2ca02c", "softplus_norm": "#ff7f0e",
-          "bayes": "black", "bayes_optimal": "black"}
-LABELS = {"softmax": "softmax", "linear": "linear", "erf": "element-wise erf",
-          "softplus_norm": "softplus (normalised)", "bayes": "Bayes risk", "bayes_optimal": "Bayes-optimal"}
+COLORS = {
+    "softmax": "#1f77b4",
+    "linear": "#d62728",
+    "erf": "#2ca02c",
+    "softplus_norm": "#ff7f0e",
+    "bayes": "black",
+    "bayes_optimal": "black",
+}
+LABELS = {
+    "softmax": "softmax",
+    "linear": "linear",
+    "erf": "element-wise erf",
+    "softplus_norm": "softplus (normalised)",
+    "bayes": "Bayes risk",
+    "bayes_optimal": "Bayes-optimal",
+}
 MARKERS = {"softmax": "o", "linear": "s", "erf": "^", "softplus_norm": "D"}
 #: legend order: the Bayes risk, the normalised scores, then the element-wise ones (erf before linear)
 ORDER = [BAYES, *NORMALISED_SIGMAS, *(s for s in reversed(SIGMAS) if s not in NORMALISED_SIGMAS)]
 
-plt.rcParams.update({"font.size": 9, "axes.titlesize": 9, "axes.labelsize": 9, "legend.fontsize": 7.5,
-                     "figure.dpi": 150, "savefig.bbox": "tight", "axes.grid": True, "grid.alpha": 0.3,
-                     "lines.linewidth": 1.5})
+plt.rcParams.update(
+    {
+        "font.size": 9,
+        "axes.titlesize": 9,
+        "axes.labelsize": 9,
+        "legend.fontsize": 7.5,
+        "figure.dpi": 150,
+        "savefig.bbox": "tight",
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "lines.linewidth": 1.5,
+    }
+)
 
 
 def ordered(sigmas):
@@ -44,8 +66,13 @@ def setting_title(ds) -> str:
     model = {"spiked": "spiked-SLR", "max": "max-SLR"}.get(scalar("model"), scalar("model"))
     law = parse_L(str(scalar("L")))
     uniform = len(law) > 1 and len(set(law.values())) == 1
-    Ltxt = f"L ~ Unif{{{','.join(map(str, law))}}}" if uniform else f"L = {next(iter(law))}" if len(law) == 1 \
+    Ltxt = (
+        f"L ~ Unif{{{','.join(map(str, law))}}}"
+        if uniform
+        else f"L = {next(iter(law))}"
+        if len(law) == 1
         else f"L ~ {law}"
+    )
     parts = [model, Ltxt]
     nu = scalar("nu")
     if nu is not None:
@@ -107,5 +134,11 @@ def legend_below(fig, axes):
         for h, lab in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lab, h)
     fig.tight_layout()
-    fig.legend(list(seen.values()), list(seen), loc="upper center", bbox_to_anchor=(0.5, 0.0),
-               ncol=min(4, len(seen)), frameon=False)
+    fig.legend(
+        list(seen.values()),
+        list(seen),
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=min(4, len(seen)),
+        frameon=False,
+    )

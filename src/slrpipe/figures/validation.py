@@ -53,8 +53,9 @@ def draw_panel(ax, name: str, rows: list[dict]) -> None:
     """One experiment's cells on ``ax`` (rows (σ, λ), columns α), verdict colours, gap text."""
     keys, alphas, cells = verdict_grid(rows)
     for (i, j), r in cells.items():
-        ax.add_patch(plt.Rectangle((j, i), 1, 1, facecolor=VERDICT_COLORS.get(r["verdict"], "white"),
-                                   edgecolor="white", lw=1.5))
+        ax.add_patch(
+            plt.Rectangle((j, i), 1, 1, facecolor=VERDICT_COLORS.get(r["verdict"], "white"), edgecolor="white", lw=1.5)
+        )
         ax.text(j + 0.5, i + 0.5, _cell_text(r), ha="center", va="center", fontsize=7)
     ax.set_xlim(0, len(alphas))
     ax.set_ylim(len(keys), 0)
@@ -85,18 +86,32 @@ def plot(tree, experiments, out_stem):
         exp = (config.get("replica") or {}).get(name, {})
         rows = compare(tree, dict(config, replica={name: exp})) if exp.get("erm") else []
         if not rows:
-            raise ValueError(f"figure validation: replica experiment {name!r} has no linked ERM points "
-                             "(set erm: <an ERM experiment> in its config)")
+            raise ValueError(
+                f"figure validation: replica experiment {name!r} has no linked ERM points "
+                "(set erm: <an ERM experiment> in its config)"
+            )
         groups.append((name, rows))
     heights = [len(verdict_grid(rows)[0]) for _, rows in groups]
     width = max(len(verdict_grid(rows)[1]) for _, rows in groups)
-    fig, axes = plt.subplots(len(groups), 1, figsize=(2.2 + 0.8 * width, 0.9 + 0.42 * sum(heights) + 0.6 * len(groups)),
-                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    fig, axes = plt.subplots(
+        len(groups),
+        1,
+        figsize=(2.2 + 0.8 * width, 0.9 + 0.42 * sum(heights) + 0.6 * len(groups)),
+        gridspec_kw={"height_ratios": heights},
+        squeeze=False,
+    )
     for ax, (name, rows) in zip(axes[:, 0], groups):
         draw_panel(ax, name, rows)
     seen = {r["verdict"] for _, rows in groups for r in rows}
     handles = [Patch(facecolor=c, label=v) for v, c in VERDICT_COLORS.items() if v in seen]
     fig.tight_layout()
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(handles)),
-               frameon=False, title="verdict (✓ / ✗: enforced check agrees / fails)", title_fontsize=7.5)
+    fig.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=min(3, len(handles)),
+        frameon=False,
+        title="verdict (✓ / ✗: enforced check agrees / fails)",
+        title_fontsize=7.5,
+    )
     return save(fig, out_stem)

@@ -72,8 +72,9 @@ class Attention(nnx.Module):
         ValueError: bad sigma, init, D or shapes of explicit (k, v).
     """
 
-    def __init__(self, D: int, sigma: str, rngs: nnx.Rngs | None = None, init="random",
-                 scale: float = 1e-2, dtype=jnp.float32):
+    def __init__(
+        self, D: int, sigma: str, rngs: nnx.Rngs | None = None, init="random", scale: float = 1e-2, dtype=jnp.float32
+    ):
         if int(D) != D or D < 1:
             raise ValueError(f"D: must be an integer ≥ 1, got {D}")
         self.D, self.sigma = int(D), check_sigma(sigma)

@@ -103,7 +103,9 @@ def length_node(files) -> xr.Dataset:
     parts = []
     for f in files:
         ds = read_netcdf(f)
-        parts.append(ds.reset_coords(["sigma", "model", "delta"], drop=True).expand_dims(sigma=[str(ds["sigma"].values)]))
+        parts.append(
+            ds.reset_coords(["sigma", "model", "delta"], drop=True).expand_dims(sigma=[str(ds["sigma"].values)])
+        )
     node = xr.merge(parts, combine_attrs="drop_conflicts", join="outer", compat="no_conflicts")
     return node.assign_coords({k: ds[k].values.item() for k in ("model", "delta")})
 
@@ -112,11 +114,16 @@ def _erm_index(ds: xr.Dataset, by_D: bool = False) -> dict:
     """Index of one ERM run read from its own coordinates: σ, λ, the realised α = n/D, the
     experiment seed (the teacher seed less its offset, docs/model.md §5), and D itself when
     ``by_D`` (a D ladder, where n = αD exactly so every rung shares the α coordinate)."""
-    index = {"sigma": [str(ds["sigma"].values)], "lam": [float(ds["lam"])],
-             "alpha": [int(ds["n"]) / int(ds["D"])], "seed": [int(ds["teacher_seed"]) - TEACHER_SEED_OFFSET],
-             # the start (slrpipe.workflow.erm_runs); files written before restarts existed are restart 0
-             "init": [str(ds["init"].values)], "restart": [int(ds["restart"]) if "restart" in ds.coords else 0],
-             "optimizer": [str(ds["optimizer"].values)]}
+    index = {
+        "sigma": [str(ds["sigma"].values)],
+        "lam": [float(ds["lam"])],
+        "alpha": [int(ds["n"]) / int(ds["D"])],
+        "seed": [int(ds["teacher_seed"]) - TEACHER_SEED_OFFSET],
+        # the start (slrpipe.workflow.erm_runs); files written before restarts existed are restart 0
+        "init": [str(ds["init"].values)],
+        "restart": [int(ds["restart"]) if "restart" in ds.coords else 0],
+        "optimizer": [str(ds["optimizer"].values)],
+    }
     return index | {"D": [int(ds["D"])]} if by_D else index
 
 
@@ -140,8 +147,10 @@ def erm_node(files, by_D: bool = False) -> xr.Dataset:
     # one step axis for all runs (NaN where a run recorded no such step): with differing step
     # coordinates combine_by_coords would take step for a concatenation dim
     steps = np.unique(np.concatenate([traj["step"].values for _, traj, _ in parts if "step" in traj.dims] or [[]]))
-    parts = [xr.merge([run, traj.reindex(step=steps) if "step" in traj.dims else traj]).expand_dims(index)
-             for run, traj, index in parts]
+    parts = [
+        xr.merge([run, traj.reindex(step=steps) if "step" in traj.dims else traj]).expand_dims(index)
+        for run, traj, index in parts
+    ]
     out = xr.combine_by_coords(parts, combine_attrs="drop", join="outer", data_vars="all")
     out = out.reindex(init=order["init"], optimizer=order["optimizer"])
     dims = ("sigma", "lam", "alpha", *(("D",) if by_D else ()), "seed", "init", "restart", "optimizer")
@@ -164,7 +173,9 @@ def add_population_prediction(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
         c = float(node["c"].values[idx]) if "c" in node and sigma == "erf" else 0.0
         pred[idx] = risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, ov, c)  # NaN if not finite
     node["test_error_pop"] = (node["m_k"].dims, pred)
-    node["test_error_pop"].attrs["description"] = "population risk R(σ; Gram) at the learned overlaps (docs/model.md §4)"
+    node["test_error_pop"].attrs["description"] = (
+        "population risk R(σ; Gram) at the learned overlaps (docs/model.md §4)"
+    )
     return node
 
 
@@ -205,8 +216,9 @@ def git_commit() -> str:
     """The commit the working directory is at (``git rev-parse HEAD``), or "unknown" outside a git
     checkout or without git (provenance of the store's root attributes)."""
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True, timeout=10).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
     except Exception:  # not a git checkout, or git missing
         return "unknown"
 
@@ -250,8 +262,7 @@ def _build_store(members: dict, config: dict, out) -> Path:
         node.attrs.update({k: json.dumps(v) for k, v in exp.items() if k not in ON_COORDINATES})
         node.attrs["experiment"] = name
         nodes[f"/{kind}/{name}"] = node
-    root = xr.Dataset(attrs=provenance(config=config, git_commit=git_commit(),
-                                       constraints_sha256=constraints_sha256()))
+    root = xr.Dataset(attrs=provenance(config=config, git_commit=git_commit(), constraints_sha256=constraints_sha256()))
     tree = xr.DataTree.from_dict({"/": root, **nodes})
     return write_store(tree, out)
 
@@ -284,7 +295,8 @@ def _fixed_strings(ds: xr.Dataset) -> xr.Dataset:
     strs = [k for k, v in ds.variables.items() if v.dtype.kind == "T"]
     conv = {k: (ds[k].dims, np.array(ds[k].values.tolist(), dtype=str)) for k in strs}
     return ds.assign_coords({k: v for k, v in conv.items() if k in ds.coords}).assign(
-        {k: v for k, v in conv.items() if k in ds.data_vars})
+        {k: v for k, v in conv.items() if k in ds.data_vars}
+    )
 
 
 def open_store(path) -> xr.DataTree:

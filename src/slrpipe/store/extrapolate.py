@@ -109,8 +109,9 @@ def fit_law(D, y, se, law: str) -> LawFit:
     chi2 = float(np.sum((X @ coef - y / se) ** 2))
     dof = D.size - 2
     p = float(stats.chi2.sf(chi2, dof)) if dof > 0 else math.nan
-    return LawFit(law, float(coef[0]), float(math.sqrt(cov[0, 0])), float(coef[1]),
-                  float(math.sqrt(cov[1, 1])), chi2, dof, p)
+    return LawFit(
+        law, float(coef[0]), float(math.sqrt(cov[0, 0])), float(coef[1]), float(math.sqrt(cov[1, 1])), chi2, dof, p
+    )
 
 
 def extrapolate(D, y, se, laws=tuple(LAWS)) -> Extrapolation:

@@ -16,8 +16,18 @@ import xarray as xr
 
 RUN_DIMS = ("init", "restart", "optimizer")
 #: variables reported at the ground state as ``<name>_ground`` (those present in the node)
-GROUND_VARS = ("train_loss", "test_error", "test_error_se", "test_error_pop", "m_k", "q_k", "m_v", "q_v",
-               "converged", "iterations")
+GROUND_VARS = (
+    "train_loss",
+    "test_error",
+    "test_error_se",
+    "test_error_pop",
+    "m_k",
+    "q_k",
+    "m_v",
+    "q_v",
+    "converged",
+    "iterations",
+)
 
 
 def reference(node: xr.Dataset) -> xr.Dataset:
@@ -53,7 +63,8 @@ def add_ground_state(node: xr.Dataset) -> xr.Dataset:
     out["ground_optimizer"] = xr.where(has, picked["optimizer"].drop_vars(["run", *RUN_DIMS], errors="ignore"), "")
     node = node.assign(out)
     node["train_loss_ground"].attrs["description"] = (
-        "lowest final training objective J = L/n over inits, restarts and optimisers (the ground state found)")
+        "lowest final training objective J = L/n over inits, restarts and optimisers (the ground state found)"
+    )
     return node
 
 

@@ -29,9 +29,9 @@ class PointLadder:
     slrpipe.store.extrapolate.ladder_means) and the extrapolation (None when fewer than 2 rungs
     have ≥ 2 finite seeds)."""
 
-    D: np.ndarray      # (k,) rungs with ≥ 2 finite seeds, ascending
-    mean: np.ndarray   # (k,)
-    se: np.ndarray     # (k,)
+    D: np.ndarray  # (k,) rungs with ≥ 2 finite seeds, ascending
+    mean: np.ndarray  # (k,)
+    se: np.ndarray  # (k,)
     fit: Extrapolation | None
 
 

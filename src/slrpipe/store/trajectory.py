@@ -21,7 +21,6 @@ from slrpipe.vocabulary import FIRST_ORDER
 DYNAMICS = FIRST_ORDER
 
 
-
 def risk_along(sigma: str, task: SLRTask, traj: dict) -> np.ndarray:
     """R(σ; Gram_t) at every recorded step t (docs/model.md §4), shape (steps,); NaN where a step's
     overlaps are missing (steps another run recorded, in a combined store) or not finite.
@@ -67,5 +66,6 @@ def add_trajectory_risk(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
         out[tuple(idx)] = risk_along(sigma, task, traj)
     node["traj_test_error_pop"] = out
     node["traj_test_error_pop"].attrs["description"] = (
-        "population risk R(σ; Gram) at the overlaps recorded at each step (docs/model.md §4); gd/sgd/adam runs")
+        "population risk R(σ; Gram) at the overlaps recorded at each step (docs/model.md §4); gd/sgd/adam runs"
+    )
     return node

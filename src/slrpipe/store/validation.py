@@ -61,23 +61,71 @@ from slrpipe.store.ladder import largest_D, point_ladder
 from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS
 from slrpipe.store.verdict import verdict as point_verdict
 
-COLUMNS = ["experiment", "sigma", "lam", "alpha", "D", "n_seeds", "erm_quantity", "erm_mean", "erm_se",
-           "erm_test", "erm_objective", "ground_mean", "ground_se", "ground_objective", "ground_starts",
-           "theory", "theory_mc_se", "theory_objective", "n_branches",
-           "theory_alt", "theory_mc_sd", "z", "rel_diff", "theory_converged", "ill_conditioned", "enforced", "agrees",
-           "reached_down", "reached_up", "replicon", "rs_stable", "prox_ties", "theory_n_samples", "verdict"]
+COLUMNS = [
+    "experiment",
+    "sigma",
+    "lam",
+    "alpha",
+    "D",
+    "n_seeds",
+    "erm_quantity",
+    "erm_mean",
+    "erm_se",
+    "erm_test",
+    "erm_objective",
+    "ground_mean",
+    "ground_se",
+    "ground_objective",
+    "ground_starts",
+    "theory",
+    "theory_mc_se",
+    "theory_objective",
+    "n_branches",
+    "theory_alt",
+    "theory_mc_sd",
+    "z",
+    "rel_diff",
+    "theory_converged",
+    "ill_conditioned",
+    "enforced",
+    "agrees",
+    "reached_down",
+    "reached_up",
+    "replicon",
+    "rs_stable",
+    "prox_ties",
+    "theory_n_samples",
+    "verdict",
+]
 #: extra columns of a D-ladder row (module docstring), ``erm_`` and ``ground_`` each
-LADDER_COLUMNS = ["ladder_D", "ladder_erm", "ladder_erm_se", "ladder_ground_D", "ladder_ground", "ladder_ground_se",
-                  *(f"{w}_{c}" for w in ("erm", "ground")
-                    for c in ("limit", "limit_se", "law", "chi2_dof", "fit_p", "fit_ok")),
-                  "z_limit", "z_ground_limit"]
-_THEORY = {"theory": "test_error", "theory_seed_mean": "test_error_seed_mean", "theory_mc_sd": "test_error_mc_sd",
-           "theory_objective": "objective", "theory_alt": "test_error_alt",
-           "reached_down": "alpha_reached_down", "reached_up": "alpha_reached_up",
-           "replicon": "replicon", "rs_stable": "rs_stable", "prox_tie_fraction": "prox_tie_fraction"}
+LADDER_COLUMNS = [
+    "ladder_D",
+    "ladder_erm",
+    "ladder_erm_se",
+    "ladder_ground_D",
+    "ladder_ground",
+    "ladder_ground_se",
+    *(f"{w}_{c}" for w in ("erm", "ground") for c in ("limit", "limit_se", "law", "chi2_dof", "fit_p", "fit_ok")),
+    "z_limit",
+    "z_ground_limit",
+]
+_THEORY = {
+    "theory": "test_error",
+    "theory_seed_mean": "test_error_seed_mean",
+    "theory_mc_sd": "test_error_mc_sd",
+    "theory_objective": "objective",
+    "theory_alt": "test_error_alt",
+    "reached_down": "alpha_reached_down",
+    "reached_up": "alpha_reached_up",
+    "replicon": "replicon",
+    "rs_stable": "rs_stable",
+    "prox_tie_fraction": "prox_tie_fraction",
+}
 #: default ``validation.max_theory_rel_sd``: MC s.d. of one draw above this fraction of the value
 #: marks an ill-conditioned theory point (near a fold; docs/validation.md §1 (ii))
 MAX_THEORY_REL_SD = 0.03
+
+
 def max_theory_rel_sd(config: dict) -> float:
     """The ill-conditioning threshold in force: ``validation.max_theory_rel_sd`` of the config, else
     ``MAX_THEORY_REL_SD`` (shared with Fig. 3, which marks the same points)."""
@@ -89,8 +137,13 @@ def max_theory_rel_sd(config: dict) -> float:
 ALPHA_RTOL = 5e-3
 
 #: not interpolated: how far each continuation pass got towards a grid point (docs/theory.md §9)
-_AT_GRID_ONLY = ("reached_down", "reached_up", "replicon", "rs_stable",  # + RS stability: per fixed point
-                 "prox_tie_fraction")
+_AT_GRID_ONLY = (
+    "reached_down",
+    "reached_up",
+    "replicon",
+    "rs_stable",  # + RS stability: per fixed point
+    "prox_tie_fraction",
+)
 
 
 def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
@@ -147,11 +200,18 @@ def _ground_at(full: xr.Dataset, sigma, lam, alpha, quantity: str) -> dict:
         return {"ground_mean": np.nan, "ground_se": np.nan, "ground_objective": np.nan, "ground_starts": ""}
     pt = full.sel(sigma=sigma, lam=lam, alpha=alpha)
     mean, se, _ = _mean_se(pt[name])
-    starts = [f"{i}-r{r}/{o}" for i, r, o in zip(pt["ground_init"].values, pt["ground_restart"].values,
-                                                   pt["ground_optimizer"].values) if i]
+    starts = [
+        f"{i}-r{r}/{o}"
+        for i, r, o in zip(pt["ground_init"].values, pt["ground_restart"].values, pt["ground_optimizer"].values)
+        if i
+    ]
     other = sum(not s.startswith("informed-") for s in starts)
-    return {"ground_mean": mean, "ground_se": se, "ground_objective": float(alpha) * _mean_se(pt["train_loss_ground"])[0],
-            "ground_starts": f"{other}/{len(starts)} not informed"}
+    return {
+        "ground_mean": mean,
+        "ground_se": se,
+        "ground_objective": float(alpha) * _mean_se(pt["train_loss_ground"])[0],
+        "ground_starts": f"{other}/{len(starts)} not informed",
+    }
 
 
 def _ladder_at(by_D: xr.Dataset, sigma, lam, alpha, quantity: str, theory: float, theory_se: float) -> dict:
@@ -168,9 +228,16 @@ def _ladder_at(by_D: xr.Dataset, sigma, lam, alpha, quantity: str, theory: float
         out[f"ladder_{who}"] = [float(x) for x in pl.mean] if pl is not None else []
         out[f"ladder_{who}_se"] = [float(x) for x in pl.se] if pl is not None else []
         fit = pl.fit if pl is not None else None
-        out.update({f"{who}_limit": fit.limit if fit else np.nan, f"{who}_limit_se": fit.limit_se if fit else np.nan,
-                    f"{who}_law": fit.law if fit else "", f"{who}_chi2_dof": fit.chi2_dof if fit else np.nan,
-                    f"{who}_fit_p": fit.p_value if fit else np.nan, f"{who}_fit_ok": bool(fit.fit_ok) if fit else False})
+        out.update(
+            {
+                f"{who}_limit": fit.limit if fit else np.nan,
+                f"{who}_limit_se": fit.limit_se if fit else np.nan,
+                f"{who}_law": fit.law if fit else "",
+                f"{who}_chi2_dof": fit.chi2_dof if fit else np.nan,
+                f"{who}_fit_p": fit.p_value if fit else np.nan,
+                f"{who}_fit_ok": bool(fit.fit_ok) if fit else False,
+            }
+        )
         key = "z_limit" if who == "erm" else "z_ground_limit"
         out[key] = fit.z(theory, tse) if fit and np.isfinite(theory) else np.nan
     return out
@@ -195,7 +262,11 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
                 for alpha in erm["alpha"].values:
                     pt = erm.sel(sigma=sigma, lam=lam, alpha=alpha)
                     test, _, k_test = _mean_se(pt["test_error"])
-                    quantity = "test_error_pop" if "test_error_pop" in pt and int(pt["test_error_pop"].count()) else "test_error"
+                    quantity = (
+                        "test_error_pop"
+                        if "test_error_pop" in pt and int(pt["test_error_pop"].count())
+                        else "test_error"
+                    )
                     mean, se, k = _mean_se(pt[quantity])
                     if k == 0 and k_test == 0:
                         continue
@@ -207,22 +278,56 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
                     z = (mean - theory) / err if err > 0 else np.nan
                     rel = (mean - theory) / theory if theory else np.nan
                     th["ill_conditioned"] = bool(th["theory_mc_sd"] > max_rel_sd * abs(theory))  # NaN: False
-                    enforced = bool(np.isfinite(theory) and th["theory_converged"] and th["n_branches"] <= 1
-                                    and not th["ill_conditioned"] and alpha >= min_alpha and lam >= min_lam and k > 1)
+                    enforced = bool(
+                        np.isfinite(theory)
+                        and th["theory_converged"]
+                        and th["n_branches"] <= 1
+                        and not th["ill_conditioned"]
+                        and alpha >= min_alpha
+                        and lam >= min_lam
+                        and k > 1
+                    )
                     ok = bool(abs(z) <= max_z or abs(rel) <= rel_tol) if np.isfinite(theory) else False
                     D = int(pt["D"].max()) if "D" in pt else -1
                     lad = _ladder_at(by_D, sigma, lam, alpha, quantity, theory, sd) if "D" in by_D.dims else {}
                     # the per-point verdict: the D → ∞ limits where the experiment has a ladder
-                    th["verdict"] = point_verdict(theory, sd, mean, se, ground=ground["ground_mean"],
-                                                  ground_se=ground["ground_se"], rs_stable=th["rs_stable"],
-                                                  erm_limit=lad.get("erm_limit"), erm_limit_se=lad.get("erm_limit_se"),
-                                                  ground_limit=lad.get("ground_limit"),
-                                                  ground_limit_se=lad.get("ground_limit_se"),
-                                                  max_abs_z=max_z, rel_tol=rel_tol)
-                    rows.append(dict(experiment=name, sigma=str(sigma), lam=float(lam), alpha=float(alpha), D=D,
-                                     n_seeds=k, erm_quantity=quantity, erm_mean=mean, erm_se=se, erm_test=test,
-                                     erm_objective=obj, **ground, **th, z=z, rel_diff=rel, enforced=enforced, agrees=ok,
-                                     **lad))
+                    th["verdict"] = point_verdict(
+                        theory,
+                        sd,
+                        mean,
+                        se,
+                        ground=ground["ground_mean"],
+                        ground_se=ground["ground_se"],
+                        rs_stable=th["rs_stable"],
+                        erm_limit=lad.get("erm_limit"),
+                        erm_limit_se=lad.get("erm_limit_se"),
+                        ground_limit=lad.get("ground_limit"),
+                        ground_limit_se=lad.get("ground_limit_se"),
+                        max_abs_z=max_z,
+                        rel_tol=rel_tol,
+                    )
+                    rows.append(
+                        dict(
+                            experiment=name,
+                            sigma=str(sigma),
+                            lam=float(lam),
+                            alpha=float(alpha),
+                            D=D,
+                            n_seeds=k,
+                            erm_quantity=quantity,
+                            erm_mean=mean,
+                            erm_se=se,
+                            erm_test=test,
+                            erm_objective=obj,
+                            **ground,
+                            **th,
+                            z=z,
+                            rel_diff=rel,
+                            enforced=enforced,
+                            agrees=ok,
+                            **lad,
+                        )
+                    )
     return rows
 
 
@@ -249,13 +354,17 @@ def _n(x, digits: int = 4) -> str:
 
 def _wrap(text: str, width: int = WIDTH, indent: str = "    ") -> list[str]:
     """``text`` as lines of at most ``width`` characters, continuation lines indented."""
-    return textwrap.wrap(text, width=width, subsequent_indent=indent, break_on_hyphens=False,
-                         break_long_words=True) or [""]
+    return textwrap.wrap(
+        text, width=width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=True
+    ) or [""]
 
 
 def _branch_ends(r: dict) -> str:
-    ends = [f"{side} at α={r[f'reached_{p}']:.3g}" for p, side in (("down", "from above"), ("up", "from below"))
-            if _finite(r.get(f"reached_{p}")) and not np.isclose(r[f"reached_{p}"], r["alpha"])]
+    ends = [
+        f"{side} at α={r[f'reached_{p}']:.3g}"
+        for p, side in (("down", "from above"), ("up", "from below"))
+        if _finite(r.get(f"reached_{p}")) and not np.isclose(r[f"reached_{p}"], r["alpha"])
+    ]
     return "branch ends " + ", ".join(ends) if ends else ""
 
 
@@ -314,8 +423,10 @@ def summary(rows: list[dict]) -> list[str]:
     order = [v for v in (*VERDICTS, UNMEASURED, MISSING) if counts[v]]
     enforced = [r for r in rows if r["enforced"]]
     agree = sum(r["agrees"] for r in enforced)
-    return [f"ERM vs replica theory: {len(rows)} points; enforced check: {agree} of {len(enforced)} agree",
-            *_wrap("verdicts: " + (", ".join(f"{v} {counts[v]}" for v in order) or "none"))]
+    return [
+        f"ERM vs replica theory: {len(rows)} points; enforced check: {agree} of {len(enforced)} agree",
+        *_wrap("verdicts: " + (", ".join(f"{v} {counts[v]}" for v in order) or "none")),
+    ]
 
 
 _LEGEND = (
@@ -339,21 +450,29 @@ def format_table(rows: list[dict], width: int = WIDTH) -> str:
     for name in dict.fromkeys(r["experiment"] for r in rows):
         group = [r for r in rows if r["experiment"] == name]
         lines.append(f"== {name} ==")
-        head = (f"{'sigma':<{sw}}{'lam':>6}{'alpha':>7}{'D':>6}{'n':>3}{'ERM ± s.e.':>16}{'theory ± MC':>16}"
-                f"{'z':>7}{'rel':>7}  {'check':<6} verdict")
+        head = (
+            f"{'sigma':<{sw}}{'lam':>6}{'alpha':>7}{'D':>6}{'n':>3}{'ERM ± s.e.':>16}{'theory ± MC':>16}"
+            f"{'z':>7}{'rel':>7}  {'check':<6} verdict"
+        )
         lines += [head, "-" * min(len(head) + 20, width)]
         for r in group:
-            lines.append(f"{r['sigma']:<{sw}}{r['lam']:>6g}{r['alpha']:>7.4g}{r['D']:>6}{r['n_seeds']:>3}"
-                         f"{_pm(r['erm_mean'], r['erm_se']):>16}{_pm(r['theory'], r['theory_mc_se']):>16}"
-                         f"{_n(r['z'], 2):>7}{_n(r['rel_diff'], 3):>7}  {_check(r):<6} {r['verdict']}")
-        head = (f"{'sigma':<{sw}}{'lam':>6}{'alpha':>7}{'test':>8}{'obj ERM':>9}{'obj th':>8}{'ground ± s.e.':>17}"
-                f"{'obj gr':>8}{'starts':>7}  RS")
+            lines.append(
+                f"{r['sigma']:<{sw}}{r['lam']:>6g}{r['alpha']:>7.4g}{r['D']:>6}{r['n_seeds']:>3}"
+                f"{_pm(r['erm_mean'], r['erm_se']):>16}{_pm(r['theory'], r['theory_mc_se']):>16}"
+                f"{_n(r['z'], 2):>7}{_n(r['rel_diff'], 3):>7}  {_check(r):<6} {r['verdict']}"
+            )
+        head = (
+            f"{'sigma':<{sw}}{'lam':>6}{'alpha':>7}{'test':>8}{'obj ERM':>9}{'obj th':>8}{'ground ± s.e.':>17}"
+            f"{'obj gr':>8}{'starts':>7}  RS"
+        )
         lines += ["", head, "-" * min(len(head) + 30, width)]
         for r in group:
-            lines.append(f"{r['sigma']:<{sw}}{r['lam']:>6g}{r['alpha']:>7.4g}{_n(r['erm_test']):>8}"
-                         f"{_n(r['erm_objective']):>9}{_n(r['theory_objective']):>8}"
-                         f"{_pm(r['ground_mean'], r['ground_se']):>17}{_n(r['ground_objective']):>8}"
-                         f"{_starts(r):>7}  {_rs_short(r)}")
+            lines.append(
+                f"{r['sigma']:<{sw}}{r['lam']:>6g}{r['alpha']:>7.4g}{_n(r['erm_test']):>8}"
+                f"{_n(r['erm_objective']):>9}{_n(r['theory_objective']):>8}"
+                f"{_pm(r['ground_mean'], r['ground_se']):>17}{_n(r['ground_objective']):>8}"
+                f"{_starts(r):>7}  {_rs_short(r)}"
+            )
         notes = []
         for r in group:
             why = [w for w in (_not_enforced(r) and f"not enforced ({_not_enforced(r)})", _branch_ends(r)) if w]
@@ -381,18 +500,29 @@ def format_ladder(rows: list[dict], width: int = WIDTH) -> list[str]:
     """The D-ladder section of the table: per row the theory, the informed start's and the ground
     state's seed mean ± s.e. at each D, their D → ∞ limits (law, χ²/dof, p) with z against the
     theory, RS stability and the verdict (module docstring); lines of at most ``width`` columns."""
-    out = [*_wrap("D ladder: ERM (informed start) and ground state (lowest objective over starts) at each D, "
-                  "extrapolated D → ∞ (a + b/D or a + b/√D, slrpipe.store.extrapolate)", width, indent=""), ""]
+    out = [
+        *_wrap(
+            "D ladder: ERM (informed start) and ground state (lowest objective over starts) at each D, "
+            "extrapolated D → ∞ (a + b/D or a + b/√D, slrpipe.store.extrapolate)",
+            width,
+            indent="",
+        ),
+        "",
+    ]
     for r in rows:
         rs = _rs_words(r)
-        out += _wrap(f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g}: theory "
-                     f"{_pm(r['theory'], r['theory_mc_se'])}{'; RS ' + rs if rs else ''}; verdict: {r['verdict']}",
-                     width)
+        out += _wrap(
+            f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g}: theory "
+            f"{_pm(r['theory'], r['theory_mc_se'])}{'; RS ' + rs if rs else ''}; verdict: {r['verdict']}",
+            width,
+        )
         for who, label in (("erm", "informed"), ("ground", "ground")):
             if not r[f"ladder_{who}"]:
                 continue
             Ds = r["ladder_D" if who == "erm" else "ladder_ground_D"]
-            per_D = "  ".join(f"D={d}: {_pm(m, e, sep='±')}" for d, m, e in zip(Ds, r[f"ladder_{who}"], r[f"ladder_{who}_se"]))
+            per_D = "  ".join(
+                f"D={d}: {_pm(m, e, sep='±')}" for d, m, e in zip(Ds, r[f"ladder_{who}"], r[f"ladder_{who}_se"])
+            )
             z = r["z_limit" if who == "erm" else "z_ground_limit"]
             out += _wrap(f"    {label:<9}{per_D}", width, indent=" " * 13)
             out += _wrap(f"    {'':<9}D=∞: {_fit(r, who)}  z {z:.2f}", width, indent=" " * 13)
@@ -409,6 +539,7 @@ def format_markdown(rows: list[dict]) -> str:
     (law; z against the theory), RS stability (replicon, prox ties among the theory's samples) and
     the verdict; then the count of each verdict. ``rows``: those of :func:`compare` or of
     ``results/validation.json`` (NaN or None for a missing value)."""
+
     def num(x, digits=3):
         return _pm(x, None, digits)
 
@@ -416,8 +547,10 @@ def format_markdown(rows: list[dict]) -> str:
         if not _finite(r.get(f"{who}_limit")):
             return "—"
         z = r["z_limit" if who == "erm" else "z_ground_limit"]
-        return (f"{num(r[f'{who}_limit'])} ± {num(r[f'{who}_limit_se'])} "
-                f"({_LAWS.get(r[f'{who}_law'], r[f'{who}_law'])}; {z:+.1f})")
+        return (
+            f"{num(r[f'{who}_limit'])} ± {num(r[f'{who}_limit_se'])} "
+            f"({_LAWS.get(r[f'{who}_law'], r[f'{who}_law'])}; {z:+.1f})"
+        )
 
     def rs(r):
         if not _finite(r.get("rs_stable")):
@@ -428,13 +561,20 @@ def format_markdown(rows: list[dict]) -> str:
     if not rows:
         return "0 points"
     Ds = " / ".join(map(str, rows[0].get("ladder_D") or [rows[0]["D"]]))
-    out = [(f"| setting | σ | λ | α | theory | informed D = {Ds} | ground D = {Ds} | informed D → ∞ (law; z) "
-            "| ground D → ∞ (law; z) | RS (replicon, ties) | verdict |"), "|" + "---|" * 11]
+    out = [
+        (
+            f"| setting | σ | λ | α | theory | informed D = {Ds} | ground D = {Ds} | informed D → ∞ (law; z) "
+            "| ground D → ∞ (law; z) | RS (replicon, ties) | verdict |"
+        ),
+        "|" + "---|" * 11,
+    ]
     for r in rows:
         per_D = {w: " / ".join(map(num, r.get(f"ladder_{w}") or [r[f"{w}_mean"]])) for w in ("erm", "ground")}
-        out.append(f"| {r['experiment']} | {r['sigma']} | {r['lam']:g} | {r['alpha']:g} | "
-                   f"{_pm(r['theory'], r['theory_mc_se'])} | {per_D['erm']} | {per_D['ground']} | {limit(r, 'erm')} | "
-                   f"{limit(r, 'ground')} | {rs(r)} | {r['verdict']} |")
+        out.append(
+            f"| {r['experiment']} | {r['sigma']} | {r['lam']:g} | {r['alpha']:g} | "
+            f"{_pm(r['theory'], r['theory_mc_se'])} | {per_D['erm']} | {per_D['ground']} | {limit(r, 'erm')} | "
+            f"{limit(r, 'ground')} | {rs(r)} | {r['verdict']} |"
+        )
     counts = collections.Counter(r["verdict"] for r in rows)
     out += ["", f"{len(rows)} points: " + ", ".join(f"{v}: {n}" for v, n in counts.most_common())]
     return "\n".join(out)
@@ -480,8 +620,12 @@ def validate_store(store, config: dict, out) -> list[dict]:
             f"{len(bad)} of {sum(r['enforced'] for r in rows)} enforced ERM points disagree with the replica theory "
             f"(|z| > {v.get('max_abs_z', 4.0)} and relative difference > {v.get('rel_tol', 0.05)}); table in "
             f"{out.with_suffix('.failed.txt')}: "
-            + "; ".join(f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g} "
-                        f"(ERM {r['erm_mean']:.4f} ± {r['erm_se']:.4f} vs theory {r['theory']:.4f})" for r in bad))
+            + "; ".join(
+                f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g} "
+                f"(ERM {r['erm_mean']:.4f} ± {r['erm_se']:.4f} vs theory {r['theory']:.4f})"
+                for r in bad
+            )
+        )
     out.with_suffix(".failed.txt").unlink(missing_ok=True)  # a failure of an earlier run
     write_text(table + "\n", out)
     return rows

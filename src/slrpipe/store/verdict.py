@@ -67,9 +67,22 @@ def _resolves(finite_d, limit, limit_se, theory, theory_se, max_abs_z) -> bool:
     return precise and abs(limit - theory) < abs(limit - finite_d)
 
 
-def verdict(theory, theory_se, erm, erm_se, *, erm_limit=None, erm_limit_se=None, ground=None,
-            ground_se=None, ground_limit=None, ground_limit_se=None, rs_stable=None,
-            max_abs_z=MAX_ABS_Z, rel_tol=REL_TOL) -> str:
+def verdict(
+    theory,
+    theory_se,
+    erm,
+    erm_se,
+    *,
+    erm_limit=None,
+    erm_limit_se=None,
+    ground=None,
+    ground_se=None,
+    ground_limit=None,
+    ground_limit_se=None,
+    rs_stable=None,
+    max_abs_z=MAX_ABS_Z,
+    rel_tol=REL_TOL,
+) -> str:
     """The verdict of one point (module docstring).
 
     Args:
@@ -92,14 +105,15 @@ def verdict(theory, theory_se, erm, erm_se, *, erm_limit=None, erm_limit_se=None
     if agrees(erm, erm_se, theory, tse, **rule):
         return VERDICTS[0]
     if agrees(erm_limit, erm_limit_se, theory, tse, **limit_rule) and _resolves(
-            erm, erm_limit, erm_limit_se, theory, tse, max_abs_z):
+        erm, erm_limit, erm_limit_se, theory, tse, max_abs_z
+    ):
         return VERDICTS[1]
     if agrees(ground, ground_se, theory, tse, **rule) or (
-            agrees(ground_limit, ground_limit_se, theory, tse, **limit_rule)
-            and _resolves(ground, ground_limit, ground_limit_se, theory, tse, max_abs_z)):
+        agrees(ground_limit, ground_limit_se, theory, tse, **limit_rule)
+        and _resolves(ground, ground_limit, ground_limit_se, theory, tse, max_abs_z)
+    ):
         return VERDICTS[2]
-    stable = None if rs_stable is None or (isinstance(rs_stable, float) and math.isnan(rs_stable)) \
-        else bool(rs_stable)
+    stable = None if rs_stable is None or (isinstance(rs_stable, float) and math.isnan(rs_stable)) else bool(rs_stable)
     if stable is False:
         return VERDICTS[3]
     return VERDICTS[4] if _finite(theory_se) else UNMEASURED

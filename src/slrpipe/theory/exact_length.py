@@ -169,8 +169,9 @@ def _gauss_rule(mu: float, level: float, hi: float = math.inf, breaks=()) -> tup
     (Φ(x)^{L−1} sharpens to scale ~1/√(2 log L)), plus extra panel ``breaks``."""
     top = min(mu + _X_HALF, hi)
     k = max(1, int(math.ceil((top - mu + _X_HALF) / 0.5)))
-    b = np.unique(np.clip(np.concatenate([np.linspace(mu - _X_HALF, top, k + 1), np.asarray(breaks, float)]),
-                          mu - _X_HALF, top))
+    b = np.unique(
+        np.clip(np.concatenate([np.linspace(mu - _X_HALF, top, k + 1), np.asarray(breaks, float)]), mu - _X_HALF, top)
+    )
     x, w = _panels(b, _nodes(level, _N_X))
     return x, w * np.exp(-0.5 * (x - mu) ** 2) / math.sqrt(2 * math.pi)
 
@@ -262,8 +263,9 @@ def supported(sigma: str, model: str, nu: float, m: float) -> bool:
     return nu == 0.0 or m == 0.0 or (sigma == "softmax" and m == nu)
 
 
-def ab_exact(sigma: str, model: str, nu: float, L, m: float, c: float = 0.0,
-             level: float = 0.0) -> tuple[float, float] | None:
+def ab_exact(
+    sigma: str, model: str, nu: float, L, m: float, c: float = 0.0, level: float = 0.0
+) -> tuple[float, float] | None:
     """A = E σ(χ)_{ε*}, B = E|σ(χ)|² at χ = m χ* (q_k = m_k²), any L ≥ 1 (docs/theory.md §12).
 
     L: an int or a law {length: weight} (A, B are the weighted sums; weights need not sum to 1, so
@@ -301,8 +303,7 @@ def ab_exact(sigma: str, model: str, nu: float, L, m: float, c: float = 0.0,
             return _erf_mean(0.0, m, c) * mass, EL * _erf_sq_mean(0.0, m, c)
         # erf(c + m x) steps at x = −c/m over a width ~1/m: graded panel breaks there
         kink = -c / m + np.array([-30.0, -10, -4, -2, -1, -0.5, 0, 0.5, 1, 2, 4, 10, 30]) / m if m > 0 else ()
-        return (_max_tilted_mean(lambda x: erfc(-(c + m * x)), nu, Ls, ps, level, kink),
-                EL * _erf_sq_mean(0.0, m, c))
+        return (_max_tilted_mean(lambda x: erfc(-(c + m * x)), nu, Ls, ps, level, kink), EL * _erf_sq_mean(0.0, m, c))
     if model == "spiked":
         return _spiked_normalised(sigma, nu, Ls, ps, m, level)
     B = _max_B(sigma, Ls, ps, m, level)

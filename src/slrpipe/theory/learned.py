@@ -26,12 +26,15 @@ OVERLAPS = ("m_k", "q_k", "m_v", "q_v", "k_vstar", "v_kstar", "k_v")
 def gram_from_overlaps(ov) -> np.ndarray:
     """(4, 4) Gram matrix of (k*, v*, k, v)/D from the overlaps ``ov`` (a mapping with the keys
     ``OVERLAPS``), for the orthonormal teacher of docs/model.md §2 (k*·v* = 0, |k*|² = |v*|² = D)."""
-    return np.array([
-        [1.0, 0.0, ov["m_k"], ov["v_kstar"]],
-        [0.0, 1.0, ov["k_vstar"], ov["m_v"]],
-        [ov["m_k"], ov["k_vstar"], ov["q_k"], ov["k_v"]],
-        [ov["v_kstar"], ov["m_v"], ov["k_v"], ov["q_v"]],
-    ], dtype=float)
+    return np.array(
+        [
+            [1.0, 0.0, ov["m_k"], ov["v_kstar"]],
+            [0.0, 1.0, ov["k_vstar"], ov["m_v"]],
+            [ov["m_k"], ov["k_vstar"], ov["q_k"], ov["k_v"]],
+            [ov["v_kstar"], ov["m_v"], ov["k_v"], ov["q_v"]],
+        ],
+        dtype=float,
+    )
 
 
 def risk_at_gram(sigma: str, model: str, nu: float, L, delta: float, gram, c: float = 0.0) -> float:
@@ -45,8 +48,18 @@ def risk_at_gram(sigma: str, model: str, nu: float, L, delta: float, gram, c: fl
     from slrpipe.theory.quadrature import QuadSpec
 
     try:
-        return float(risk_gram(sigma, model, nu, L, delta, np.asarray(gram, float), c=float(c),
-                               quad=QuadSpec(method="qmc", qmc_log2=QMC_LOG2)))
+        return float(
+            risk_gram(
+                sigma,
+                model,
+                nu,
+                L,
+                delta,
+                np.asarray(gram, float),
+                c=float(c),
+                quad=QuadSpec(method="qmc", qmc_log2=QMC_LOG2),
+            )
+        )
     except Exception as exc:
         log.warning("risk_gram failed at this point (%s: %s); recording NaN", type(exc).__name__, exc)
         return math.nan

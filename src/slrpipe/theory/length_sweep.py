@@ -57,9 +57,18 @@ def nu_for_risk(sigma, model, L, target: float, *, quad: QuadSpec | None = None)
     return float(math.exp(brentq(f, lo, hi, xtol=1e-9, rtol=1e-9)))
 
 
-def length_sweep(sigma, model, lengths: Sequence[int], nus: Sequence[float], delta: float = 0.0, *,
-                 target_risk: float | None = None, var_L_max: int | None = None,
-                 var_nus: Sequence[float] = (), quad: QuadSpec | None = None) -> xarray.Dataset:
+def length_sweep(
+    sigma,
+    model,
+    lengths: Sequence[int],
+    nus: Sequence[float],
+    delta: float = 0.0,
+    *,
+    target_risk: float | None = None,
+    var_L_max: int | None = None,
+    var_nus: Sequence[float] = (),
+    quad: QuadSpec | None = None,
+) -> xarray.Dataset:
     """Dataset with risk, m_k, risk_err (dims L, nu); nu_target (dim L) when ``target_risk`` is
     given (the ν at which the excess risk R* − Δ² equals it, :func:`nu_for_risk`); risk_var
     (dim nu_var) when ``var_L_max`` is given: the optimum for L ~ Uniform{1, …, var_L_max} with
@@ -88,8 +97,10 @@ def length_sweep(sigma, model, lengths: Sequence[int], nus: Sequence[float], del
                 res = optimal_risk(sigma, model, nu, int(L), delta, quad=quad)
                 risk[i, j], m_k[i, j], err[i, j] = res["risk"], res["m_k"], res["risk_err"]
         log.info("length %s %s L=%d: risk=%s", sigma, model, L, np.round(risk[i], 6))
-    ds = xr.Dataset({"risk": (("L", "nu"), risk), "m_k": (("L", "nu"), m_k), "risk_err": (("L", "nu"), err)},
-                    coords={"L": Ls, "nu": nus, "sigma": sigma, "model": model, "delta": delta})
+    ds = xr.Dataset(
+        {"risk": (("L", "nu"), risk), "m_k": (("L", "nu"), m_k), "risk_err": (("L", "nu"), err)},
+        coords={"L": Ls, "nu": nus, "sigma": sigma, "model": model, "delta": delta},
+    )
     if target_risk is not None:
         nt = np.array([nu_for_risk(sigma, model, int(L), target_risk, quad=quad) for L in Ls])
         ds["nu_target"] = ("L", nt)
@@ -98,13 +109,20 @@ def length_sweep(sigma, model, lengths: Sequence[int], nus: Sequence[float], del
     if var_L_max is not None:
         law = {k: 1.0 / var_L_max for k in range(1, var_L_max + 1)}
         vn = np.asarray([check_model_nu(model, v) for v in var_nus], dtype=float)
-        rv = np.array([bayes_risk(model, v, law, delta, quad=quad) if sigma == BAYES
-                       else optimal_risk(sigma, model, v, law, delta, quad=quad)["risk"] for v in vn])
+        rv = np.array(
+            [
+                bayes_risk(model, v, law, delta, quad=quad)
+                if sigma == BAYES
+                else optimal_risk(sigma, model, v, law, delta, quad=quad)["risk"]
+                for v in vn
+            ]
+        )
         ds = ds.assign_coords(nu_var=vn)
         ds["risk_var"] = ("nu_var", rv)
         ds["risk_var"].attrs["description"] = f"optimal risk, L ~ Uniform{{1..{var_L_max}}}, shared (k, v)"
         ds.attrs["var_L_max"] = int(var_L_max)
     ds["risk_err"].attrs["description"] = "quadrature error estimate (change under 1.5x refinement); NaN for bayes"
-    ds.attrs.update({"method": "population optimum vs L, exact-in-L reductions (docs/theory.md §12)",
-                     "quad_spec": repr(quad)})
+    ds.attrs.update(
+        {"method": "population optimum vs L, exact-in-L reductions (docs/theory.md §12)", "quad_spec": repr(quad)}
+    )
     return ds

@@ -123,8 +123,10 @@ def _exact_args(sigma, model, nu, m_k, q_k, spec):
     if (s2 <= 0 or model == "spiked") and exact_length.supported(sigma, model, nu, m_k):
         return nu, m_k
     if spec.method == "exact":
-        raise ValueError(f"method: no exact-in-L reduction for {sigma}, {model}, ν={nu}, m_k={m_k}, "
-                         f"q_k={q_k} (use 'auto' to fall back to the field quadrature)")
+        raise ValueError(
+            f"method: no exact-in-L reduction for {sigma}, {model}, ν={nu}, m_k={m_k}, "
+            f"q_k={q_k} (use 'auto' to fall back to the field quadrature)"
+        )
     return None
 
 
@@ -142,8 +144,9 @@ def _exact_lengths(sigma, model, nu, spec, law) -> dict:
 
 def _uses_exact(sigma, model, nu, m_k, spec, law) -> bool:
     """Whether every length of ``law`` goes through the exact reductions (at q_k = m_k²)."""
-    return (_exact_args(sigma, model, nu, m_k, m_k * m_k, spec) is not None
-            and len(_exact_lengths(sigma, model, nu, spec, law)) == len(law))
+    return _exact_args(sigma, model, nu, m_k, m_k * m_k, spec) is not None and len(
+        _exact_lengths(sigma, model, nu, spec, law)
+    ) == len(law)
 
 
 def _ab_law(sigma, model, nu, law, m_k, q_k, c, spec) -> np.ndarray:
@@ -298,8 +301,12 @@ def _opt_1d(sigma, model, nu, law, spec) -> tuple[float, float]:
     # the exact limit u = 1 stands in (the gain is within O(1/m_k) of it)
     hi = min(_U_GRID[min(i + 1, _U_GRID.size - 1)], 0.999)
     if hi > lo:
-        res = minimize_scalar(lambda u: -_gain(sigma, model, nu, law, spec, u), bounds=(lo, hi),
-                              method="bounded", options={"xatol": 1e-10})
+        res = minimize_scalar(
+            lambda u: -_gain(sigma, model, nu, law, spec, u),
+            bounds=(lo, hi),
+            method="bounded",
+            options={"xatol": 1e-10},
+        )
         # at the top end keep the exact limit u = 1 unless Brent finds a clearly better finite m_k
         # > rule error at m_k ≲ 1e3 for L ≤ 2 (exact reductions: ≤ 1e-11 up to m_k = 999)
         margin = 0.0 if best_u < 1.0 else (1e-11 if _uses_exact(sigma, model, nu, 999.0, spec, law) else 1e-7)
@@ -313,21 +320,33 @@ def _erf_gain_grad(model, nu, law, spec, x) -> tuple[float, np.ndarray]:
     u, c = float(x[0]), float(x[1])
     m = _u_to_m(u)
     if _exact_args("erf", model, nu, m, m * m, spec) is not None:  # smooth closed forms: central differences
+
         def g(uu, cc):
             return -_gain("erf", model, nu, law, spec, uu, cc)
+
         h = 1e-6
         du = (g(min(u + h, 0.999999), c) - g(max(u - h, 0.0), c)) / (min(u + h, 0.999999) - max(u - h, 0.0))
         dc = (g(u, c + h) - g(u, c - h)) / (2 * h)
         return g(u, c), np.array([du, dc])
     tot = np.zeros(6)
     for L, pL in law.items():
+
         def fn(chi_star, p, eta):
             arg = c + m * chi_star
             sig = 1.0 + erf(arg)
             dc = (2.0 / math.sqrt(math.pi)) * np.exp(-arg * arg)
             dm = chi_star * dc
-            return np.stack([_rowdot(p, sig), _rowdot(sig, sig), _rowdot(p, dm), _rowdot(p, dc),
-                             2 * _rowdot(sig, dm), 2 * _rowdot(sig, dc)])
+            return np.stack(
+                [
+                    _rowdot(p, sig),
+                    _rowdot(sig, sig),
+                    _rowdot(p, dm),
+                    _rowdot(p, dc),
+                    2 * _rowdot(sig, dm),
+                    2 * _rowdot(sig, dc),
+                ]
+            )
+
         tot += pL * _group_sums(field_rule(model, nu, L, spec), fn, 6).mean(axis=1)
     A, B, Am, Ac, Bm, Bc = tot
     if B <= 1e-300:
@@ -349,9 +368,14 @@ def _opt_erf(model, nu, law, spec) -> tuple[float, float, float]:
     best = (u0, c0, _gain("erf", model, nu, law, spec, u0, c0))
     for flat in order:
         x0 = [uu[flat // cc.size], cc[flat % cc.size]]
-        res = minimize(lambda x: _erf_gain_grad(model, nu, law, spec, x), x0, jac=True,
-                       method="L-BFGS-B", bounds=[(0.0, 0.999), (-20.0, 20.0)],
-                       options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 200})
+        res = minimize(
+            lambda x: _erf_gain_grad(model, nu, law, spec, x),
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(0.0, 0.999), (-20.0, 20.0)],
+            options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": 200},
+        )
         if -res.fun > best[2]:
             best = (float(res.x[0]), float(res.x[1]), float(-res.fun))
     return best
@@ -419,8 +443,13 @@ def optimal_risk(sigma, model, nu, L, delta=0.0, *, quad: QuadSpec | None = None
     if math.isinf(m_k) and sigma in ("linear", "erf"):
         m_v = math.nan  # the limit score is only defined up to scale: no finite representative
     out = {
-        "risk": delta**2 + 1.0 - gain, "m_k": m_k, "q_k": m_k**2, "m_v": m_v,
-        "q_v": m_v**2, "c": c, "risk_err": _gain_error(sigma, model, nu, law, spec, u, c),
+        "risk": delta**2 + 1.0 - gain,
+        "m_k": m_k,
+        "q_k": m_k**2,
+        "m_v": m_v,
+        "q_v": m_v**2,
+        "c": c,
+        "risk_err": _gain_error(sigma, model, nu, law, spec, u, c),
     }
     return {k: float(v) for k, v in out.items()}
 
@@ -453,8 +482,9 @@ def linear_risk_spiked(L, nu, delta=0.0) -> float:
     return delta**2 + L * (L - 1) / ((L - 1) * nu + L * L)
 
 
-def population_sweep(sigma, model, L, nus: Sequence[float], delta=0.0, *,
-                     quad: QuadSpec | None = None) -> xarray.Dataset:
+def population_sweep(
+    sigma, model, L, nus: Sequence[float], delta=0.0, *, quad: QuadSpec | None = None
+) -> xarray.Dataset:
     """Optimal population risk over a ν grid (Fig. 2 of the paper; model.md §4, §7).
 
     sigma: one of SIGMAS or "bayes" (Bayes risk at k = c_ν k*, v = v*). Returns a Dataset with
@@ -486,8 +516,16 @@ def population_sweep(sigma, model, L, nus: Sequence[float], delta=0.0, *,
             res = optimal_risk(sigma, model, nu, law, delta, quad=spec)
         for k in keys:
             out[k][i] = res[k]
-        log.info("population %s %s L=%s nu=%g: risk=%.6f (%d/%d)", sigma, model, format_L(law), nu,
-                 res["risk"], i + 1, nus.size)
+        log.info(
+            "population %s %s L=%s nu=%g: risk=%.6f (%d/%d)",
+            sigma,
+            model,
+            format_L(law),
+            nu,
+            res["risk"],
+            i + 1,
+            nus.size,
+        )
     methods = {}  # per L, the method(s) used over the ν grid
     for nu in nus:
         exact = sigma == BAYES or _exact_args(sigma, model, float(nu), 1.0, 1.0, spec) is not None
@@ -504,13 +542,16 @@ def population_sweep(sigma, model, L, nus: Sequence[float], delta=0.0, *,
     )
     ds["risk_err"].attrs["description"] = (
         "quadrature error estimate of risk at the returned overlaps: change under ~1.5x refinement "
-        "(tensor rules) or standard error over independent Sobol scramblings (qmc)")
+        "(tensor rules) or standard error over independent Sobol scramblings (qmc)"
+    )
     ds["m_k"].attrs["description"] = "key overlap k·k*/D; inf = infimum reached as m_k → ∞"
-    ds.attrs.update({
-        "method": "population optimum over overlaps (model.md §4)",
-        "quadrature": str(methods),
-        "quad_spec": repr(spec),
-        "qmc_seed": spec.seed,
-        "optimiser": "grid on u=m_k/(1+m_k) + bounded Brent (erf: 9x9 (u, c) grid + L-BFGS-B from 2 starts)",
-    })
+    ds.attrs.update(
+        {
+            "method": "population optimum over overlaps (model.md §4)",
+            "quadrature": str(methods),
+            "quad_spec": repr(spec),
+            "qmc_seed": spec.seed,
+            "optimiser": "grid on u=m_k/(1+m_k) + bounded Brent (erf: 9x9 (u, c) grid + L-BFGS-B from 2 starts)",
+        }
+    )
     return ds

@@ -116,17 +116,31 @@ class QuadSpec:
         """A cheaper spec (≈½ nodes per dimension, ⅛ QMC points, ~0.55× exact-rule nodes: error
         ≲ 1e-6) for locating optimum basins."""
         n_t, n_y, n_mid, n_tail = _ordered_sizes(self, L)
-        return replace(self, n_t=max(4, n_t // 2), n_y=max(2, n_y // 2), n_mid=max(4, n_mid // 2),
-                       n_tail=max(6, n_tail // 2), n_gh=max(10, self.n_gh // 2),
-                       qmc_log2=max(6, self.qmc_log2 - 3), exact_level=self.exact_level - 1.5)
+        return replace(
+            self,
+            n_t=max(4, n_t // 2),
+            n_y=max(2, n_y // 2),
+            n_mid=max(4, n_mid // 2),
+            n_tail=max(6, n_tail // 2),
+            n_gh=max(10, self.n_gh // 2),
+            qmc_log2=max(6, self.qmc_log2 - 3),
+            exact_level=self.exact_level - 1.5,
+        )
 
     def refined(self, L: int) -> QuadSpec:
         """A finer spec of the same method at length L (≈1.5× nodes per dimension, 4× QMC points)."""
         n_t, n_y, n_mid, n_tail = _ordered_sizes(self, L)
-        return replace(self, n_t=int(1.5 * n_t), n_y=int(1.5 * n_y) + 1, n_mid=int(1.5 * n_mid),
-                       n_tail=int(1.5 * n_tail), n_gh=int(1.5 * self.n_gh),
-                       n_eta=int(1.5 * self.n_eta), qmc_log2=self.qmc_log2 + 2,
-                       exact_level=self.exact_level + 1)
+        return replace(
+            self,
+            n_t=int(1.5 * n_t),
+            n_y=int(1.5 * n_y) + 1,
+            n_mid=int(1.5 * n_mid),
+            n_tail=int(1.5 * n_tail),
+            n_gh=int(1.5 * self.n_gh),
+            n_eta=int(1.5 * self.n_eta),
+            qmc_log2=self.qmc_log2 + 2,
+            exact_level=self.exact_level + 1,
+        )
 
 
 @dataclass(frozen=True, eq=False)

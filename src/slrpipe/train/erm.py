@@ -142,8 +142,9 @@ def _lbfgs_blocks(params, data, lam, sigma, o: SolverOptions, value0: float):
     step, last = 0, value0
     while step < o.max_iter:
         nsteps = min(o.record_every, o.max_iter - step)
-        params, state, value, gn, count = _lbfgs_block(params, state, X, mask, y, lam, step + nsteps,
-                                                       jnp.asarray(o.tol, dtype), sigma, o.memory_size, XT)
+        params, state, value, gn, count = _lbfgs_block(
+            params, state, X, mask, y, lam, step + nsteps, jnp.asarray(o.tol, dtype), sigma, o.memory_size, XT
+        )
         value, new_step = float(value), int(count)
         stalled = new_step == step + nsteps and value == last
         step, last = new_step, value
@@ -197,8 +198,9 @@ def _first_order_blocks(params, data, lam, sigma, o: SolverOptions, value0: floa
     step = 0
     while step < o.max_iter:
         nsteps = min(o.record_every, o.max_iter - step)
-        params, state, value, gn = _first_order_block(params, state, X, mask, y, lam, key, step, sigma,
-                                                      o.optimizer, o.lr, nsteps, o.batch_size, XT)
+        params, state, value, gn = _first_order_block(
+            params, state, X, mask, y, lam, key, step, sigma, o.optimizer, o.lr, nsteps, o.batch_size, XT
+        )
         step += nsteps
         yield params, step, float(value), float(gn), False
 
@@ -255,12 +257,12 @@ def _device_data(X, mask, y, dtype, transpose: bool | None):
     if transpose is None:
         transpose = jax.devices()[0].platform == "cpu"
     XT = transposed(X) if transpose else None
-    return (jnp.asarray(X, np_dtype), jnp.asarray(np.asarray(mask, bool)),
-            jnp.asarray(np.asarray(y, np_dtype)), XT)
+    return (jnp.asarray(X, np_dtype), jnp.asarray(np.asarray(mask, bool)), jnp.asarray(np.asarray(y, np_dtype)), XT)
 
 
-def minimize(params0: dict, X, mask, y, sigma: str, lam: float, options: SolverOptions | None = None, *,
-             teacher=None) -> ERMResult:
+def minimize(
+    params0: dict, X, mask, y, sigma: str, lam: float, options: SolverOptions | None = None, *, teacher=None
+) -> ERMResult:
     """Minimise J (module docstring) from ``params0``.
 
     Args:
@@ -297,13 +299,13 @@ def minimize(params0: dict, X, mask, y, sigma: str, lam: float, options: SolverO
         for block in blocks(params, data, lam_j, sigma, o, value):
             params, step, value, gnorm, stalled = block
             finite = math.isfinite(value) and math.isfinite(gnorm)
-            reason = ("nonfinite" if not finite else "tol" if gnorm < o.tol else "stalled" if stalled
-                      else "max_iter")
+            reason = "nonfinite" if not finite else "tol" if gnorm < o.tol else "stalled" if stalled else "max_iter"
             rec.add(step, value, gnorm, params, converged=reason == "tol")
             if reason == "nonfinite":
                 log.warning("%s: non-finite loss or gradient at step %d; stopping", o.optimizer, step)
             if reason != "max_iter":
                 break
     wall = time.perf_counter() - t0
-    return ERMResult({k: np.asarray(a) for k, a in params.items()}, value, gnorm, step, reason == "tol",
-                     reason, wall, rec.arrays())
+    return ERMResult(
+        {k: np.asarray(a) for k, a in params.items()}, value, gnorm, step, reason == "tol", reason, wall, rec.arrays()
+    )

@@ -36,8 +36,15 @@ log = logging.getLogger(__name__)
 __all__ = ["C_INF", "ERMOptions", "init_model", "run_erm", "run_erm_batch"]
 
 
-def init_model(train: SLRDataset, sigma: str, init: str, init_seed: int, dtype=jnp.float32,
-               c_inf: float = C_INF, init_scale: float = 1e-2) -> Attention:
+def init_model(
+    train: SLRDataset,
+    sigma: str,
+    init: str,
+    init_seed: int,
+    dtype=jnp.float32,
+    c_inf: float = C_INF,
+    init_scale: float = 1e-2,
+) -> Attention:
     """The initial estimator: informed (k = c_ν k*, v = v*; c_ν → ``c_inf`` at ν = inf), random
     (k, v ~ N(0, I_D), ``nnx.Rngs(init_seed)``) or small (N(0, init_scale² I_D)).
 
@@ -83,7 +90,7 @@ def run_erm(train: SLRDataset, options: ERMOptions, loaded=None) -> tuple[Attent
     Raises:
         ValueError: test_seed == data_seed, or any option ``minimize`` rejects.
     """
-    (model, ds), = run_erm_batch(train, [options], loaded)
+    ((model, ds),) = run_erm_batch(train, [options], loaded)
     return model, ds
 
 
@@ -110,8 +117,16 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
         ctx = jax.enable_x64(True) if o.dtype == "float64" else contextlib.nullcontext()
         with ctx:
             jdtype = jnp.float64 if o.dtype == "float64" else jnp.float32
-            log.info("ERM %s/%s λ=%g on %s (n=%d, D=%d), device %s", o.sigma, o.solver.optimizer, o.lam,
-                     train.task, train.n, train.task.D, jax.devices()[0].platform)
+            log.info(
+                "ERM %s/%s λ=%g on %s (n=%d, D=%d), device %s",
+                o.sigma,
+                o.solver.optimizer,
+                o.lam,
+                train.task,
+                train.n,
+                train.task.D,
+                jax.devices()[0].platform,
+            )
             model = init_model(train, o.sigma, o.init, o.init_seed, jdtype, o.c_inf, o.init_scale)
             trained.append((model, *_train(model, train, o, loaded)))
     t_train = time.perf_counter() - t0 - t_sample
@@ -121,10 +136,16 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
         for i, (test, bayes) in zip(runs, measured):
             trained[i][2].test, trained[i][2].bayes = test, bayes
     # one parseable line per training set (benchmarks/bench_train_batch.py reads it)
-    log.info("timing: %d runs, training set %.2f s, training %.2f s, test sets %.2f s", len(options), t_sample,
-             t_train, time.perf_counter() - t0 - t_sample - t_train)
-    return [(model, _to_dataset(train, o, s, res, errors))
-            for (model, res, errors), o, s in zip(trained, options, seeds_of)]
+    log.info(
+        "timing: %d runs, training set %.2f s, training %.2f s, test sets %.2f s",
+        len(options),
+        t_sample,
+        t_train,
+        time.perf_counter() - t0 - t_sample - t_train,
+    )
+    return [
+        (model, _to_dataset(train, o, s, res, errors)) for (model, res, errors), o, s in zip(trained, options, seeds_of)
+    ]
 
 
 def _host_params(model: Attention) -> dict:
@@ -135,12 +156,17 @@ def _train(model: Attention, train: SLRDataset, o: ERMOptions, loaded) -> tuple[
     """Minimise J over the module's parameters (updated in place); also the training MSE."""
     _, state = nnx.split(model, nnx.Param)
     data = loaded
-    res = minimize(nnx.to_pure_dict(state), data.X, data.mask, data.y, o.sigma, o.lam, o.solver,
-                   teacher=train.teacher)
+    res = minimize(nnx.to_pure_dict(state), data.X, data.mask, data.y, o.sigma, o.lam, o.solver, teacher=train.teacher)
     nnx.replace_by_pure_dict(state, res.params)
     nnx.update(model, state)
-    log.info("ERM done: %d iterations, converged=%s (%s), |∇J|=%.3g, %.1f s", res.iterations, res.converged,
-             res.reason, res.gnorm, res.wall_time)
+    log.info(
+        "ERM done: %d iterations, converged=%s (%s), |∇J|=%.3g, %.1f s",
+        res.iterations,
+        res.converged,
+        res.reason,
+        res.gnorm,
+        res.wall_time,
+    )
     f = _predictor(model, o)(data.X, data.mask)
     train_mse = float(np.mean((data.y - np.asarray(f, np.float64)) ** 2))
     return res, _Errors(train_mse, (math.nan, math.nan), (math.nan, math.nan))
@@ -152,8 +178,9 @@ def _predictor(model: Attention, o: ERMOptions):
     return lambda X, mask: attention_apply(params, X.astype(dt, copy=False), mask, o.sigma, xp=np)
 
 
-def _test_errors(models: list[Attention], train: SLRDataset, options: list[ERMOptions], test_seed: int,
-                 n_test: int) -> list[tuple[tuple, tuple]]:
+def _test_errors(
+    models: list[Attention], train: SLRDataset, options: list[ERMOptions], test_seed: int, n_test: int
+) -> list[tuple[tuple, tuple]]:
     """[((test MSE, s.e.), (Bayes oracle MSE, s.e.))] of each module, all on one pass over the
     fresh test set of ``test_seed`` (the oracle's pair NaN for a run without ``bayes``)."""
     task = train.task
@@ -179,13 +206,28 @@ def _to_dataset(train: SLRDataset, o: ERMOptions, test_seed: int, res: ERMResult
 
         theory = risk_at_gram(o.sigma, task.model, task.nu, task.L, task.delta, G, c)
     (test_mse, test_se), (bayes_mse, bayes_se) = errors.test, errors.bayes
-    log.info("test error %.5f ± %.5f (theory at learned overlaps %.5f, Bayes oracle %.5f)", test_mse, test_se,
-             theory, bayes_mse)
-    scalars = {"train_loss": res.loss, "train_mse": errors.train_mse, "test_error": test_mse,
-               "test_error_se": test_se, "test_error_theory": theory, "test_error_bayes": bayes_mse,
-               "test_error_bayes_se": bayes_se, **overlaps(k_star, v_star, res.params["k"], res.params["v"]),
-               "c": c, "iterations": res.iterations, "converged": res.converged, "gnorm": res.gnorm,
-               "wall_time": res.wall_time}
+    log.info(
+        "test error %.5f ± %.5f (theory at learned overlaps %.5f, Bayes oracle %.5f)",
+        test_mse,
+        test_se,
+        theory,
+        bayes_mse,
+    )
+    scalars = {
+        "train_loss": res.loss,
+        "train_mse": errors.train_mse,
+        "test_error": test_mse,
+        "test_error_se": test_se,
+        "test_error_theory": theory,
+        "test_error_bayes": bayes_mse,
+        "test_error_bayes_se": bayes_se,
+        **overlaps(k_star, v_star, res.params["k"], res.params["v"]),
+        "c": c,
+        "iterations": res.iterations,
+        "converged": res.converged,
+        "gnorm": res.gnorm,
+        "wall_time": res.wall_time,
+    }
     data_vars = {k: ((), v) for k, v in scalars.items()}
     data_vars["gram"] = (("w", "w2"), G)
     data_vars["k"] = (("dim",), res.params["k"].astype(np.float64))
@@ -195,21 +237,47 @@ def _to_dataset(train: SLRDataset, o: ERMOptions, test_seed: int, res: ERMResult
         if name != "step":
             data_vars[f"traj_{name}"] = (("step",), arr)
     w = ["k_star", "v_star", "k", "v"]
-    coords = {"step": traj["step"], "w": w, "w2": w,
-              "model": task.model, "nu": task.nu, "L": format_L(task.L), "L_max": task.L_max,
-              "delta": task.delta, "sigma": o.sigma, "lam": float(o.lam), "alpha": train.n / task.D, "D": task.D,
-              "n": train.n, "teacher_seed": train.teacher_seed, "data_seed": train.data_seed,
-              "test_seed": test_seed, "init_seed": int(o.init_seed), "init": o.init, "optimizer": s.optimizer,
-              "dtype": o.dtype, "n_test": o.n_test}
+    coords = {
+        "step": traj["step"],
+        "w": w,
+        "w2": w,
+        "model": task.model,
+        "nu": task.nu,
+        "L": format_L(task.L),
+        "L_max": task.L_max,
+        "delta": task.delta,
+        "sigma": o.sigma,
+        "lam": float(o.lam),
+        "alpha": train.n / task.D,
+        "D": task.D,
+        "n": train.n,
+        "teacher_seed": train.teacher_seed,
+        "data_seed": train.data_seed,
+        "test_seed": test_seed,
+        "init_seed": int(o.init_seed),
+        "init": o.init,
+        "optimizer": s.optimizer,
+        "dtype": o.dtype,
+        "n_test": o.n_test,
+    }
     device = jax.devices()[0]
     transpose = device.platform == "cpu" if s.transpose is None else s.transpose
     tol = s.resolved(train.n, o.dtype).tol
-    attrs = provenance(device=device.platform, device_kind=getattr(device, "device_kind", ""), tol=tol,
-                       transposed_copy=int(transpose),
-                       gnorm_normalisation="|grad L|_2 / n over (k, v[, c])", stop_reason=res.reason,
-                       max_iter=s.max_iter, lr=s.lr if s.lr is not None else "default",
-                       batch_size=s.batch_size or 0, sgd_seed=s.sgd_seed, c_inf=o.c_inf,
-                       init_scale=o.init_scale, chunk_size=train.chunk_size,
-                       data_source=str(train.path) if train.path else "regenerated from seeds",
-                       L_law={str(k): p for k, p in task.L.items()})
+    attrs = provenance(
+        device=device.platform,
+        device_kind=getattr(device, "device_kind", ""),
+        tol=tol,
+        transposed_copy=int(transpose),
+        gnorm_normalisation="|grad L|_2 / n over (k, v[, c])",
+        stop_reason=res.reason,
+        max_iter=s.max_iter,
+        lr=s.lr if s.lr is not None else "default",
+        batch_size=s.batch_size or 0,
+        sgd_seed=s.sgd_seed,
+        c_inf=o.c_inf,
+        init_scale=o.init_scale,
+        chunk_size=train.chunk_size,
+        data_source=str(train.path) if train.path else "regenerated from seeds",
+        L_law={str(k): p for k, p in task.L.items()},
+    )
     return xr.Dataset(data_vars, coords=coords, attrs=attrs)

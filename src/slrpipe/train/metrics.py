@@ -20,8 +20,15 @@ def overlaps(k_star, v_star, k, v) -> dict[str, float]:
     """m_k = k·k*/D, q_k = |k|²/D, m_v = v·v*/D, q_v = |v|²/D and the cross overlaps
     k_vstar = k·v*/D, v_kstar = v·k*/D, k_v = k·v/D (zero on the manifold 𝓜, docs/model.md §4)."""
     G = gram(k_star, v_star, k, v)
-    return {"m_k": G[0, 2], "q_k": G[2, 2], "m_v": G[1, 3], "q_v": G[3, 3],
-            "k_vstar": G[1, 2], "v_kstar": G[0, 3], "k_v": G[2, 3]}
+    return {
+        "m_k": G[0, 2],
+        "q_k": G[2, 2],
+        "m_v": G[1, 3],
+        "q_v": G[3, 3],
+        "k_vstar": G[1, 2],
+        "v_kstar": G[0, 3],
+        "k_v": G[2, 3],
+    }
 
 
 def streamed_errors(predictors: dict, chunks) -> dict[str, tuple[float, float, int]]:
@@ -52,4 +59,3 @@ def streamed_errors(predictors: dict, chunks) -> dict[str, tuple[float, float, i
 def streamed_error(predict, chunks) -> tuple[float, float, int]:
     """``streamed_errors`` of one predictor: (mse, standard error, n)."""
     return streamed_errors({"f": predict}, chunks)["f"]
-

@@ -62,8 +62,8 @@ def _log_c(model, nu, L, wk, m_k):
     t, w = np.polynomial.hermite_e.hermegauss(_GH_NODES)
     w = w / math.sqrt(2 * math.pi)
     sv = jnp.sqrt(jnp.maximum(1 - m_k, 1e-12))
-    a = (wk[:, None] - wk[None, :]) / sv                     # a[ε, ℓ]
-    cdf = ndtr(a[:, :, None] + t[None, None, :])             # (ε, ℓ, node)
+    a = (wk[:, None] - wk[None, :]) / sv  # a[ε, ℓ]
+    cdf = ndtr(a[:, :, None] + t[None, None, :])  # (ε, ℓ, node)
     cdf = jnp.where(jnp.eye(L, dtype=bool)[:, :, None], 1.0, cdf).prod(1)
     return jnp.log(jnp.maximum(cdf @ w, 1e-300))
 
@@ -81,8 +81,10 @@ def _log_zout(wk, wv, y, m_k, m_v, delta, model, nu):
 def _channel(wk, wv, y, m_k, m_v, delta, model, nu):
     def one(a, b, c):
         (lz, p2), (gk, gv) = jax.value_and_grad(_log_zout, argnums=(0, 1), has_aux=True)(
-            a, b, c, m_k, m_v, delta, model, nu)
+            a, b, c, m_k, m_v, delta, model, nu
+        )
         return lz, jnp.sum(gk**2), jnp.sum(gv**2), p2
+
     return jax.vmap(one)(wk, wv, y)
 
 
@@ -103,12 +105,26 @@ def bo_channel(fields: Fields, alpha: float, m_k: float, m_v: float) -> dict:
     wk = m_k * fields.chi_star + math.sqrt(m_k - m_k**2) * fields.xi_k
     wv = m_v * fields.z_star + math.sqrt(m_v - m_v**2) * fields.xi_v
     with jax.enable_x64(True):
-        lz, gk2, gv2, p2 = (np.asarray(a) for a in _channel(
-            jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(fields.y), float(m_k), float(m_v),
-            float(fields.delta), fields.model, float(fields.nu)))
+        lz, gk2, gv2, p2 = (
+            np.asarray(a)
+            for a in _channel(
+                jnp.asarray(wk),
+                jnp.asarray(wv),
+                jnp.asarray(fields.y),
+                float(m_k),
+                float(m_v),
+                float(fields.delta),
+                fields.model,
+                float(fields.nu),
+            )
+        )
     out = {}
-    for key, x, scale in (("mhat_k", gk2, alpha), ("mhat_v", gv2, alpha), ("log_zout", lz, 1.0),
-                          ("test_error", 1 + fields.delta**2 - m_v * p2, 1.0)):
+    for key, x, scale in (
+        ("mhat_k", gk2, alpha),
+        ("mhat_v", gv2, alpha),
+        ("log_zout", lz, 1.0),
+        ("test_error", 1 + fields.delta**2 - m_v * p2, 1.0),
+    ):
         mu, se = _mean_se(x)
         out[key], out[key + "_se"] = scale * mu, scale * se
     return out
@@ -120,8 +136,20 @@ def free_entropy(alpha, m, mhat, log_zout) -> float:
     return float(np.sum(mhat * (1 - m) / 2 - 0.5 * np.log1p(mhat)) + alpha * log_zout)
 
 
-def solve_bayes_optimal(model, nu, L, delta, alpha, *, n_samples=50000, seed=0, init=(1e-4, 1e-4),
-                        tol=1e-6, max_iter=2000, fields: Fields | None = None) -> dict:
+def solve_bayes_optimal(
+    model,
+    nu,
+    L,
+    delta,
+    alpha,
+    *,
+    n_samples=50000,
+    seed=0,
+    init=(1e-4, 1e-4),
+    tol=1e-6,
+    max_iter=2000,
+    fields: Fields | None = None,
+) -> dict:
     """Iterate m_a ← m̂_a/(1 + m̂_a) from ``init`` = (m_k, m_v) to a fixed point (docs/theory.md §8).
 
     Args:
@@ -156,10 +184,18 @@ def solve_bayes_optimal(model, nu, L, delta, alpha, *, n_samples=50000, seed=0, 
             break
     ch = bo_channel(fields, alpha, *m)
     mh = np.array([ch["mhat_k"], ch["mhat_v"]])
-    return dict(m_k=float(m[0]), m_v=float(m[1]), mhat_k=float(mh[0]), mhat_v=float(mh[1]),
-                test_error=ch["test_error"], test_error_se=ch["test_error_se"],
-                free_entropy=free_entropy(alpha, m, mh, ch["log_zout"]),
-                iterations=it, residual=resid, converged=conv)
+    return dict(
+        m_k=float(m[0]),
+        m_v=float(m[1]),
+        mhat_k=float(mh[0]),
+        mhat_v=float(mh[1]),
+        test_error=ch["test_error"],
+        test_error_se=ch["test_error_se"],
+        free_entropy=free_entropy(alpha, m, mh, ch["log_zout"]),
+        iterations=it,
+        residual=resid,
+        converged=conv,
+    )
 
 
 def _phi(r: dict, alpha: float, delta: float) -> float:
@@ -171,13 +207,25 @@ def _phi(r: dict, alpha: float, delta: float) -> float:
     return r["free_entropy"]
 
 
-OUTPUTS = ("test_error", "test_error_se", "m_k", "m_v", "mhat_k", "mhat_v", "free_entropy",
-           "iterations", "residual", "converged", "coexistence", "test_error_uninformed",
-           "test_error_informed", "wall_time")
+OUTPUTS = (
+    "test_error",
+    "test_error_se",
+    "m_k",
+    "m_v",
+    "mhat_k",
+    "mhat_v",
+    "free_entropy",
+    "iterations",
+    "residual",
+    "converged",
+    "coexistence",
+    "test_error_uninformed",
+    "test_error_informed",
+    "wall_time",
+)
 
 
-def bayes_optimal_sweep(model, nu, L, delta, alphas, *, n_samples=50000, seed=0, tol=1e-6,
-                        max_iter=2000) -> xr.Dataset:
+def bayes_optimal_sweep(model, nu, L, delta, alphas, *, n_samples=50000, seed=0, tol=1e-6, max_iter=2000) -> xr.Dataset:
     """Bayes-optimal fixed points on an α grid, from an uninformed and an informed start.
 
     Args: as :func:`solve_bayes_optimal`; ``alphas``: 1-D sequence of α > 0 (sorted).
@@ -222,13 +270,27 @@ def bayes_optimal_sweep(model, nu, L, delta, alphas, *, n_samples=50000, seed=0,
         data["coexistence"][j] = max(abs(a["m_k"] - b["m_k"]), abs(a["m_v"] - b["m_v"])) > 1e-4
         data["test_error_uninformed"][j], data["test_error_informed"][j] = a["test_error"], b["test_error"]
         data["wall_time"][j] = t_lo[alpha] + t_hi[alpha]
-        log.info("Bayes-optimal %s ν=%g L=%d α=%g: e_test=%.5f m=(%.4f, %.4f) coexistence=%s (%.1fs)",
-                 model, nu, L, alpha, best["test_error"], best["m_k"], best["m_v"],
-                 bool(data["coexistence"][j]), data["wall_time"][j])
-    ds = xr.Dataset({k: ("alpha", v) for k, v in data.items()},
-                    coords=dict(alpha=alphas, model=model, nu=float(nu), L=int(L), delta=float(delta)))
+        log.info(
+            "Bayes-optimal %s ν=%g L=%d α=%g: e_test=%.5f m=(%.4f, %.4f) coexistence=%s (%.1fs)",
+            model,
+            nu,
+            L,
+            alpha,
+            best["test_error"],
+            best["m_k"],
+            best["m_v"],
+            bool(data["coexistence"][j]),
+            data["wall_time"][j],
+        )
+    ds = xr.Dataset(
+        {k: ("alpha", v) for k, v in data.items()},
+        coords=dict(alpha=alphas, model=model, nu=float(nu), L=int(L), delta=float(delta)),
+    )
     ds["converged"] = ds["converged"].astype(bool)
     ds["coexistence"] = ds["coexistence"].astype(bool)
-    ds.attrs.update(n_samples=int(fields.n), seed=int(seed),
-                    theory="Bayes-optimal replica-symmetric state evolution (Nishimori), docs/theory.md §8")
+    ds.attrs.update(
+        n_samples=int(fields.n),
+        seed=int(seed),
+        theory="Bayes-optimal replica-symmetric state evolution (Nishimori), docs/theory.md §8",
+    )
     return ds

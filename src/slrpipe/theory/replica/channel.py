@@ -57,8 +57,24 @@ def centres(fields: Fields, m_k, q_k, m_v, q_v):
     return m_k * fields.chi_star + S_k * fields.xi_k, m_v * fields.z_star + S_v * fields.xi_v, S_k, S_v
 
 
-def channel(sigma, fields: Fields, alpha, m_k, q_k, V_k, m_v, q_v, V_v, *, vhat="stein", warm=None,
-            n_steps=25, multistart=True, softmin=None, mhat="rb"):
+def channel(
+    sigma,
+    fields: Fields,
+    alpha,
+    m_k,
+    q_k,
+    V_k,
+    m_v,
+    q_v,
+    V_v,
+    *,
+    vhat="stein",
+    warm=None,
+    n_steps=25,
+    multistart=True,
+    softmin=None,
+    mhat="rb",
+):
     """Conjugates and training loss at the given order parameters (docs/theory.md §3–4, §9).
 
     Args:
@@ -92,8 +108,7 @@ def channel(sigma, fields: Fields, alpha, m_k, q_k, V_k, m_v, q_v, V_v, *, vhat=
         raise ValueError(f"alpha: must be > 0, got {alpha}")
     wk, wv, S_k, S_v = centres(fields, m_k, q_k, m_v, q_v)
     y = fields.y
-    p = prox(sigma, wk, wv, y, V_k, V_v, warm=warm, n_steps=n_steps, multistart=multistart,
-             softmin=softmin)
+    p = prox(sigma, wk, wv, y, V_k, V_v, warm=warm, n_steps=n_steps, multistart=multistart, softmin=softmin)
     L = fields.L
     if softmin is None:
         fk, fv = (p["chi"] - wk) / V_k, (p["z"] - wv) / V_v
@@ -101,15 +116,20 @@ def channel(sigma, fields: Fields, alpha, m_k, q_k, V_k, m_v, q_v, V_v, *, vhat=
     else:
         fk, fv, fk2, fv2, loss = p["fk"], p["fv"], p["fk2"], p["fv2"], p["loss"]
     out = {}
-    jac = {a: (1 / V - p["hinv_diag"][:, sl] / V**2).sum(1)
-           for a, V, sl in (("k", V_k, slice(0, L)), ("v", V_v, slice(L, 2 * L)))}
+    jac = {
+        a: (1 / V - p["hinv_diag"][:, sl] / V**2).sum(1)
+        for a, V, sl in (("k", V_k, slice(0, L)), ("v", V_v, slice(L, 2 * L)))
+    }
     # as diagnostics the pointwise-Jacobian forms are undefined where H is singular (a
     # degenerate minimum): NaN there, left out of their averages
     ok = p["hess_pd"] & np.all(np.abs(p["hinv_diag"]) < 1e8 * max(V_k, V_v), axis=1)
     est = {
-        "qhat_k": fk2.sum(1), "qhat_v": fv2.sum(1),
-        "Vhat_k_jac": np.where(ok, jac["k"], np.nan), "Vhat_v_jac": np.where(ok, jac["v"], np.nan),
-        "fh_k": (fk * fields.chi_star).sum(1), "fh_v": (fv * fields.z_star).sum(1),
+        "qhat_k": fk2.sum(1),
+        "qhat_v": fv2.sum(1),
+        "Vhat_k_jac": np.where(ok, jac["k"], np.nan),
+        "Vhat_v_jac": np.where(ok, jac["v"], np.nan),
+        "fh_k": (fk * fields.chi_star).sum(1),
+        "fh_v": (fv * fields.z_star).sum(1),
         "mhat_v_dy": np.where(ok, np.take_along_axis(p["dz_dy"], fields.eps[:, None], 1)[:, 0], np.nan) / V_v,
         "train_loss": loss,
     }
@@ -145,4 +165,3 @@ def channel(sigma, fields: Fields, alpha, m_k, q_k, V_k, m_v, q_v, V_v, *, vhat=
     out["chi"] = p["chi"]
     out["warm"] = np.stack([p["chi"], p["chi2"], p["chi3"]], axis=1)
     return out
-

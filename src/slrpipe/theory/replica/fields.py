@@ -78,9 +78,16 @@ def _base_draws(half: int, L: int, n_uniform: int, seed: int, qmc: bool):
     if not qmc:
         rng = np.random.default_rng(seed)
         # draw order of the original iid scheme (same numbers for the same seed)
-        g = np.concatenate([rng.standard_normal((half, L)), rng.standard_normal((half, L)),
-                            rng.standard_normal((half, 1)), rng.standard_normal((half, L)),
-                            rng.standard_normal((half, L))], axis=1)
+        g = np.concatenate(
+            [
+                rng.standard_normal((half, L)),
+                rng.standard_normal((half, L)),
+                rng.standard_normal((half, 1)),
+                rng.standard_normal((half, L)),
+                rng.standard_normal((half, L)),
+            ],
+            axis=1,
+        )
         return g, rng.random((half, n_uniform))
     sob = _qmc.Sobol(n_gauss + n_uniform, scramble=True, seed=np.random.default_rng(seed))
     m = max(int(math.ceil(math.log2(half))), 0)
@@ -90,8 +97,9 @@ def _base_draws(half: int, L: int, n_uniform: int, seed: int, qmc: bool):
     return ndtri(u[:, :n_gauss]), u[:, n_gauss:]
 
 
-def draw_fields(model: str, nu: float, L: int, delta: float, n_samples: int, seed: int = 0, *,
-                qmc: bool = False) -> Fields:
+def draw_fields(
+    model: str, nu: float, L: int, delta: float, n_samples: int, seed: int = 0, *, qmc: bool = False
+) -> Fields:
     """Draw ``n_samples`` (rounded up to even) channel samples; seed → ``np.random.default_rng``.
 
     Spiked-SLR puts ε* = 0 (σ is permutation-equivariant) and χ*_0 ~ N(√ν, 1); max-SLR draws
@@ -109,8 +117,8 @@ def draw_fields(model: str, nu: float, L: int, delta: float, n_samples: int, see
     half = (int(n_samples) + 1) // 2
     categorical = model == "max" and not math.isinf(nu)
     g, uni = _base_draws(half, L, int(categorical), int(seed), bool(qmc))
-    chi_star, z_star, noise = g[:, :L].copy(), g[:, L:2 * L], g[:, 2 * L]
-    xi_k, xi_v = g[:, 2 * L + 1:3 * L + 1], g[:, 3 * L + 1:]
+    chi_star, z_star, noise = g[:, :L].copy(), g[:, L : 2 * L], g[:, 2 * L]
+    xi_k, xi_v = g[:, 2 * L + 1 : 3 * L + 1], g[:, 3 * L + 1 :]
     if model == "spiked":
         eps = np.zeros(half, dtype=np.int64)
         chi_star[:, 0] += math.sqrt(nu)
@@ -126,7 +134,18 @@ def draw_fields(model: str, nu: float, L: int, delta: float, n_samples: int, see
         eps = np.minimum((np.cumsum(p, 1) < uni[:, :1]).sum(1), L - 1)
         dlogg = nu * (np.eye(L)[eps] - p)
     dup = lambda a: None if a is None else np.concatenate([a, a])
-    return Fields(model=model, nu=float(nu), L=L, delta=float(delta), seed=int(seed),
-                  chi_star=dup(chi_star), z_star=dup(z_star), eps=dup(eps), noise=dup(noise),
-                  xi_k=np.concatenate([xi_k, -xi_k]), xi_v=np.concatenate([xi_v, -xi_v]),
-                  dlogg=dup(dlogg), qmc=bool(qmc))
+    return Fields(
+        model=model,
+        nu=float(nu),
+        L=L,
+        delta=float(delta),
+        seed=int(seed),
+        chi_star=dup(chi_star),
+        z_star=dup(z_star),
+        eps=dup(eps),
+        noise=dup(noise),
+        xi_k=np.concatenate([xi_k, -xi_k]),
+        xi_v=np.concatenate([xi_v, -xi_v]),
+        dlogg=dup(dlogg),
+        qmc=bool(qmc),
+    )

@@ -112,8 +112,7 @@ class PolishOptions:
 # flat name → (group, field) for SolverOptions.build
 _FLAT = {f.name: ("channel", f.name) for f in dataclasses.fields(ChannelOptions)}
 _FLAT.update({f.name: ("iterate", f.name) for f in dataclasses.fields(IterateOptions)})
-_FLAT.update(polish=("polish", "enabled"), polish_below=("polish", "below"),
-             polish_maxfev=("polish", "maxfev"))
+_FLAT.update(polish=("polish", "enabled"), polish_below=("polish", "below"), polish_maxfev=("polish", "maxfev"))
 
 
 @dataclass(frozen=True)
@@ -140,8 +139,7 @@ class SolverOptions:
                 raise ValueError(f"{k}: not a replica solver option (known: {', '.join(sorted(_FLAT))})")
             g, name = _FLAT[k]
             groups.setdefault(g, {})[name] = v
-        return dataclasses.replace(base, **{g: dataclasses.replace(getattr(base, g), **kv)
-                                            for g, kv in groups.items()})
+        return dataclasses.replace(base, **{g: dataclasses.replace(getattr(base, g), **kv) for g, kv in groups.items()})
 
     def replace(self, **flat) -> SolverOptions:
         """These options with the flat fields replaced (:meth:`build`)."""

@@ -67,8 +67,7 @@ def _phi(h, wk, wv, y, Vk, Vv, sigma):
     L = wk.shape[0]
     chi, z = h[:L], h[L:]
     s = score(sigma, chi, xp=jnp)
-    return (jnp.sum((chi - wk) ** 2) / (2 * Vk) + jnp.sum((z - wv) ** 2) / (2 * Vv)
-            + 0.5 * (y - s @ z) ** 2)
+    return jnp.sum((chi - wk) ** 2) / (2 * Vk) + jnp.sum((z - wv) ** 2) / (2 * Vv) + 0.5 * (y - s @ z) ** 2
 
 
 #: most displaced starts kept per sample (the centre and the warm starts come on top): where the
@@ -89,8 +88,7 @@ def _starts(wk, wv, y, Vk, Vv, sigma, max_dirs=MAX_DIRECTIONS):
         dirs = jnp.concatenate([0.5 * u, u]) if L > 1 else u
     else:
         uz = wv / jnp.maximum(jnp.linalg.norm(wv), 1e-12)
-        dirs = jnp.concatenate([0.5 * eye, -0.5 * eye, 0.5 * uz[None], -0.5 * uz[None],
-                                uz[None], -uz[None]])
+        dirs = jnp.concatenate([0.5 * eye, -0.5 * eye, 0.5 * uz[None], -0.5 * uz[None], uz[None], -uz[None]])
     cand = wk[None] + R * dirs
     if dirs.shape[0] > max_dirs:
         # a budget that does not grow with L (the cost per sample stays O(L³) per Newton step):
@@ -150,8 +148,14 @@ def _softmin_stats(chis, vals, gns, i, wk, wv, y, Vk, Vv, sigma, beta):
     res = (y - s @ wv) / den
     fk = (chis - wk) / Vk
     fv = s * res[:, None]  # (z − ω_z)/V_v
-    return {"fk": w @ fk, "fv": w @ fv, "fk2": w @ fk**2, "fv2": w @ fv**2, "loss": 0.5 * (w @ res**2),
-            "n_min": jnp.sum(ok)}
+    return {
+        "fk": w @ fk,
+        "fv": w @ fv,
+        "fk2": w @ fk**2,
+        "fv2": w @ fv**2,
+        "loss": 0.5 * (w @ res**2),
+        "n_min": jnp.sum(ok),
+    }
 
 
 def _finish(chis, vals, gns, wk, wv, y, Vk, Vv, sigma, beta=None):
@@ -183,10 +187,20 @@ def _finish(chis, vals, gns, wk, wv, y, Vk, Vv, sigma, beta=None):
     Lh, pd = cholesky(H, 0.0)
     hinv_diag = inverse_diagonal(Lh)
     dh_dy = backward(Lh, forward(Lh, grad_f))
-    out = {"chi": chi, "chi2": chi2, "chi3": chi3, "z": z, "psi": vals[i], "grad_norm": gn, "resid": r / den,
-           "hinv_diag": hinv_diag, "dz_dy": dh_dy[L:], "hess_pd": pd,
-           "n_best": jnp.sum(vals < vals[i] + 1e-9 * (1 + jnp.abs(vals[i]))),
-           "n_starts": jnp.full((), chis.shape[0])}
+    out = {
+        "chi": chi,
+        "chi2": chi2,
+        "chi3": chi3,
+        "z": z,
+        "psi": vals[i],
+        "grad_norm": gn,
+        "resid": r / den,
+        "hinv_diag": hinv_diag,
+        "dz_dy": dh_dy[L:],
+        "hess_pd": pd,
+        "n_best": jnp.sum(vals < vals[i] + 1e-9 * (1 + jnp.abs(vals[i]))),
+        "n_starts": jnp.full((), chis.shape[0]),
+    }
     if beta is not None:
         out.update(_softmin_stats(chis, vals, gns, i, wk, wv, y, Vk, Vv, sigma, beta))
     return out
@@ -232,8 +246,16 @@ def _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
 def _batch_finish(chis, vals, gns, wk, wv, y, Vk, Vv, beta, sigma, soft):
     b = beta if soft else None
     # the 2L × 2L Hessians of the full problem, in cache-sized blocks of samples
-    return _blocked(lambda c, v, g, a, e, f: _finish(c, v, g, a, e, f, Vk, Vv, sigma, b), 2 * wk.shape[1],
-                    chis, vals, gns, wk, wv, y)
+    return _blocked(
+        lambda c, v, g, a, e, f: _finish(c, v, g, a, e, f, Vk, Vv, sigma, b),
+        2 * wk.shape[1],
+        chis,
+        vals,
+        gns,
+        wk,
+        wv,
+        y,
+    )
 
 
 # Newton steps run on every (sample, start) lane; lanes not converged by then (|∇ψ| above
@@ -252,11 +274,11 @@ def _run_lanes(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     rest = np.flatnonzero(~(gns < _CONT_TOL * (1 + 1 / Vk)))
     if n_steps > n1 and rest.size:
         for a in range(0, rest.size, _CONT_BATCH):
-            idx = rest[a:a + _CONT_BATCH]
+            idx = rest[a : a + _CONT_BATCH]
             pad = np.concatenate([idx, np.repeat(idx[:1], _CONT_BATCH - idx.size)])
             sel = lambda arr, pad=pad: jnp.asarray(np.asarray(arr)[pad])
             c, v, g = _batch_newton(sel(chis), sel(wk), sel(wv), sel(y), Vk, Vv, sigma, n_steps - n1)
-            chis[idx], vals[idx], gns[idx] = (np.asarray(t)[:idx.size] for t in (c, v, g))
+            chis[idx], vals[idx], gns[idx] = (np.asarray(t)[: idx.size] for t in (c, v, g))
     return chis, vals, gns
 
 
@@ -282,8 +304,21 @@ def default_chunk(L: int | None = None) -> int:
     return c
 
 
-def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=None, multistart=True,
-         softmin=None, directions=MAX_DIRECTIONS):
+def prox(
+    sigma,
+    omega_k,
+    omega_v,
+    y,
+    V_k,
+    V_v,
+    *,
+    warm=None,
+    n_steps=25,
+    chunk=None,
+    multistart=True,
+    softmin=None,
+    directions=MAX_DIRECTIONS,
+):
     """Global proximal point of the per-sample SLR loss and its implicit Jacobian, batched.
 
     Args:
@@ -324,8 +359,9 @@ def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=N
         raise ValueError(f"directions: must be an integer ≥ 1, got {directions}")
     omega_k, omega_v, y = np.asarray(omega_k), np.asarray(omega_v), np.asarray(y)
     if omega_k.ndim != 2 or omega_k.shape != omega_v.shape or y.shape != omega_k.shape[:1]:
-        raise ValueError(f"omega_k, omega_v, y: need shapes (N, L), (N, L), (N,); got "
-                         f"{omega_k.shape}, {omega_v.shape}, {y.shape}")
+        raise ValueError(
+            f"omega_k, omega_v, y: need shapes (N, L), (N, L), (N,); got {omega_k.shape}, {omega_v.shape}, {y.shape}"
+        )
     use_warm = warm is not None
     warm = np.asarray(warm) if use_warm else omega_k
     warm = warm[:, None] if warm.ndim == 2 else warm
@@ -343,14 +379,41 @@ def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, n_steps=25, chunk=N
         for a in range(0, len(y), chunk):
             sl = slice(a, a + chunk)
             wk_c, wv_c, y_c = jnp.asarray(omega_k[sl]), jnp.asarray(omega_v[sl]), jnp.asarray(y[sl])
-            st = _batch_starts(wk_c, wv_c, y_c, jnp.asarray(warm[sl]) if use_warm else None,
-                               float(V_k), float(V_v), sigma, bool(multistart), int(directions))
+            st = _batch_starts(
+                wk_c,
+                wv_c,
+                y_c,
+                jnp.asarray(warm[sl]) if use_warm else None,
+                float(V_k),
+                float(V_v),
+                sigma,
+                bool(multistart),
+                int(directions),
+            )
             n, S, L = st.shape
             rep = lambda arr, S=S: np.repeat(np.asarray(arr), S, axis=0)
-            chis, vals, gns = _run_lanes(np.asarray(st).reshape(n * S, L), rep(wk_c), rep(wv_c), rep(y_c),
-                                         float(V_k), float(V_v), sigma, int(n_steps))
-            r = _batch_finish(jnp.asarray(chis.reshape(n, S, L)), jnp.asarray(vals.reshape(n, S)),
-                              jnp.asarray(gns.reshape(n, S)), wk_c, wv_c, y_c, float(V_k), float(V_v),
-                              float(softmin) if softmin is not None else 0.0, sigma, softmin is not None)
+            chis, vals, gns = _run_lanes(
+                np.asarray(st).reshape(n * S, L),
+                rep(wk_c),
+                rep(wv_c),
+                rep(y_c),
+                float(V_k),
+                float(V_v),
+                sigma,
+                int(n_steps),
+            )
+            r = _batch_finish(
+                jnp.asarray(chis.reshape(n, S, L)),
+                jnp.asarray(vals.reshape(n, S)),
+                jnp.asarray(gns.reshape(n, S)),
+                wk_c,
+                wv_c,
+                y_c,
+                float(V_k),
+                float(V_v),
+                float(softmin) if softmin is not None else 0.0,
+                sigma,
+                softmin is not None,
+            )
             out.append({k: np.asarray(v) for k, v in r.items()})
     return {k: np.concatenate([o[k] for o in out])[:N] for k in out[0]}

@@ -92,7 +92,7 @@ def _check_state(x):
     if x.shape != (8,) or not np.all(np.isfinite(x)):
         raise ValueError(f"x: need 8 finite order parameters {STATE1}, got {x}")
     for c in (0, 4):
-        m, q0, dq, V = x[c:c + 4]
+        m, q0, dq, V = x[c : c + 4]
         if not (V > 0 and dq >= 0 and q0 >= m * m - 1e-12):
             raise ValueError(f"x: need V > 0, δq ≥ 0, q₀ ≥ m² per column, got {dict(zip(STATE1, x.tolist()))}")
     return x
@@ -111,15 +111,27 @@ def _tilt_stats(lw, fk, fv, loss, s, idx=None):
     vk = np.einsum("ij,ijl->il", p, (fk - mk[:, None]) ** 2)
     vv = np.einsum("ij,ijl->il", p, (fv - mv[:, None]) ** 2)
     log_z = lse[:, 0] - math.log(lw.shape[1])
-    return {"fk": mk, "fv": mv, "vk": vk, "vv": vv, "log_z": log_z, "kl": np.sum(p * lw, 1) - log_z,
-                "loss": np.sum(p * loss, 1), "ess": 1.0 / np.sum(p * p, 1)}
+    return {
+        "fk": mk,
+        "fv": mv,
+        "vk": vk,
+        "vv": vv,
+        "log_z": log_z,
+        "kl": np.sum(p * lw, 1) - log_z,
+        "loss": np.sum(p * loss, 1),
+        "ess": 1.0 / np.sum(p * p, 1),
+    }
 
 
 def _estimators(fields, st, x, s, a_k, a_v, jac_k, jac_v):
     """Per-outer-sample estimators (N₀,) of the conjugates (before the factor α) and Φ_out."""
     m_k, _q0_k, _, _, m_v, q0_v, _, _ = x
-    est = {"q0hat_k": (st["fk"] ** 2).sum(1), "q0hat_v": (st["fv"] ** 2).sum(1),
-           "dqhat_k": st["vk"].sum(1), "dqhat_v": st["vv"].sum(1)}
+    est = {
+        "q0hat_k": (st["fk"] ** 2).sum(1),
+        "q0hat_v": (st["fv"] ** 2).sum(1),
+        "dqhat_k": st["vk"].sum(1),
+        "dqhat_v": st["vv"].sum(1),
+    }
     # V̂ by Stein on the outer noise (+ sδq̂ after averaging); the pointwise Jacobian where the outer
     # noise vanishes (q₀ = m², e.g. the key column of σ ≡ 1)
     est["Vhat_k"] = -(st["fk"] * fields.xi_k).sum(1) / a_k + s * est["dqhat_k"] if a_k > 1e-8 else jac_k
@@ -128,7 +140,7 @@ def _estimators(fields, st, x, s, a_k, a_v, jac_k, jac_v):
     if fields.model == "spiked":
         est["mhat_k"] = (fields.dlogg * st["fk"]).sum(1)
     else:  # the general form with the outer noise: α E Σ⟨f⟩h* + (V̂ − sδq̂)m
-        est["mhat_k"] = ((st["fk"] * fields.chi_star).sum(1) + m_k * (est["Vhat_k"] - s * est["dqhat_k"]))
+        est["mhat_k"] = (st["fk"] * fields.chi_star).sum(1) + m_k * (est["Vhat_k"] - s * est["dqhat_k"])
     det = q0_v * (1 + fields.delta**2) - m_v**2
     w0 = m_v * fields.z_star + a_v * fields.xi_v
     f_eps = np.take_along_axis(st["fv"], eps, 1)[:, 0]
@@ -142,8 +154,9 @@ def _estimators(fields, st, x, s, a_k, a_v, jac_k, jac_v):
     return est
 
 
-def rsb1_channel(sigma, fields: Fields, inner: Inner, alpha, s, x, *, warm=None, multistart=True, n_steps=25,
-                 bias=True) -> dict:
+def rsb1_channel(
+    sigma, fields: Fields, inner: Inner, alpha, s, x, *, warm=None, multistart=True, n_steps=25, bias=True
+) -> dict:
     """1RSB output channel at state x and Parisi parameter s (docs/theory.md §13), hard prox.
 
     Args:
@@ -198,8 +211,10 @@ def rsb1_channel(sigma, fields: Fields, inner: Inner, alpha, s, x, *, warm=None,
         out[f"q1hat_{a}"] = out[f"q0hat_{a}"] + out[f"dqhat_{a}"]
     out["ess_median"] = float(np.median(st["ess"]))
     if bias:
-        halves = [_estimators(fields, _tilt_stats(lw, fk, fv, loss, s, idx), x, s, a_k, a_v, jac_k, jac_v)
-                  for idx in inner.halves]
+        halves = [
+            _estimators(fields, _tilt_stats(lw, fk, fv, loss, s, idx), x, s, a_k, a_v, jac_k, jac_v)
+            for idx in inner.halves
+        ]
         for key in _BIAS_KEYS:
             scale = alpha if key in CONJ1 else 1.0
             half = 0.5 * (np.mean(halves[0][key]) + np.mean(halves[1][key]))
@@ -244,29 +259,61 @@ def thermodynamics(lam, alpha, s, x, ch) -> dict:
     q1sum = 0.0
     lin2 = (alpha * ch["kl_se"]) ** 2
     for c, a in ((0, "k"), (4, "v")):
-        m, q0, dq, V = x[c:c + 4]
+        m, q0, dq, V = x[c : c + 4]
         mh, q0h, dqh, Vh = (ch[f"{k}_{a}"] for k in ("mhat", "q0hat", "dqhat", "Vhat"))
         q1, q1h = q0 + dq, q0h + dqh
         G, A = 1.0 / (lam + Vh), lam + Vh - s * dqh
-        phi += (mh * m - 0.5 * Vh * q1 + 0.5 * q1h * V + 0.5 * s * (q1h * q1 - q0h * q0)
-                + math.log1p(-s * G * dqh) / (2 * s) - (mh * mh + q0h) / (2 * A))
+        phi += (
+            mh * m
+            - 0.5 * Vh * q1
+            + 0.5 * q1h * V
+            + 0.5 * s * (q1h * q1 - q0h * q0)
+            + math.log1p(-s * G * dqh) / (2 * s)
+            - (mh * mh + q0h) / (2 * A)
+        )
         sig += 0.5 * s * s * q0h * dq - 0.5 * s * V * dqh - 0.5 * math.log1p(-s * V * dqh)
         # linearised s.e. (the conjugate means are nearly independent of the KL mean: upper-ish)
         g = -0.5 * s * V + 0.5 * s * V / (1 - s * V * dqh)
         lin2 += (0.5 * s * s * dq * ch[f"q0hat_{a}_se"]) ** 2 + (g * ch[f"dqhat_{a}_se"]) ** 2
         q1sum += q1
     e_direct = alpha * ch["train_loss"] + 0.5 * lam * q1sum
-    return {"phi": float(phi), "sigma": float(sig), "sigma_se": float(math.sqrt(lin2)), "energy": float(phi + sig / s),
-                "energy_direct": float(e_direct), "energy_direct_se": float(alpha * ch["train_loss_se"]),
-                "objective": float(e_direct), "train_loss": float(ch["train_loss"])}
+    return {
+        "phi": float(phi),
+        "sigma": float(sig),
+        "sigma_se": float(math.sqrt(lin2)),
+        "energy": float(phi + sig / s),
+        "energy_direct": float(e_direct),
+        "energy_direct_se": float(alpha * ch["train_loss_se"]),
+        "objective": float(e_direct),
+        "train_loss": float(ch["train_loss"]),
+    }
 
 
 def _residual(x, fx):
     return float(np.max(np.abs(fx - x) / (1 + np.abs(x))))
 
 
-def solve_rsb1(sigma, model, nu, L, delta, lam, alpha, s, *, fields: Fields, inner: Inner, init, warm=None,
-               tol=2e-4, damping=0.5, max_iter=80, full_every=4, n_steps=25, patience=20) -> dict:
+def solve_rsb1(
+    sigma,
+    model,
+    nu,
+    L,
+    delta,
+    lam,
+    alpha,
+    s,
+    *,
+    fields: Fields,
+    inner: Inner,
+    init,
+    warm=None,
+    tol=2e-4,
+    damping=0.5,
+    max_iter=80,
+    full_every=4,
+    n_steps=25,
+    patience=20,
+) -> dict:
     """The 1RSB saddle point at Parisi parameter s by damped iteration (docs/theory.md §13).
 
     Args:
@@ -301,8 +348,7 @@ def solve_rsb1(sigma, model, nu, L, delta, lam, alpha, s, *, fields: Fields, inn
     ch = None
     for it in range(1, int(max_iter) + 1):
         full = it == 1 or it % full_every == 0 or best[0] < 5 * tol
-        ch = rsb1_channel(sigma, fields, inner, alpha, s, x, warm=warm, multistart=full, n_steps=n_steps,
-                          bias=False)
+        ch = rsb1_channel(sigma, fields, inner, alpha, s, x, warm=warm, multistart=full, n_steps=n_steps, bias=False)
         warm = ch["warm"]
         fx = rsb1_prior(lam, s, ch)
         r = _residual(x, fx)
@@ -333,12 +379,34 @@ def solve_rsb1(sigma, model, nu, L, delta, lam, alpha, s, *, fields: Fields, inn
     out.update(thermodynamics(lam, alpha, s, x, ch))
     out["test_error"] = rs_test_error(sigma, model, nu, L, delta, x[0], x[1] + x[2], x[4], x[5] + x[6])
     out.update({k: v for k, v in ch.items() if k.endswith("_n1_bias")})
-    out.update(ess_median=ch["ess_median"], residual=resid, converged=conv, iterations=it + 1,
-               wall_time=time.perf_counter() - t0, s=float(s), n_outer=fields.n, n_inner=inner.n,
-               train_loss_se=ch["train_loss_se"], prox_warm=ch["warm"])
-    log.info("1RSB %s α=%g λ=%g s=%g: δq=(%.3g, %.3g) Φ=%.5f Σ=%.3g e=%.5f e_test=%.4f resid=%.1e conv=%s (%.0fs)",
-             sigma, alpha, lam, s, out["dq_k"], out["dq_v"], out["phi"], out["sigma"], out["energy_direct"],
-             out["test_error"], resid, conv, out["wall_time"])
+    out.update(
+        ess_median=ch["ess_median"],
+        residual=resid,
+        converged=conv,
+        iterations=it + 1,
+        wall_time=time.perf_counter() - t0,
+        s=float(s),
+        n_outer=fields.n,
+        n_inner=inner.n,
+        train_loss_se=ch["train_loss_se"],
+        prox_warm=ch["warm"],
+    )
+    log.info(
+        "1RSB %s α=%g λ=%g s=%g: δq=(%.3g, %.3g) Φ=%.5f Σ=%.3g e=%.5f e_test=%.4f resid=%.1e conv=%s (%.0fs)",
+        sigma,
+        alpha,
+        lam,
+        s,
+        out["dq_k"],
+        out["dq_v"],
+        out["phi"],
+        out["sigma"],
+        out["energy_direct"],
+        out["test_error"],
+        resid,
+        conv,
+        out["wall_time"],
+    )
     return out
 
 
@@ -352,13 +420,53 @@ def rs_state(rs: dict, frac: float = 0.0) -> np.ndarray:
     return np.array(x)
 
 
-_SUMMARY = ("s", "phi", "sigma", "sigma_se", "energy", "energy_direct", "energy_direct_se", "test_error",
-            "dq_k", "dq_v", "q1_k", "q1_v", "m_k", "m_v", "V_k", "V_v", "ess_median", "residual", "converged",
-            "dqhat_k_n1_bias", "dqhat_v_n1_bias", "dqhat_k_se", "dqhat_v_se", "phi_out_n1_bias", "wall_time")
+_SUMMARY = (
+    "s",
+    "phi",
+    "sigma",
+    "sigma_se",
+    "energy",
+    "energy_direct",
+    "energy_direct_se",
+    "test_error",
+    "dq_k",
+    "dq_v",
+    "q1_k",
+    "q1_v",
+    "m_k",
+    "m_v",
+    "V_k",
+    "V_v",
+    "ess_median",
+    "residual",
+    "converged",
+    "dqhat_k_n1_bias",
+    "dqhat_v_n1_bias",
+    "dqhat_k_se",
+    "dqhat_v_se",
+    "phi_out_n1_bias",
+    "wall_time",
+)
 
 
-def rsb1_ground_state(sigma, model, nu, L, delta, lam, alpha, *, n_outer=2048, n_inner=16, seed=0, inner_seed=1,
-                      s_grid=(0.5, 1.0, 2.0, 4.0, 8.0), frac=0.05, rs: dict | None = None, **solve_kw) -> dict:
+def rsb1_ground_state(
+    sigma,
+    model,
+    nu,
+    L,
+    delta,
+    lam,
+    alpha,
+    *,
+    n_outer=2048,
+    n_inner=16,
+    seed=0,
+    inner_seed=1,
+    s_grid=(0.5, 1.0, 2.0, 4.0, 8.0),
+    frac=0.05,
+    rs: dict | None = None,
+    **solve_kw,
+) -> dict:
     """RS and 1RSB ground state of ridge ERM at one (λ, α) on the same samples (docs/theory.md §13).
 
     The RS fixed point (``solve_replica`` with the hard channel, ``softmin=None``, on the outer
@@ -394,10 +502,23 @@ def rsb1_ground_state(sigma, model, nu, L, delta, lam, alpha, *, n_outer=2048, n
     for s in grid:
         r = solve_rsb1(*task, s, fields=fields, inner=inner, init=x, warm=warm, **solve_kw)
         sols.append(r)
-        log.info("1RSB scan s=%g: Φ=%.6f e=%.6f ± %.6f Σ=%.3e ± %.1e e_test=%.5f δq̂ N₁-bias (%.2g, %.2g) vs s.e. "
-                 "(%.2g, %.2g), Φ_out N₁-bias %.2g, ESS %.1f", s, r["phi"], r["energy_direct"], r["energy_direct_se"], r["sigma"],
-                 r["sigma_se"], r["test_error"], r["dqhat_k_n1_bias"], r["dqhat_v_n1_bias"], r["dqhat_k_se"],
-                 r["dqhat_v_se"], r["phi_out_n1_bias"], r["ess_median"])
+        log.info(
+            "1RSB scan s=%g: Φ=%.6f e=%.6f ± %.6f Σ=%.3e ± %.1e e_test=%.5f δq̂ N₁-bias (%.2g, %.2g) vs s.e. "
+            "(%.2g, %.2g), Φ_out N₁-bias %.2g, ESS %.1f",
+            s,
+            r["phi"],
+            r["energy_direct"],
+            r["energy_direct_se"],
+            r["sigma"],
+            r["sigma_se"],
+            r["test_error"],
+            r["dqhat_k_n1_bias"],
+            r["dqhat_v_n1_bias"],
+            r["dqhat_k_se"],
+            r["dqhat_v_se"],
+            r["phi_out_n1_bias"],
+            r["ess_median"],
+        )
         scan.append({k: r[k] for k in _SUMMARY})
         x, warm = np.array([r[k] for k in STATE1]), r["prox_warm"]
         if r["dq_k"] + r["dq_v"] < 1e-6 * frac:  # collapsed to RS: re-seed the next s
@@ -408,14 +529,43 @@ def rsb1_ground_state(sigma, model, nu, L, delta, lam, alpha, *, n_outer=2048, n
         if a["converged"] and b["converged"] and a["sigma"] > 0 >= b["sigma"]:
             s_star = a["s"] + (b["s"] - a["s"]) * a["sigma"] / (a["sigma"] - b["sigma"])
             near = sols[i - 1] if s_star - a["s"] < b["s"] - s_star else sols[i]
-            r = solve_rsb1(*task, s_star, fields=fields, inner=inner, init=np.array([near[k] for k in STATE1]),
-                           warm=near["prox_warm"], **solve_kw)
+            r = solve_rsb1(
+                *task,
+                s_star,
+                fields=fields,
+                inner=inner,
+                init=np.array([near[k] for k in STATE1]),
+                warm=near["prox_warm"],
+                **solve_kw,
+            )
             star = {k: r[k] for k in _SUMMARY}
             break
-    rs_out = {k: rs[k] for k in ("objective", "test_error", "train_loss", "train_loss_se", "m_k", "q_k", "V_k",
-                                 "m_v", "q_v", "V_v", "residual", "converged")}
-    return {"rs": rs_out, "scan": scan, "star": star, "e_gs": star["phi"] if star else math.nan,
-                "test_error_gs": star["test_error"] if star else math.nan, "n_outer": fields.n, "n_inner": inner.n}
+    rs_out = {
+        k: rs[k]
+        for k in (
+            "objective",
+            "test_error",
+            "train_loss",
+            "train_loss_se",
+            "m_k",
+            "q_k",
+            "V_k",
+            "m_v",
+            "q_v",
+            "V_v",
+            "residual",
+            "converged",
+        )
+    }
+    return {
+        "rs": rs_out,
+        "scan": scan,
+        "star": star,
+        "e_gs": star["phi"] if star else math.nan,
+        "test_error_gs": star["test_error"] if star else math.nan,
+        "n_outer": fields.n,
+        "n_inner": inner.n,
+    }
 
 
 def inner_size_check(sigma, fields: Fields, alpha, lam, s, x, n_inners=(8, 32), inner_seed=1) -> list[dict]:
@@ -434,7 +584,13 @@ def inner_size_check(sigma, fields: Fields, alpha, lam, s, x, n_inners=(8, 32), 
         ch = rsb1_channel(sigma, fields, inner, alpha, s, x)
         th = thermodynamics(lam, alpha, s, np.asarray(x, float), ch)
         fx = rsb1_prior(lam, s, ch)
-        out.append({"n_inner": int(n1), **{k: th[k] for k in ("phi", "sigma", "energy_direct")},
-                    **{k: ch[k] for k in CONJ1}, "residual": _residual(np.asarray(x, float), fx),
-                    "ess_median": ch["ess_median"]})
+        out.append(
+            {
+                "n_inner": int(n1),
+                **{k: th[k] for k in ("phi", "sigma", "energy_direct")},
+                **{k: ch[k] for k in CONJ1},
+                "residual": _residual(np.asarray(x, float), fx),
+                "ess_median": ch["ess_median"],
+            }
+        )
     return out

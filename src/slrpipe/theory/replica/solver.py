@@ -91,8 +91,7 @@ def _residual(lam, ch, x):
 
 def _valid(x) -> bool:
     """x inside the domain of the channel: finite, V_a > 0 and q_a ≥ m_a²."""
-    return bool(np.all(np.isfinite(x)) and x[2] > 0 and x[5] > 0
-                and x[1] >= x[0] ** 2 and x[4] >= x[3] ** 2)
+    return bool(np.all(np.isfinite(x)) and x[2] > 0 and x[5] > 0 and x[1] >= x[0] ** 2 and x[4] >= x[3] ** 2)
 
 
 def _anderson(xs, fs, d):
@@ -224,7 +223,7 @@ def _iterate(sigma, fields, alpha, lam, x, opts: SolverOptions, warm=None) -> _I
                 d = max(0.5 * d, 0.05)
                 x = best[0] + d * best[1]
                 continue
-        xs, fs = (xs + [x])[-(o.memory + 1):], (fs + [f])[-(o.memory + 1):]
+        xs, fs = (xs + [x])[-(o.memory + 1) :], (fs + [f])[-(o.memory + 1) :]
         cand = _anderson(np.array(xs), np.array(fs), 1.0) if len(xs) > 1 else x + d * f
         # trust region: at most a 50 % relative change of any order parameter per step
         step = np.max(np.abs(cand - x) / (1 + np.abs(x)))
@@ -268,8 +267,7 @@ def _polish_near_miss(sigma, fields, alpha, lam, run: _Iterated, opts: SolverOpt
 def _report(sigma, model, nu, L, delta, lam, alpha, fields, run: _Iterated, polished, opts, t0) -> dict:
     """The output dict of :func:`solve_replica` at the run's point (a full channel pass there if
     the run has none: train loss and conjugates consistent with x)."""
-    ch = run.ch if run.ch is not None else channel(sigma, fields, alpha, *run.x, warm=run.warm,
-                                                   **opts.channel.kwargs())
+    ch = run.ch if run.ch is not None else channel(sigma, fields, alpha, *run.x, warm=run.warm, **opts.channel.kwargs())
     st = dict(zip(STATE, map(float, run.x)))
     out = dict(st)
     out.update({k: ch[k] for k in CONJ})
@@ -278,23 +276,65 @@ def _report(sigma, model, nu, L, delta, lam, alpha, fields, run: _Iterated, poli
     out["train_loss"] = ch["train_loss"]
     out["train_loss_se"] = ch["train_loss_se"]
     out["objective"] = alpha * ch["train_loss"] + 0.5 * lam * (st["q_k"] + st["q_v"])
-    for k in ("Vhat_k_jac", "Vhat_v_jac", "Vhat_k_stein", "Vhat_v_stein", "mhat_v_dy", "mhat_k_tilt",
-              "mhat_k_general", "mhat_v_general"):
+    for k in (
+        "Vhat_k_jac",
+        "Vhat_v_jac",
+        "Vhat_k_stein",
+        "Vhat_v_stein",
+        "mhat_v_dy",
+        "mhat_k_tilt",
+        "mhat_k_general",
+        "mhat_v_general",
+    ):
         out[k] = ch.get(k, math.nan)
-    out.update(prox_unconverged=ch["prox_unconverged"], prox_multi=ch["prox_multi"],
-               iterations=run.it, residual=run.resid, converged=bool(run.converged), damping=run.damping,
-               n_rejected=run.n_rejected, polished=polished,
-               n_samples=fields.n, seed=fields.seed, qmc=bool(fields.qmc),
-               prox_warm=ch["warm"], wall_time=time.perf_counter() - t0)
+    out.update(
+        prox_unconverged=ch["prox_unconverged"],
+        prox_multi=ch["prox_multi"],
+        iterations=run.it,
+        residual=run.resid,
+        converged=bool(run.converged),
+        damping=run.damping,
+        n_rejected=run.n_rejected,
+        polished=polished,
+        n_samples=fields.n,
+        seed=fields.seed,
+        qmc=bool(fields.qmc),
+        prox_warm=ch["warm"],
+        wall_time=time.perf_counter() - t0,
+    )
     if not run.converged:
-        log.warning("replica %s %s ν=%g L=%d λ=%g α=%g: not converged after %d iterations "
-                    "(residual %.2e)", sigma, model, nu, L, lam, alpha, run.it, run.resid)
+        log.warning(
+            "replica %s %s ν=%g L=%d λ=%g α=%g: not converged after %d iterations (residual %.2e)",
+            sigma,
+            model,
+            nu,
+            L,
+            lam,
+            alpha,
+            run.it,
+            run.resid,
+        )
     return out
 
 
-def solve_replica(sigma, model, nu, L, delta, lam, alpha, *, n_samples=20000, seed=0, qmc=True,
-                  fields: Fields | None = None, init=None, warm=None, options: SolverOptions | None = None,
-                  **flat) -> dict:
+def solve_replica(
+    sigma,
+    model,
+    nu,
+    L,
+    delta,
+    lam,
+    alpha,
+    *,
+    n_samples=20000,
+    seed=0,
+    qmc=True,
+    fields: Fields | None = None,
+    init=None,
+    warm=None,
+    options: SolverOptions | None = None,
+    **flat,
+) -> dict:
     """Solve the RS fixed point of ridge ERM on SLR at one (λ, α) (docs/theory.md §2–6, §9).
 
     Args:

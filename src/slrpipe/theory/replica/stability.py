@@ -40,9 +40,21 @@ from slrpipe.theory.replica.prox import (  # the per-sample objective, one defin
 )
 
 #: outputs of :func:`rs_stability` that the sweep stores per (λ, α)
-STABILITY = ("replicon", "replicon_se", "replicon_tail_index", "replicon_top_share", "replicon_jump_slope", "replicon_jump_slope_se", "rs_stable",
-             "prox_tie_fraction", "prox_multi_fraction", "vhat_jump_k", "vhat_jump_v",
-             "vhat_stein_minus_jac_k", "vhat_stein_minus_jac_v")
+STABILITY = (
+    "replicon",
+    "replicon_se",
+    "replicon_tail_index",
+    "replicon_top_share",
+    "replicon_jump_slope",
+    "replicon_jump_slope_se",
+    "rs_stable",
+    "prox_tie_fraction",
+    "prox_multi_fraction",
+    "vhat_jump_k",
+    "vhat_jump_v",
+    "vhat_stein_minus_jac_k",
+    "vhat_stein_minus_jac_v",
+)
 #: default window in ψ for a "tie" of the two best local minima: 1/β of the solver's soft-min
 TIE_TOL = 0.01
 #: a runner-up minimum counts as distinct (a jump of the prox) when it is farther than this (relative)
@@ -59,13 +71,16 @@ _SYM = np.array([[[1.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 1.0]], [[0.0, 1.0]
 @functools.partial(jax.jit, static_argnames=("sigma",))
 def _at_minima(chi, chi2, wk, wv, y, Vk, Vv, sigma):
     """Per sample: H = ∇²φ at the global prox (2L × 2L), z at both minima, ψ at both."""
+
     def one(c, c2, a, b, e):
         def zf(cc):
             s = score(sigma, cc, xp=jnp)
             return b + Vv * s * (e - s @ b) / (1 + Vv * (s @ s))
+
         z, z2 = zf(c), zf(c2)
         H = jax.hessian(_phi)(jnp.concatenate([c, z]), a, b, e, Vk, Vv, sigma)
         return H, z, z2, _psi(c, a, b, e, Vk, Vv, sigma), _psi(c2, a, b, e, Vk, Vv, sigma)
+
     return jax.vmap(one)(chi, chi2, wk, wv, y)
 
 
@@ -88,8 +103,9 @@ def jump_tensor(dh: np.ndarray, V: np.ndarray) -> np.ndarray:
     """Per-sample t[i, a, c, b, d] = (Σ_ℓ Δh_ℓa Δh_ℓb)(Σ_ℓ' Δf_ℓ'c Δf_ℓ'd), Δf = V⁻¹Δh, from the
     jump Δh (N, 2, L) of the prox between its two best minima (docs/theory.md §11)."""
     df = dh / V[None, :, None]
-    return np.einsum("ial,ibl->iab", dh, dh)[:, :, None, :, None] * \
-        np.einsum("icl,idl->icd", df, df)[:, None, :, None, :]
+    return (
+        np.einsum("ial,ibl->iab", dh, dh)[:, :, None, :, None] * np.einsum("icl,idl->icd", df, df)[:, None, :, None, :]
+    )
 
 
 def spectral_radius(M: np.ndarray, per_pair: np.ndarray | None = None) -> tuple[float, float]:
@@ -140,8 +156,9 @@ def smooth_operator(A: np.ndarray, alpha: float) -> np.ndarray:
     return alpha * sym_operator(smooth_tensor(A))
 
 
-def jump_operator(dh: np.ndarray, gap: np.ndarray, V: np.ndarray, alpha: float,
-                  tie_tol: float) -> tuple[np.ndarray, np.ndarray]:
+def jump_operator(
+    dh: np.ndarray, gap: np.ndarray, V: np.ndarray, alpha: float, tie_tol: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Window estimates of the jump terms (docs/theory.md §11), per sample.
 
     Args:
@@ -158,8 +175,20 @@ def jump_operator(dh: np.ndarray, gap: np.ndarray, V: np.ndarray, alpha: float,
     return K, vj
 
 
-def rs_stability(sigma: str, fields: Fields, alpha: float, m_k: float, q_k: float, V_k: float, m_v: float,
-                 q_v: float, V_v: float, *, tie_tol: float = TIE_TOL, n_steps: int = 25) -> dict:
+def rs_stability(
+    sigma: str,
+    fields: Fields,
+    alpha: float,
+    m_k: float,
+    q_k: float,
+    V_k: float,
+    m_v: float,
+    q_v: float,
+    V_v: float,
+    *,
+    tie_tol: float = TIE_TOL,
+    n_steps: int = 25,
+) -> dict:
     """Replicon of the RS fixed point (m, q, V) and the proxies of the prox jumps (module docstring).
 
     Args:
@@ -177,16 +206,25 @@ def rs_stability(sigma: str, fields: Fields, alpha: float, m_k: float, q_k: floa
     """
     if not tie_tol > 0:
         raise ValueError(f"tie_tol: must be > 0, got {tie_tol}")
-    ch = channel(sigma, fields, alpha, m_k, q_k, V_k, m_v, q_v, V_v, vhat="stein", n_steps=n_steps,
-                 softmin=None)
+    ch = channel(sigma, fields, alpha, m_k, q_k, V_k, m_v, q_v, V_v, vhat="stein", n_steps=n_steps, softmin=None)
     wk, wv, _, _ = centres(fields, m_k, q_k, m_v, q_v)
     chi, chi2 = ch["warm"][:, 0], ch["warm"][:, 1]
     L = fields.L
     Vd = np.array([V_k, V_v])
     with jax.enable_x64(True):
-        H, z, z2, psi, psi2 = (np.asarray(a) for a in _at_minima(
-            jnp.asarray(chi), jnp.asarray(chi2), jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(fields.y),
-            float(V_k), float(V_v), sigma))
+        H, z, z2, psi, psi2 = (
+            np.asarray(a)
+            for a in _at_minima(
+                jnp.asarray(chi),
+                jnp.asarray(chi2),
+                jnp.asarray(wk),
+                jnp.asarray(wv),
+                jnp.asarray(fields.y),
+                float(V_k),
+                float(V_v),
+                sigma,
+            )
+        )
     # A = H⁻¹ V⁻¹ − I; a singular H (a degenerate global minimum, measure zero) is left out
     vinv = np.repeat(1.0 / Vd, L)
     ok = np.linalg.eigvalsh(H)[:, 0] > 1e-10 * np.max(vinv)
@@ -210,13 +248,24 @@ def rs_stability(sigma: str, fields: Fields, alpha: float, m_k: float, q_k: floa
     Mj, vj = jump_operator(dh, gap, Vd, alpha, tie_tol)
     slope, slope_se = spectral_radius(*_pair_stats(Mj))
     vjp = _pair_mean(vj)
-    out = dict(replicon=rep, replicon_se=rep_se, replicon_tail_index=gamma, replicon_top_share=top_share, replicon_jump_slope=slope, replicon_jump_slope_se=slope_se,
-               rs_stable=bool(rep < 1 and not tie.any()),
-               prox_tie_fraction=float(tie.mean()), prox_multi_fraction=float(distinct.mean()),
-               vhat_jump_k=float(vjp[:, 0].mean()), vhat_jump_v=float(vjp[:, 1].mean()),
-               vhat_jump_k_se=float(vjp[:, 0].std(ddof=1) / math.sqrt(len(vjp))),
-               vhat_jump_v_se=float(vjp[:, 1].std(ddof=1) / math.sqrt(len(vjp))),
-               vhat_stein_minus_jac_k=ch["Vhat_k_stein"] - ch["Vhat_k_jac"],
-               vhat_stein_minus_jac_v=ch["Vhat_v_stein"] - ch["Vhat_v_jac"],
-               n_singular=int((~ok).sum()), n_ties=int(tie.sum()), tie_tol=float(tie_tol))
+    out = dict(
+        replicon=rep,
+        replicon_se=rep_se,
+        replicon_tail_index=gamma,
+        replicon_top_share=top_share,
+        replicon_jump_slope=slope,
+        replicon_jump_slope_se=slope_se,
+        rs_stable=bool(rep < 1 and not tie.any()),
+        prox_tie_fraction=float(tie.mean()),
+        prox_multi_fraction=float(distinct.mean()),
+        vhat_jump_k=float(vjp[:, 0].mean()),
+        vhat_jump_v=float(vjp[:, 1].mean()),
+        vhat_jump_k_se=float(vjp[:, 0].std(ddof=1) / math.sqrt(len(vjp))),
+        vhat_jump_v_se=float(vjp[:, 1].std(ddof=1) / math.sqrt(len(vjp))),
+        vhat_stein_minus_jac_k=ch["Vhat_k_stein"] - ch["Vhat_k_jac"],
+        vhat_stein_minus_jac_v=ch["Vhat_v_stein"] - ch["Vhat_v_jac"],
+        n_singular=int((~ok).sum()),
+        n_ties=int(tie.sum()),
+        tie_tol=float(tie_tol),
+    )
     return out

@@ -31,9 +31,23 @@ from slrpipe.theory.replica.stability import STABILITY, rs_stability
 
 log = logging.getLogger(__name__)
 
-OUTPUTS = ("test_error", "train_loss", "objective") + STATE + CONJ + (
-    "iterations", "residual", "converged", "wall_time", "Vhat_k_jac", "Vhat_v_jac",
-    "prox_multi", "prox_unconverged", "train_loss_se") + tuple(c + "_se" for c in CONJ)
+OUTPUTS = (
+    ("test_error", "train_loss", "objective")
+    + STATE
+    + CONJ
+    + (
+        "iterations",
+        "residual",
+        "converged",
+        "wall_time",
+        "Vhat_k_jac",
+        "Vhat_v_jac",
+        "prox_multi",
+        "prox_unconverged",
+        "train_loss_se",
+    )
+    + tuple(c + "_se" for c in CONJ)
+)
 ALT = ("test_error", "objective", "converged") + STATE
 #: two fixed points are the same when every order parameter agrees to this relative tolerance
 SAME_TOL = 5e-3
@@ -77,12 +91,19 @@ def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, opts) -> dict:
     m_k = 0.7 c fails for both."""
     first = None
     for c in KEY_SCALES:
-        r = dict(solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, init=_start(c, lam),
-                               options=opts), key_scale=c)
+        r = dict(
+            solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, init=_start(c, lam), options=opts),
+            key_scale=c,
+        )
         if r["converged"]:
             if c != 1.0:
-                log.info("replica %s λ=%g α=%g: converged from key scale %g (not from the default init)",
-                         sigma, lam, alpha, c)
+                log.info(
+                    "replica %s λ=%g α=%g: converged from key scale %g (not from the default init)",
+                    sigma,
+                    lam,
+                    alpha,
+                    c,
+                )
             return r
         first = first or r
     return first
@@ -103,8 +124,9 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
     cost = [0, 0.0]  # channel evaluations and seconds of every solve of this step
 
     def solve(a, o, ini, w):
-        r = solve_replica(sigma, model, nu, L, delta, lam, a, fields=fields, init=ini, options=o,
-                          warm=w if sw.reuse_warm else None)
+        r = solve_replica(
+            sigma, model, nu, L, delta, lam, a, fields=fields, init=ini, options=o, warm=w if sw.reuse_warm else None
+        )
         cost[0], cost[1] = cost[0] + r["iterations"], cost[1] + r["wall_time"]
         return r
 
@@ -135,8 +157,9 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
     return dict(r, iterations=iters, wall_time=wall), (a_to if r["converged"] else a)
 
 
-def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, opts, sw, stop_when=None, past_fold="cold",
-              cold=None):
+def _continue(
+    sigma, model, nu, L, delta, lam, alphas, order, fields, opts, sw, stop_when=None, past_fold="cold", cold=None
+):
     """Solve alphas[order] by continuation (the first point by :func:`_cold_start`, the others by
     :func:`_step`); returns {index: result}, each with ``alpha_reached``: the α of the result if it
     converged, else the α closest to it that the branch was followed to (NaN if none).
@@ -157,15 +180,31 @@ def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, opts, sw, 
             r, reached = _step(sigma, model, nu, L, delta, lam, a_init, alphas[j], init, fields, opts, sw, warm)
         r["alpha_reached"] = reached
         out[j] = r
-        log.info("replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f objective=%.5f converged=%s it=%d (%.1fs)",
-                 sigma, model, nu, L, lam, alphas[j], r["test_error"], r["objective"], r["converged"],
-                 r["iterations"], r["wall_time"])
+        log.info(
+            "replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f objective=%.5f converged=%s it=%d (%.1fs)",
+            sigma,
+            model,
+            nu,
+            L,
+            lam,
+            alphas[j],
+            r["test_error"],
+            r["objective"],
+            r["converged"],
+            r["iterations"],
+            r["wall_time"],
+        )
         if r["converged"]:
             (init, warm), a_init = _resume(r), alphas[j]
         elif init is not None:  # the branch ended between the last converged point and this one
             if past_fold == "stop":
-                log.info("replica %s λ=%g: branch ends before α=%g (reached α=%g); pass stopped",
-                         sigma, lam, alphas[j], reached)
+                log.info(
+                    "replica %s λ=%g: branch ends before α=%g (reached α=%g); pass stopped",
+                    sigma,
+                    lam,
+                    alphas[j],
+                    reached,
+                )
                 break
             init = None
         if stop_when is not None and stop_when(j, r):
@@ -173,8 +212,22 @@ def _continue(sigma, model, nu, L, delta, lam, alphas, order, fields, opts, sw, 
     return out
 
 
-def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, seed=0, qmc=True,
-                  options: SolverOptions | None = None, sweep: SweepOptions | None = None, **flat) -> xr.Dataset:
+def replica_sweep(
+    sigma,
+    model,
+    nu,
+    L,
+    delta,
+    lams,
+    alphas,
+    *,
+    n_samples=20000,
+    seed=0,
+    qmc=True,
+    options: SolverOptions | None = None,
+    sweep: SweepOptions | None = None,
+    **flat,
+) -> xr.Dataset:
     """RS fixed points on the grid lams × alphas (docs/theory.md §9–10).
 
     Args: as :func:`solve_replica`; ``lams``, ``alphas``: 1-D sequences of positive floats.
@@ -245,8 +298,7 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
                 agree.append(d is not None and r["converged"] and d["converged"] and _same(r, d))
                 return len(agree) >= 2 and agree[-1] and agree[-2]
 
-            up = _continue(*args, range(alphas.size), fields, opts, sw, stop_when=stop, past_fold=past_fold,
-                           cold=cold)
+            up = _continue(*args, range(alphas.size), fields, opts, sw, stop_when=stop, past_fold=past_fold, cold=cold)
         passes = {"down": down, "up": up}
         # where a pass stopped at a fold, the points beyond it get the α its branch reached
         ends = {p: res[next(reversed(res))] for p, res in passes.items() if res}
@@ -267,51 +319,73 @@ def replica_sweep(sigma, model, nu, L, delta, lams, alphas, *, n_samples=20000, 
             for k in OUTPUTS:
                 data[k][i, j] = pick[1][k]
             if sw.stability and pick[1]["converged"]:  # replicon at the reported point (docs/theory.md §11)
-                st = rs_stability(sigma, fields, alphas[j], *(pick[1][k] for k in STATE),
-                                  n_steps=opts.channel.n_steps)
+                st = rs_stability(sigma, fields, alphas[j], *(pick[1][k] for k in STATE), n_steps=opts.channel.n_steps)
                 for k in STABILITY:
                     data[k][i, j] = float(st[k])
             if other:
                 for k in ALT:
                     alt[f"{k}_alt"][i, j] = other[0][1][k]
-                log.warning("replica %s λ=%g α=%g: two fixed points (objective %.5f, e_test %.4f | %.5f, %.4f); "
-                            "reporting the lower objective", sigma, lam, alphas[j], pick[1]["objective"],
-                            pick[1]["test_error"], other[0][1]["objective"], other[0][1]["test_error"])
+                log.warning(
+                    "replica %s λ=%g α=%g: two fixed points (objective %.5f, e_test %.4f | %.5f, %.4f); "
+                    "reporting the lower objective",
+                    sigma,
+                    lam,
+                    alphas[j],
+                    pick[1]["objective"],
+                    pick[1]["test_error"],
+                    other[0][1]["objective"],
+                    other[0][1]["test_error"],
+                )
             if mc_seeds > 1 and pick[1]["converged"]:
-                mc_mean[i, j], mc_sd[i, j] = _mc_sd(sigma, model, nu, L, delta, lam, alphas[j], pick[1],
-                                                    n_samples, seed, qmc, int(mc_seeds), opts, sw)
+                mc_mean[i, j], mc_sd[i, j] = _mc_sd(
+                    sigma, model, nu, L, delta, lam, alphas[j], pick[1], n_samples, seed, qmc, int(mc_seeds), opts, sw
+                )
     te = np.where(data["converged"], data["test_error"], np.inf)
     best = np.argmin(te, axis=0)
     opt = te[best, np.arange(alphas.size)]
     dims = ("lam", "alpha")
-    ds = xr.Dataset({k: (dims, v) for k, v in {**data, **alt}.items()},
-                    coords=dict(lam=lams, alpha=alphas, sigma=sigma, model=model, nu=float(nu),
-                                L=int(L), delta=float(delta)))
+    ds = xr.Dataset(
+        {k: (dims, v) for k, v in {**data, **alt}.items()},
+        coords=dict(lam=lams, alpha=alphas, sigma=sigma, model=model, nu=float(nu), L=int(L), delta=float(delta)),
+    )
     ds["branch"] = (dims, branch)
     ds["branch"].attrs["description"] = "pass the reported fixed point came from: 0 down (from large α), 1 up"
     ds["n_branches"] = (dims, n_branches)
     ds["key_scale"] = ("lam", key_scale)
-    ds["key_scale"].attrs["description"] = ("key scale c of the cold start at the largest α (1: the default init, "
-                                            "0: the α → 0 start V_a = 1/λ)")
+    ds["key_scale"].attrs["description"] = (
+        "key scale c of the cold start at the largest α (1: the default init, 0: the α → 0 start V_a = 1/λ)"
+    )
     for p, word in (("down", "from large α"), ("up", "from small α")):
         ds[f"alpha_reached_{p}"] = (dims, reached[p])
         ds[f"alpha_reached_{p}"].attrs["description"] = (
             f"α nearest this point to which the {p} pass ({word}) followed its branch: alpha itself where "
             "it converged here, the branch's last converged α where it did not or where the pass stopped "
-            "at a fold before this point, NaN where the pass converged nowhere before")
+            "at a fold before this point, NaN where the pass converged nowhere before"
+        )
     ds["test_error_mc_sd"] = (dims, mc_sd)
     ds["test_error_mc_sd"].attrs["description"] = (
         f"seed-to-seed s.d. of test_error over {int(mc_seeds)} draws of the common random numbers"
-        if mc_seeds > 1 else "not measured (mc_seeds = 1)")
+        if mc_seeds > 1
+        else "not measured (mc_seeds = 1)"
+    )
     ds["test_error_seed_mean"] = (dims, mc_mean)
     ds["test_error_seed_mean"].attrs["description"] = (
         f"mean of test_error over the {int(mc_seeds)} draws (MC error test_error_mc_sd/√{int(mc_seeds)})"
-        if mc_seeds > 1 else "not measured (mc_seeds = 1)")
+        if mc_seeds > 1
+        else "not measured (mc_seeds = 1)"
+    )
     ds["test_error_opt_lam"] = ("alpha", np.where(np.isfinite(opt), opt, np.nan))
     ds["lam_opt"] = ("alpha", np.where(np.isfinite(opt), lams[best], np.nan))
-    ds.attrs.update(n_samples=int(fields.n), seed=int(seed), qmc=int(bool(qmc)), mc_seeds=int(mc_seeds),
-                    two_way=int(bool(two_way)), theory="replica-symmetric, zero temperature",
-                    solver_options=json.dumps(dataclasses.asdict(opts)), sweep_options=json.dumps(dataclasses.asdict(sw)))
+    ds.attrs.update(
+        n_samples=int(fields.n),
+        seed=int(seed),
+        qmc=int(bool(qmc)),
+        mc_seeds=int(mc_seeds),
+        two_way=int(bool(two_way)),
+        theory="replica-symmetric, zero temperature",
+        solver_options=json.dumps(dataclasses.asdict(opts)),
+        sweep_options=json.dumps(dataclasses.asdict(sw)),
+    )
     return ds
 
 

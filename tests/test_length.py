@@ -124,8 +124,8 @@ def test_plan_length_jobs():
     jobs = {k: v for k, v in p.length.items()}
     assert set(jobs) == {f"R/length/spiked_length/{s}.nc" for s in cfg["length"]["spiked_length"]["sigmas"]}
     soft = jobs["R/length/spiked_length/softplus_norm.nc"]
-    assert soft["target_risk"] is None and soft["var_L_max"] is None  # not in target_sigmas / var_sigmas
-    assert jobs["R/length/spiked_length/bayes.nc"]["var_L_max"] == 1000
+    assert soft.target_risk is None and soft.var_L_max is None  # not in target_sigmas / var_sigmas
+    assert jobs["R/length/spiked_length/bayes.nc"].var_L_max == 1000
     assert p.members[("length", "spiked_length")] == list(jobs)
 
 

@@ -29,7 +29,8 @@ def job_stats(out: str) -> dict[str, int]:
     """{rule: count} of a dry run's job table, the training batches (train_erm__<batch>) counted
     together as train_erm."""
     jobs: dict[str, int] = {}
-    for m in re.finditer(r"^(\w+)\s+(\d+)$", out.split("Job stats:", 1)[1], re.M):
+    table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]  # the first table (a dry run prints two)
+    for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M):
         if m.group(1) != "total":
             family = m.group(1).split("__")[0]
             jobs[family] = jobs.get(family, 0) + int(m.group(2))

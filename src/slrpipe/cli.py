@@ -41,7 +41,10 @@ def main(argv=None) -> int:
     """Run ``slrpipe <step> …`` (``argv``: the arguments, default ``sys.argv[1:]``); returns the exit
     status: 0, or 2 with a one-line error for bad parameters (a ValueError)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse printed the usage error (or --help): its status, no traceback
+        return int(exc.code or 0)
     try:
         return int(args._run(args) or 0)
     except ValueError as exc:  # bad parameters: one line, no traceback

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from slrpipe.lengths import parse_L  # noqa: F401  (re-exported for the commands)
 
 
@@ -18,3 +20,17 @@ def parse_nu(text: str) -> float:
     if not (v >= 0):
         raise ValueError(f"nu: must be ≥ 0 or inf, got {text}")
     return v
+
+
+def typed(parse):
+    """``parse`` as an argparse ``type``: its ValueError's one-line message becomes argparse's error
+    message (``slrpipe <step>: error: argument --x: <message>``, exit status 2)."""
+
+    def convert(text):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from slrpipe.commands._common import parse_nu
+from slrpipe.commands._common import parse_nu, typed
 from slrpipe.io import write_netcdf
 from slrpipe.jobs import LengthJob, from_namespace, text
 from slrpipe.provenance import provenance
@@ -38,15 +38,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``slrpipe length`` (added to its subparser ``p``)."""
     p.add_argument("--sigma", required=True, choices=(*SIGMAS, BAYES), help="score function or the Bayes oracle")
     p.add_argument("--model", required=True, choices=MODELS)
-    p.add_argument("--L-grid", required=True, type=_ints, help="comma list of fixed lengths L ≥ 1")
-    p.add_argument("--nu-grid", required=True, type=lambda t: _nus(t, "nu-grid"), help="comma list of ν ≥ 0")
+    p.add_argument("--L-grid", required=True, type=typed(_ints), help="comma list of fixed lengths L ≥ 1")
+    p.add_argument("--nu-grid", required=True, type=typed(lambda t: _nus(t, "nu-grid")), help="comma list of ν ≥ 0")
     p.add_argument("--delta", type=float, default=0.0, help="label-noise std Δ (default 0)")
     p.add_argument("--target-risk", type=float, default=None, help="also find, per L, the ν reaching this excess risk")
     p.add_argument("--var-L-max", type=int, default=None, help="also the optimum for L ~ Uniform{1..N}")
     p.add_argument(
         "--var-nu-grid",
         default=None,
-        type=lambda t: _nus(t, "var-nu-grid"),
+        type=typed(lambda t: _nus(t, "var-nu-grid")),
         help="ν grid of the variable-length optimum",
     )
     p.add_argument("--out", required=True, help="output netCDF path")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from slrpipe.commands._common import parse_L, parse_nu
+from slrpipe.commands._common import parse_L, parse_nu, typed
 from slrpipe.io import write_netcdf
 from slrpipe.jobs import PopulationJob, from_namespace
 from slrpipe.provenance import provenance
@@ -27,8 +27,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``slrpipe population`` (added to its subparser ``p``)."""
     p.add_argument("--sigma", required=True, choices=(*SIGMAS, BAYES), help="score function or the Bayes oracle")
     p.add_argument("--model", required=True, choices=MODELS)
-    p.add_argument("--L", required=True, type=parse_L, help="sequence length: '3', 'uniform:1,2,3' or JSON {\"L\": p}")
-    p.add_argument("--nu-grid", required=True, type=_nu_grid, help="comma list of ν ≥ 0; 'inf' allowed for max")
+    p.add_argument(
+        "--L", required=True, type=typed(parse_L), help="sequence length: '3', 'uniform:1,2,3' or JSON {\"L\": p}"
+    )
+    p.add_argument("--nu-grid", required=True, type=typed(_nu_grid), help="comma list of ν ≥ 0; 'inf' allowed for max")
     p.add_argument("--delta", type=float, default=0.0, help="label-noise std Δ (default 0)")
     p.add_argument("--qmc-seed", type=int, default=0, help="seed of the Sobol scramblings (L ≥ 4)")
     p.add_argument("--out", required=True, help="output netCDF path")

@@ -7,7 +7,7 @@ Writes one netCDF file (``slrpipe.io.write_netcdf``) holding the ``xarray.Datase
 
 from __future__ import annotations
 
-from slrpipe.commands._common import parse_L, parse_nu
+from slrpipe.commands._common import parse_L, parse_nu, typed
 from slrpipe.io import write_netcdf
 from slrpipe.jobs import ReplicaJob, from_namespace, text
 from slrpipe.provenance import provenance
@@ -28,11 +28,13 @@ def add_arguments(p) -> None:
     """The options of ``slrpipe replica`` (added to its subparser ``p``)."""
     p.add_argument("--sigma", default=None, choices=REPLICA_SIGMAS, help="score function (default softmax)")
     p.add_argument("--model", required=True, choices=MODELS)
-    p.add_argument("--nu", required=True, type=parse_nu, help="signal strength (max-SLR: inf allowed)")
-    p.add_argument("--L", required=True, type=parse_L, help="fixed sequence length (variable L not supported)")
+    p.add_argument("--nu", required=True, type=typed(parse_nu), help="signal strength (max-SLR: inf allowed)")
+    p.add_argument("--L", required=True, type=typed(parse_L), help="fixed sequence length (variable L not supported)")
     p.add_argument("--delta", type=float, default=0.0, help="label-noise standard deviation Δ")
-    p.add_argument("--lam-grid", default=None, type=_grid, help="comma-separated ridge strengths λ (default 0.1)")
-    p.add_argument("--alpha-grid", required=True, type=_grid, help="comma-separated α = n/D")
+    p.add_argument(
+        "--lam-grid", default=None, type=typed(_grid), help="comma-separated ridge strengths λ (default 0.1)"
+    )
+    p.add_argument("--alpha-grid", required=True, type=typed(_grid), help="comma-separated α = n/D")
     p.add_argument("--n-samples", type=int, default=20000, help="Monte Carlo samples of the channel")
     p.add_argument("--seed", type=int, default=0, help="seed of the common random numbers")
     p.add_argument(

@@ -64,16 +64,14 @@ def setting_title(ds) -> str:
         return ds[k].values.item() if k in ds.coords and ds[k].ndim == 0 else None
 
     model = {"spiked": "spiked-SLR", "max": "max-SLR"}.get(scalar("model"), scalar("model"))
-    law = parse_L(str(scalar("L")))
-    uniform = len(law) > 1 and len(set(law.values())) == 1
-    Ltxt = (
-        f"L ~ Unif{{{','.join(map(str, law))}}}"
-        if uniform
-        else f"L = {next(iter(law))}"
-        if len(law) == 1
-        else f"L ~ {law}"
-    )
-    parts = [model, Ltxt]
+    parts = [model] if model else []
+    if scalar("L") is not None:
+        law = parse_L(str(scalar("L")))
+        uniform = len(law) > 1 and len(set(law.values())) == 1
+        if uniform:
+            parts.append(f"L ~ Unif{{{','.join(map(str, law))}}}")
+        else:
+            parts.append(f"L = {next(iter(law))}" if len(law) == 1 else f"L ~ {law}")
     nu = scalar("nu")
     if nu is not None:
         parts.append("ν = ∞" if math.isinf(nu) else f"ν = {nu:g}")

@@ -59,10 +59,13 @@ class Inner:
 
     @property
     def n(self) -> int:
+        """N₁, the number of inner noise vectors."""
         return self.xi_k.shape[0]
 
     @property
     def halves(self) -> tuple[np.ndarray, np.ndarray]:
+        """Index arrays of two halves of the inner sample, each closed under the antithetic pairing
+        (the first and second quarter of the points and their mirrors): two independent N₁/2 estimates."""
         h, q = self.n // 2, self.n // 4
         first = np.concatenate([np.arange(q), h + np.arange(q)])
         return first, np.setdiff1d(np.arange(self.n), first)

@@ -232,6 +232,7 @@ def test_adding_a_restart_lists_exactly_its_jobs(done):
         "fig_optimization": 1,
         "fig_erm_vs_population": 1,
         "fig_fig3": 1,
+        "fig_validation": 1,
         "validate": 1,
         "all": 1,
     }, out

@@ -59,7 +59,7 @@ def draw_panel(ax, name: str, rows: list[dict]) -> None:
         ax.text(j + 0.5, i + 0.5, _cell_text(r), ha="center", va="center", fontsize=7)
     ax.set_xlim(0, len(alphas))
     ax.set_ylim(len(keys), 0)
-    ax.set_xticks(np.arange(len(alphas)) + 0.5, [f"{a:g}" for a in alphas])
+    ax.set_xticks(np.arange(len(alphas)) + 0.5, [f"{a:.3g}" for a in alphas])  # the realised n/D, to 3 digits
     ax.set_yticks(np.arange(len(keys)) + 0.5, [f"{s}, λ = {lam:g}" for s, lam in keys])
     ax.tick_params(length=0)
     ax.grid(False)

@@ -48,7 +48,7 @@ def test_section_references_resolve():
 
 @pytest.mark.parametrize(
     "forbidden",
-    [r"/work/", r"\.\./shared", r"task brief", r"seed document", r"file://", r"/home/\w+"],
+    [r"/w[o]rk/", r"\.\./shared", r"task brief", r"seed document", r"file://", r"/home/\w+"],
 )
 def test_nothing_cited_outside_the_repository(forbidden):
     hits = []

@@ -20,35 +20,12 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
+#: one point of each kind: the ERM point and the replica point share their setting and grids
+_POINT = {"model": "spiked", "L": 2, "nu": 2.0, "sigmas": ["softmax"], "alphas": [4.0], "lams": [0.1]}
 MINI = {
     "population": {"p": {"model": "spiked", "L": 2, "nu": [2.0], "sigmas": ["bayes", "softmax"]}},
-    "erm": {
-        "e": {
-            "model": "spiked",
-            "L": 2,
-            "nu": 2.0,
-            "sigmas": ["softmax"],
-            "alphas": [4.0],
-            "lams": [0.1],
-            "seeds": [0],
-            "D": 30,
-            "max_iter": 50,
-            "n_test": 500,
-            "store_data": False,
-        }
-    },
-    "replica": {
-        "e": {
-            "model": "spiked",
-            "L": 2,
-            "nu": 2.0,
-            "sigmas": ["softmax"],
-            "alphas": [4.0],
-            "lams": [0.1],
-            "n_samples": 256,
-            "erm": "e",
-        }
-    },
+    "erm": {"e": dict(_POINT, seeds=[0], D=30, max_iter=50, n_test=500, store_data=False)},
+    "replica": {"e": dict(_POINT, n_samples=256, erm="e")},
     "validation": {"fail": False},
     "figures": {"fig2": ["p"], "fig3": ["e"]},
 }

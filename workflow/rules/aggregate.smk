@@ -12,11 +12,11 @@ STORE_DONE = f"{STORE}.done"
 rule plan:
     output:
         PLAN_FILE,
+    log:
+        "results/logs/plan.log",
     localrule: True
     params:
         plan=PLAN_TEXT,
-    log:
-        "results/logs/plan.log",
     run:
         write_text(params.plan, output[0])
         write_text(f"wrote {output[0]}\n", log[0])

@@ -307,3 +307,14 @@ def test_text_table_is_at_most_120_columns_and_markdown_has_every_point(tmp_path
     assert "ERM vs replica theory: 4 points" in text.splitlines()[0]
     md = format_markdown(rows + long).splitlines()
     assert len([line for line in md if line.startswith("| a_rather_long")]) == 2 and md[-1].startswith("4 points: ")
+
+
+def test_validation_figure_title_gives_the_range_of_D():
+    """Where the ERM grid varies D with α (fixed √(nD)), the panel title states the whole range, not
+    one α's D; a missing ERM point (D = -1) does not enter it."""
+    from slrpipe.figures.validation import _dimension_text
+
+    rows = [{"D": 849}, {"D": 1897}, {"D": -1}, {"D": 1200}]
+    assert _dimension_text(rows) == " at D = 849–1897"
+    assert _dimension_text([{"D": 600}, {"D": 600}]) == " at D = 600"
+    assert _dimension_text([{"D": -1}]) == ""

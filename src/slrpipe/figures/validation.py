@@ -49,6 +49,14 @@ def _cell_text(r: dict) -> str:
     return f"{100 * rel:+.1f} %{mark}"
 
 
+def _dimension_text(rows: list[dict]) -> str:
+    """' at D = 600' or, where the ERM grid varies D with α (fixed √(nD)), ' at D = 424–1897'."""
+    Ds = sorted({int(r["D"]) for r in rows if r["D"] and r["D"] > 0})
+    if not Ds:
+        return ""
+    return f" at D = {Ds[0]}" if len(Ds) == 1 else f" at D = {Ds[0]}–{Ds[-1]}"
+
+
 def draw_panel(ax, name: str, rows: list[dict]) -> None:
     """One experiment's cells on ``ax`` (rows (σ, λ), columns α), verdict colours, gap text."""
     keys, alphas, cells = verdict_grid(rows)
@@ -65,8 +73,7 @@ def draw_panel(ax, name: str, rows: list[dict]) -> None:
     ax.grid(False)
     for side in ax.spines.values():
         side.set_visible(False)
-    D = max(r["D"] for r in rows)
-    ax.set_title(f"{name}: (ERM − theory) / theory at D = {D}" if D > 0 else name, loc="left")
+    ax.set_title(f"{name}: (ERM − theory) / theory{_dimension_text(rows)}", loc="left")
     ax.set_xlabel("sample complexity α = n/D")
 
 

@@ -14,12 +14,15 @@ evaluation plus the extra ones of its zoom line search. Printed:
    shared machine): seconds per iteration, evaluations per iteration, achieved bandwidth;
 4. ``minimize`` from the informed start at this size (iterations to tol 1e-5), and the sampling
    rate of SLR data (floats per second of ``sample_chunk``);
-5. the projection for the paper config on one H100 (3.35 TB/s HBM3), with its assumptions.
+5. the projection for the paper config on one H100 (3.35 TB/s HBM3), with its assumptions, and the
+   host time of drawing its training and test sets (as the batched workflow draws them).
 
 Default size: D = 1000, L = 3, n = 16 667 (n·L·D = 5·10⁷ float32 = 200 MB).
+``--quick`` (CI): every step at D = 100, n = 333 (n·L·D = 10⁵, 400 kB), a 40 MB copy and blocks of
+3 iterations: seconds, not a measurement (X fits in cache).
 
 Usage: python benchmarks/bench_erm.py [--D 1000 --L 3 --n 16667 --iters 10 --dtype float32]
-       [--gpu-bandwidth 3.35e12 --efficiency 0.7 --gpu-iterations 300]
+       [--gpu-bandwidth 3.35e12 --efficiency 0.7 --gpu-iterations 300] [--quick]
 """
 
 from __future__ import annotations
@@ -47,7 +50,12 @@ def copy_time(size: int) -> tuple[float, int]:
 
 
 def paper_jobs(path="config/paper.yaml"):
-    """(n, L_max, D, n_test, max_iter) of every ERM job of the paper config (slrpipe.workflow.plan)."""
+    """The paper config's ERM work as the workflow runs it (slrpipe.workflow.plan): (runs, training
+    sets, test sets, batches). runs: (n, L_max, D, max_iter) of every run (one
+    ``slrpipe.jobs.TrainJob`` each); training sets: (n, L_max, D) of each set drawn — once per
+    batch that uses it (``slrpipe train-batch`` draws it in the job), or once in all when the config
+    stores it (``generate`` writes it, the batches read it); test sets: (n_test, L_max, D) of each
+    set a batch evaluates on (its runs of one training set and test seed share one pass)."""
     import yaml
 
     from slrpipe.lengths import length_law
@@ -55,7 +63,15 @@ def paper_jobs(path="config/paper.yaml"):
 
     with open(path) as f:
         p = plan(validate(yaml.safe_load(f)))
-    return [(j["n"], max(length_law(j["L"])), j["D"], j["n_test"], j["max_iter"]) for j in p.erm.values()]
+    runs = [(j.n, max(length_law(j.L)), j.D, j.max_iter) for j in p.erm.values()]
+    train_sets, test_sets = {}, {}
+    for name, batch in p.train_batches.items():
+        for m in batch.members:
+            key = (m.model, m.nu, tuple(m.L.items()), m.delta, m.D, m.n, m.teacher_seed, m.data_seed)
+            L_max = max(length_law(m.L))
+            train_sets[key if m.data else (name, key)] = (m.n, L_max, m.D)
+            test_sets[(name, key, m.test_seed, m.n_test)] = (m.n_test, L_max, m.D)
+    return runs, list(train_sets.values()), list(test_sets.values()), len(p.train_batches)
 
 
 def main(argv=None):
@@ -74,10 +90,14 @@ def main(argv=None):
         "--gpu-iterations",
         type=int,
         default=300,
-        help="assumed L-BFGS iterations per paper job (tol 1e-5; the laptop config converges in 50–300)",
+        help="assumed L-BFGS iterations per paper run (tol 1e-5; the laptop config converges in 50–300)",
     )
     p.add_argument("--paper-config", default="config/paper.yaml")
+    p.add_argument("--copy-floats", type=int, default=10**8, help="size of the reference numpy copy")
+    p.add_argument("--quick", action="store_true", help="D = 100, n = 333, a 40 MB copy, 3 iterations (CI)")
     a = p.parse_args(argv)
+    if a.quick:
+        a.D, a.n, a.iters, a.copy_floats = 100, 333, 3, 10**7
 
     import jax
     import jax.numpy as jnp
@@ -92,11 +112,14 @@ def main(argv=None):
     device = jax.devices()[0]
     on_cpu = device.platform == "cpu"
 
-    # 1. reference bandwidth: numpy copy of a 400 MB array (read + write)
-    t_copy, copy_bytes = copy_time(10**8)
+    # 1. reference bandwidth: numpy copy of --copy-floats float32 (400 MB by default; read + write)
+    t_copy, copy_bytes = copy_time(a.copy_floats)
     bw_copy = 2 * copy_bytes / t_copy
     print(f"device: {device.platform} ({getattr(device, 'device_kind', '')})")
-    print(f"reference: numpy copy of 400 MB: {t_copy * 1e3:.1f} ms = {bw_copy / 1e9:.2f} GB/s (read + write)")
+    print(
+        f"reference: numpy copy of {copy_bytes / 1e6:.0f} MB: {t_copy * 1e3:.1f} ms = {bw_copy / 1e9:.2f} GB/s "
+        "(read + write)"
+    )
 
     task = SLRTask("spiked", 2.0, a.L, 0.0, a.D)
     ds = SLRDataset(task, a.n, teacher_seed=0, data_seed=1)
@@ -170,32 +193,34 @@ def main(argv=None):
         f"{r.wall_time:.1f} s (with compilation)"
     )
 
-    # 5. projection: the paper's ERM jobs on one GPU
-    jobs = paper_jobs(a.paper_config)
+    # 5. projection: the paper's ERM runs on one GPU
+    runs, train_sets, test_sets, n_batches = paper_jobs(a.paper_config)
     bw = a.gpu_bandwidth * a.efficiency
-    solve = sum(a.gpu_iterations * evals * 2 * n * L * D * 4 / bw for n, L, D, _, _ in jobs)
-    worst = sum(mi * evals * 2 * n * L * D * 4 / bw for n, L, D, _, mi in jobs)
-    train_floats = sum(n * L * D for n, L, D, _, _ in jobs)
-    test_floats = sum(nt * L * D for _, L, D, nt, _ in jobs)
+    solve = sum(a.gpu_iterations * evals * 2 * n * L * D * 4 / bw for n, L, D, _ in runs)
+    worst = sum(mi * evals * 2 * n * L * D * 4 / bw for n, L, D, mi in runs)
+    train_floats = sum(n * L * D for n, L, D in train_sets)
+    test_floats = sum(nt * L * D for nt, L, D in test_sets)
     print(
-        f"paper config ({a.paper_config}): {len(jobs)} ERM jobs, {train_floats * 4 / len(jobs) / 1e9:.2f} GB of "
-        f"float32 X per training set"
+        f"paper config ({a.paper_config}): {len(runs)} ERM runs in {n_batches} training batches, "
+        f"{len(train_sets)} training sets drawn ({train_floats * 4 / len(train_sets) / 1e9:.2f} GB of float32 X "
+        f"each on average), {len(test_sets)} test-set passes"
     )
     print(
         f"  assumptions: {a.gpu_bandwidth / 1e12:.2f} TB/s at {a.efficiency:.0%} efficiency, each evaluation "
-        f"streaming X twice, {evals:.2f} evaluations per iteration (measured here), {a.gpu_iterations} iterations per job, "
+        f"streaming X twice, {evals:.2f} evaluations per iteration (measured here), {a.gpu_iterations} iterations per run, "
         f"float32, X resident in GPU memory (no transposed copy on GPU)"
     )
     print(
-        f"  L-BFGS on the GPU: {solve / 60:.1f} min in all ({solve / len(jobs):.2f} s per job); "
-        f"every job at its max_iter: {worst / 3600:.2f} h"
+        f"  L-BFGS on the GPU: {solve / 60:.1f} min in all ({solve / len(runs):.2f} s per run); "
+        f"every run at its max_iter: {worst / 3600:.2f} h"
     )
     t_data = (train_floats + test_floats) / gen_rate
+    bound = "sampling, not L-BFGS," if t_data / 16 > solve else "L-BFGS, not sampling,"
     print(
         f"  sampling on the host at the rate measured here ({gen_rate / 1e6:.0f} Mfloat/s per core): training sets "
         f"{train_floats / gen_rate / 3600:.1f} h + test sets {test_floats / gen_rate / 3600:.1f} h = "
-        f"{t_data / 3600:.1f} h of one core ({t_data / 16 / 3600:.1f} h over 16 cores): sampling, not "
-        f"L-BFGS, bounds the paper config on one GPU"
+        f"{t_data / 3600:.1f} h of one core ({t_data / 16 / 3600:.1f} h over 16 cores): {bound} bounds the paper "
+        "config on one GPU"
     )
 
 

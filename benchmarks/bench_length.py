@@ -6,7 +6,9 @@ For σ ∈ {softmax, linear, erf, softplus_norm, bayes} on spiked-SLR at ν = 4 
 runs in reasonable time (L ≤ ``--old-max-L``), with ``QuadSpec(method="quadrature")`` (QMC beyond
 L = 3), with both risks and error estimates. Goal: ≤ 2 s per point at L = 10⁴ on one core. Also
 prints the worst change of A, B under one refinement of the exact rules over a grid of (σ, ν, L, m).
-Run: ``python benchmarks/bench_length.py [--old-max-L 10]``
+``--quick`` (CI): every σ at L ∈ {3, 100} only, the field quadrature at L = 3, and the refinement
+check over a small grid (softmax and linear, L ∈ {3, 64}, three m).
+Run: ``python benchmarks/bench_length.py [--old-max-L 10] [--quick]``
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from slrpipe.theory.quadrature import QuadSpec  # noqa: E402
 
 SIGMAS = ("softmax", "linear", "erf", "softplus_norm", "bayes")
 UNIFORM_1000 = {k: 1 / 1000 for k in range(1, 1001)}
+REFINEMENT_MODELS = (("spiked", 1.0), ("spiked", 30.0), ("max", 0.0), ("max", 2.0), ("max", math.inf))
 
 
 def _point(sigma, nu, L, spec):
@@ -37,12 +40,16 @@ def _point(sigma, nu, L, spec):
     return r, err, time.process_time() - c0, time.perf_counter() - t0
 
 
-def _refinement_check() -> float:
+def _refinement_check(quick: bool = False) -> float:
+    sigmas = ("softmax", "linear") if quick else ("softmax", "softplus_norm", "linear", "erf")
+    models = (("spiked", 1.0), ("max", 2.0)) if quick else REFINEMENT_MODELS
+    Ls = (3, 64) if quick else (3, 64, 10_000)
+    ms = (0.01, 7.0, math.inf) if quick else (0.01, 1.0, 7.0, 40.0, 300.0, 999.0, math.inf)
     worst = 0.0
-    for sigma in ("softmax", "softplus_norm", "linear", "erf"):
-        for model, nu in (("spiked", 1.0), ("spiked", 30.0), ("max", 0.0), ("max", 2.0), ("max", math.inf)):
-            for L in (3, 64, 10_000):
-                for m in (0.01, 1.0, 7.0, 40.0, 300.0, 999.0, math.inf):
+    for sigma in sigmas:
+        for model, nu in models:
+            for L in Ls:
+                for m in ms:
                     e = ab_exact(sigma, model, nu, L, m, -0.3)
                     if e is None:
                         continue
@@ -55,14 +62,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--old-max-L", type=int, default=10, help="largest L run with the field quadrature")
     ap.add_argument("--nu", type=float, default=4.0)
+    ap.add_argument("--quick", action="store_true", help="L ∈ {3, 100}, quadrature at L = 3, small check (CI)")
     args = ap.parse_args()
+    Ls = (3, 100) if args.quick else (10, 100, 10_000, "U{1..1000}")
+    if args.quick:
+        args.old_max_L = 3
     old = QuadSpec(method="quadrature")
     print(f"spiked-SLR, ν = {args.nu:g}; seconds per optimum: CPU (wall)")
     print(
         f"{'σ':14s} {'L':>9s} {'exact risk':>12s} {'err':>8s} {'cpu s':>7s} {'wall s':>7s}"
         f" | {'quadrature risk':>15s} {'err':>8s} {'cpu s':>7s} {'wall s':>7s}"
     )
-    for L in (10, 100, 10_000, "U{1..1000}"):
+    for L in Ls:
         law = UNIFORM_1000 if isinstance(L, str) else L
         for sigma in SIGMAS:
             r, e, c, w = _point(sigma, args.nu, law, None)
@@ -71,7 +82,7 @@ def main() -> None:
                 r2, e2, c2, w2 = _point(sigma, args.nu, law, old)
                 line += f" | {r2:15.8f} {e2:8.1e} {c2:7.2f} {w2:7.2f}"
             print(line, flush=True)
-    print(f"worst change of A, B (relative beyond 1) under 1.5² refinement: {_refinement_check():.1e}")
+    print(f"worst change of A, B (relative beyond 1) under 1.5² refinement: {_refinement_check(args.quick):.1e}")
 
 
 if __name__ == "__main__":

@@ -129,7 +129,7 @@ def main():
     p.add_argument("--max-iter", type=int, default=300)
     p.add_argument("--criterion", action="store_true")
     p.add_argument("--criterion-state", help="m_k,q_k,V_k,m_v,q_v,V_v: only the criterion, at these order parameters")
-    p.add_argument("--quick", action="store_true")
+    p.add_argument("--quick", action="store_true", help="L ∈ {3, 16}, softmax, N = 256, 2 evaluations (CI)")
     p.add_argument("--one", nargs=2, metavar=("L", "SIGMA"), help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.quick:

@@ -6,7 +6,9 @@ local one-node Slurm of tests/slurm/cluster.py, with its wall time and the jobs 
 The counts come from Snakemake's own dry run with the Slurm profile (the jobs it would submit;
 local rules — plan, aggregate, figures, validate — run on the login node and are not counted).
 
-Usage: python benchmarks/bench_rehearsal.py [--run] [--configs config/paper.yaml ...]
+``--quick`` (CI): the count of config/rehearsal.yaml alone (one dry run; no ``--run``).
+
+Usage: python benchmarks/bench_rehearsal.py [--run] [--configs config/paper.yaml ...] [--quick]
 """
 
 from __future__ import annotations
@@ -102,7 +104,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--configs", nargs="*", default=CONFIGS)
     ap.add_argument("--run", action="store_true", help="also run config/rehearsal.yaml on the local Slurm")
+    ap.add_argument("--quick", action="store_true", help="count config/rehearsal.yaml only (CI)")
     a = ap.parse_args(argv)
+    if a.quick:
+        if a.run:
+            ap.error("--quick counts only; it does not run the rehearsal")
+        a.configs = ["config/rehearsal.yaml"]
     count(a.configs)
     return run_rehearsal() if a.run else 0
 

@@ -1,19 +1,19 @@
 """Speed and Monte Carlo accuracy of the replica solver (docs/theory.md §5, §9).
 
 Usage: python benchmarks/bench_replica.py [--L 3] [--n-samples 8192] [--seeds 4] [--subset 200]
-           [--parts channel,sweep,panel] [--panel-points 30]
+           [--parts channel,sweep,panel] [--sigmas softmax,linear] [--panel-points 30] [--quick]
            [--parts length --Ls 3,8,16,64 --nu 16 --n-samples 4096]
 Prints
  (1) one channel evaluation (global prox of all samples + expectations), ours vs a per-sample
      ``scipy.optimize.minimize`` loop timed on ``--subset`` samples and extrapolated, with
      max |ψ_ours − ψ_scipy| on the subset (equal accuracy: ours must not be higher);
- (2) a warm-started sweep (largest α first) over a few α for softmax and linear: wall time and
+ (2) a warm-started sweep (largest α first) over a few α for each σ of --sigmas: wall time and
      channel evaluations per α point, and the seed-to-seed s.d. of the test error over
      ``--seeds`` independent draws of the common random numbers (the Monte Carlo error of one
      solve at this N), and the configuration before this work (damped iteration, iid fields,
      general m̂, hard prox; the prox itself is the new, faster one) at one α, seeds 0 and 1;
- (3) the wall time of one Fig. 3 panel: ``--panel-points`` α log-spaced in [0.5, 20], softmax and
-     linear, one λ, two-way continuation (``replica_sweep`` defaults).
+ (3) the wall time of one Fig. 3 panel: ``--panel-points`` α log-spaced in [0.5, 20], each σ of
+     --sigmas, one λ, two-way continuation (``replica_sweep`` defaults).
 Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on this machine.
  (4) ``lowlam``: the λ = 0.01 sweep of issue #12 (spiked L = 3, ν = 2, α ∈ {1, 5}, 8192 samples,
      2 scrambles, two-way; --lowlam-sigmas) with the solver policies of ``--policy``: 'new'
@@ -37,6 +37,9 @@ Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on th
  (8) ``compile``: CPU seconds to compile each jitted piece of the prox (Newton lanes, the finish with
      the implicit Jacobian and soft-min) per L of --Ls, σ = softmax (compile time does not depend on
      N; the solver compiles these once per process and start count).
+``--quick`` (CI): the default parts (1)–(3) for softmax alone at N = 256, a scipy subset of 4 samples,
+2 seeds, α ∈ {5, 10} and a 3-point panel: the same calls, most of the time compilation (about a
+minute of CPU).
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ def bench_channel(a):
     Vk, Vv = 3.0, 2.0
     wk, wv, _, _ = centres(f, **st)
     y = f.y
-    for sigma in ("softmax", "linear"):
+    for sigma in a.sigmas.split(","):
         channel(sigma, f, 1.0, st["m_k"], st["q_k"], Vk, st["m_v"], st["q_v"], Vv, softmin=100.0)  # compile
         t = time.perf_counter()
         channel(sigma, f, 1.0, st["m_k"], st["q_k"], Vk, st["m_v"], st["q_v"], Vv, softmin=100.0)
@@ -117,7 +120,7 @@ def bench_channel(a):
 
 def bench_sweep(a):
     alphas = [float(v) for v in a.alphas.split(",")]
-    for sigma in ("softmax", "linear"):
+    for sigma in a.sigmas.split(","):
         runs = [
             replica_sweep(
                 sigma, "spiked", a.nu, a.L, 0.0, [a.lam], alphas, n_samples=a.n_samples, seed=s, two_way=False
@@ -140,7 +143,7 @@ def bench_sweep(a):
     # the configuration before this work, one α, same N: damped iteration, iid fields, general m̂,
     # hard prox
     alpha = alphas[len(alphas) // 2]
-    for sigma in ("softmax", "linear"):
+    for sigma in a.sigmas.split(","):
         rows = []
         for s in range(min(a.seeds, 2)):  # slow: two seeds
             init = None
@@ -176,7 +179,7 @@ def bench_sweep(a):
 def bench_panel(a):
     alphas = np.geomspace(0.5, 20.0, a.panel_points)
     total = 0.0
-    for sigma in ("softmax", "linear"):
+    for sigma in a.sigmas.split(","):
         t = time.perf_counter()
         ds = replica_sweep(sigma, "spiked", a.nu, a.L, 0.0, [a.lam], alphas, n_samples=a.n_samples, seed=0)
         dt = time.perf_counter() - t
@@ -188,7 +191,9 @@ def bench_panel(a):
             f"only, reported points)",
             flush=True,
         )
-    print(f"(3) Fig. 3 panel (softmax + linear, one λ): {total:.0f} s = {total / 60:.1f} min", flush=True)
+    print(
+        f"(3) Fig. 3 panel ({' + '.join(a.sigmas.split(','))}, one λ): {total:.0f} s = {total / 60:.1f} min", flush=True
+    )
 
 
 #: the policies of the previous stop (probe only on retries)
@@ -384,11 +389,16 @@ def main():
     p.add_argument(
         "--policy", choices=("new", "prev", "noprobe", "old"), default="new", help="solver policies (lowlam, default)"
     )
+    p.add_argument("--sigmas", default="softmax,linear", help="σ of the parts channel, sweep and panel")
     p.add_argument("--lowlam-sigmas", default="softmax,linear")
     p.add_argument("--default-sigmas", default="softmax,linear")
     p.add_argument("--Ls", default="3,8,16,64", help="lengths of the length part")
     p.add_argument("--length-sigmas", default="softmax,linear")
+    p.add_argument("--quick", action="store_true", help="parts channel, sweep, panel at tiny sizes (CI)")
     a = p.parse_args()
+    if a.quick:
+        a.parts, a.sigmas, a.n_samples, a.subset = "channel,sweep,panel", "softmax", 256, 4
+        a.seeds, a.alphas, a.panel_points = 2, "5,10", 3
     parts = a.parts.split(",")
     if "channel" in parts:
         bench_channel(a)

@@ -7,10 +7,11 @@ spiked-SLR ν = 1, D = 14 142, n = 7071, every model it holds), optionally with 
 one child process (a fresh interpreter, as a job is); printed: wall time, peak RSS (the child's
 ru_maxrss), the time spent drawing training sets, training and on the test sets (from the job's
 ``timing:`` log lines), the off-solve fraction, and the law's mem_mb/runtime request beside the
-measurement. ``--quick``: a D = 200 batch of the smoke size, for CI (seconds).
+measurement. ``--quick`` (CI): the smoke config's α = 8 softmax batch (spiked L = 2, D = 40, n = 320,
+4 models) with max_iter 50 and 500 test sequences: seconds, nearly all start-up and compilation.
 
 Usage: python benchmarks/bench_train_batch.py [--config config/paper.yaml --alpha 0.5 --sigma softmax
-       --setting spiked_L3_nu1 --max-iter 200 --members 7 --platform cpu|gpu]
+       --setting spiked_L3_nu1 --max-iter 200 --members 7 --platform cpu|gpu] [--quick]
 """
 
 from __future__ import annotations

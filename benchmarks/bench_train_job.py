@@ -1,13 +1,19 @@
-"""Benchmark: where the time of one ``slrpipe train`` job goes (imports, data, compilation, L-BFGS,
-test set, output), with JAX's persistent compilation cache cold and warm (workflow/rules/train.smk).
+"""Benchmark: where the time of one ERM run goes in a training job (imports, data, compilation,
+L-BFGS, test set, output), with JAX's persistent compilation cache cold and warm (workflow/rules/train.smk).
 
-Each measurement is a fresh Python process (as a workflow job is) that walks through the steps of
-``slrpipe.train.experiment.run_erm`` with a timer around each; wall and CPU (user + sys of this
-process) seconds are printed per step. Default job: the default config's spiked-SLR L = 3, ν = 1,
-softmax, λ = 0.1, α = 1 (D = n = 600), 20 000 test sequences. On a shared machine compare the CPU
-column.
+The workflow trains ERM in batches (``slrpipe train-batch``, one process per batch): the first run
+of a batch pays the imports and the compilation (or the cache load), the later runs of the same
+shape only the data, the iterations and the test set. Each measurement here is a fresh Python
+process (as a batch job is) that walks through the steps of one run of
+``slrpipe.train.experiment.run_erm_batch`` (training set, initial module, ``minimize`` with its
+programs, test errors of the run and the Bayes oracle, the result Dataset and its netCDF) with a
+timer around each; wall and CPU (user + sys of this process) seconds are printed per step.
+benchmarks/bench_train_batch.py measures a whole batch (wall, peak memory, against the resource
+law). Default run: the default config's spiked-SLR L = 3, ν = 1, softmax, λ = 0.1, α = 1
+(D = n = 600), 20 000 test sequences. On a shared machine compare the CPU column.
+``--quick`` (CI): the same two processes at D = n = 100 and 2000 test sequences.
 
-Usage: python benchmarks/bench_train_job.py [--sigma softmax --D 600 --n 600 --n-test 20000]
+Usage: python benchmarks/bench_train_job.py [--sigma softmax --D 600 --n 600 --n-test 20000] [--quick]
 """
 
 from __future__ import annotations
@@ -31,9 +37,9 @@ def child(a):
         t0, c0 = t, c
 
     import slrpipe.cli
-    import slrpipe.commands.train  # noqa: F401
+    import slrpipe.commands.train_batch  # noqa: F401
 
-    mark("import slrpipe CLI")
+    mark("import slrpipe CLI (train-batch)")
     import jax
     import jax.numpy as jnp
 
@@ -52,14 +58,15 @@ def child(a):
     from slrpipe.train import experiment as E
     from slrpipe.train.metrics import streamed_errors
     from slrpipe.train.options import ERMOptions
+    from slrpipe.vocabulary import default_test_seed
 
     mark("import slrpipe.train, io")
     train = SLRDataset(SLRTask("spiked", 1.0, 3, 0.0, a.D), a.n, 0, 10_000)
     o = ERMOptions.of(a.sigma, 0.1, n_test=a.n_test, theory=False)
-    model = E.init_model(train, a.sigma, "informed", 0, jnp.float32)
-    mark("initial module (first device use)")
     data = train.load()
     mark("training set (sampled)")
+    model = E.init_model(train, a.sigma, o.init, o.init_seed, jnp.float32)
+    mark("initial module (first device use)")
     _, state = nnx.split(model, nnx.Param)
     o_s = o.solver.resolved(train.n)
     dev = erm._device_data(data.X, data.mask, data.y, jnp.float32, None)
@@ -77,7 +84,8 @@ def child(a):
     mark("L-BFGS block: compile or cache load")
     res = erm.minimize(params, data.X, data.mask, data.y, a.sigma, 0.1, o.solver, teacher=train.teacher)
     mark(f"minimize ({res.iterations} iterations; programs in memory)")
-    test = SLRDataset(train.task, a.n_test, train.teacher_seed, 20_000)
+    test_seed = default_test_seed(train.data_seed)
+    test = SLRDataset(train.task, a.n_test, train.teacher_seed, test_seed)
     chunks = list(test.chunks())
     mark("test set sampled")
     nnx.replace_by_pure_dict(state, res.params)
@@ -87,7 +95,7 @@ def child(a):
         {"f": E._predictor(model, o), "bayes": lambda X, m: bayes_predict(X, m, k_star, v_star, "spiked", 1.0)}, chunks
     )
     mark("test errors of f and the Bayes oracle (numpy)")
-    ds = E._to_dataset(train, o, 20_000, res, E._Errors(0.0, (0.0, 0.0), (0.0, 0.0)))
+    ds = E._to_dataset(train, o, test_seed, res, E._Errors(0.0, (0.0, 0.0), (0.0, 0.0)))
     with tempfile.TemporaryDirectory() as d:
         write_netcdf(ds, os.path.join(d, "r.nc"))
     mark("Dataset + netCDF")
@@ -101,8 +109,11 @@ def main(argv=None):
     p.add_argument("--D", type=int, default=600)
     p.add_argument("--n", type=int, default=600)
     p.add_argument("--n-test", type=int, default=20_000)
+    p.add_argument("--quick", action="store_true", help="D = n = 100, 2000 test sequences (CI)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.quick:
+        a.D, a.n, a.n_test = 100, 100, 2000
     if a.child:
         return child(a)
     env = dict(
@@ -132,7 +143,9 @@ def main(argv=None):
         for label in ("cold cache", "warm cache"):
             out = subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout
             cols[label] = [line.split("\t") for line in out.strip().splitlines()]
-    print(f"one train job: {a.sigma}, D = {a.D}, n = {a.n}, n_test = {a.n_test}; seconds wall / CPU per step")
+    print(
+        f"one ERM run of a train-batch job: {a.sigma}, D = {a.D}, n = {a.n}, n_test = {a.n_test}; seconds wall / CPU per step"
+    )
     names = [r[0] for r in cols["cold cache"]]
     print(f"{'step':58s} {'cold wall':>9s} {'cold CPU':>9s} {'warm wall':>9s} {'warm CPU':>9s}")
     tot = {k: [0.0, 0.0] for k in cols}

@@ -1,0 +1,134 @@
+"""Every benchmark runs: each ``benchmarks/bench_*.py`` in its ``--quick`` mode (the same code path
+at tiny sizes), as a fresh process from the repository root, single-threaded as CI is.
+
+The cases are globbed, so a new benchmark without a quick mode (or without its key figures listed
+in ``FIGURES``) fails here. The figures are not checked against targets — a quick run times
+compilation and start-up, not the method — only that each benchmark still prints them.
+
+The quick runs are single-threaded processes: they are started together, ``WORKERS`` at a time
+(CI has 2 cores), the slowest first, when the first case asks for its result; each case then checks
+its own run (its ``wall`` in the failure message).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS = sorted(p.name for p in (REPO / "benchmarks").glob("bench_*.py"))
+WORKERS = 2
+TIMEOUT_S = 400
+NUM = r"[-+\d.e]+"
+
+#: per benchmark: the lines its quick run must print (regular expressions, one match each)
+FIGURES = {
+    "bench_erm.py": [
+        rf"^reference: numpy copy of {NUM} MB: {NUM} ms = {NUM} GB/s",
+        rf"^evaluation \(plain X\): {NUM} ms, X streamed at {NUM} GB/s",
+        rf"^L-BFGS: {NUM} ms/iteration .* {NUM} line-search evaluations per iteration",
+        r"^minimize \(informed start, tol 1e-5\): \d+ iterations, converged=\w+",
+        r"^paper config \(config/paper\.yaml\): \d+ ERM runs in \d+ training batches, \d+ training sets drawn",
+        rf"^  L-BFGS on the GPU: {NUM} min in all",
+        rf"^  sampling on the host .* = {NUM} h of one core",
+    ],
+    "bench_length.py": [
+        rf"^softmax +3 +{NUM} +{NUM} +{NUM} +{NUM} \| +{NUM}",  # exact and quadrature side by side
+        rf"^bayes +100 +{NUM}",
+        rf"^worst change of A, B \(relative beyond 1\) under 1\.5² refinement: {NUM}",
+    ],
+    "bench_population.py": [
+        rf"^spiked L=2 +total +{NUM} s \(3 ν × 5 σ\)",
+        rf"^max L~U\{{1,2,3\}} +total +{NUM} s",
+        rf"^Fig\. 2 grid total: {NUM} s \(target < 60 s\); max risk_err {NUM}",
+        rf"^L=64 softmax max ν=2: risk={NUM} ± {NUM}",
+    ],
+    "bench_prox_L.py": [
+        rf"^softmax L=3 N=\d+ α=5: compile {NUM} s CPU .* channel evaluations at {NUM} s wall",
+        rf"^softmax L=16: compile {NUM}× L = 3's \(target ≤ 2\); time per evaluation {NUM}× L = 3's",
+    ],
+    "bench_rehearsal.py": [r"^config/rehearsal\.yaml: \d+ Slurm jobs — .*train_erm \d+"],
+    "bench_replica.py": [
+        rf"^\(1\) channel softmax L=3 N=256: ours {NUM} s .* speed-up {NUM}x",
+        rf"^\(2\) softmax spiked .* α=10 N=256 .*: {NUM} s/point, {NUM} channel evaluations",
+        rf"^\(2\) before: softmax α=\S+ N=256 .* {NUM} s/point",
+        rf"^\(3\) Fig\. 3 panel \(softmax, one λ\): {NUM} s",
+    ],
+    "bench_train_batch.py": [
+        r"^batch \S+: \d+ models, D = \d+, n = \d+",
+        rf"^wall {NUM} s: training sets {NUM} s, training {NUM} s \(\d+ iterations",
+        rf"^off the solve \(sampling \+ test evaluation\): {NUM}% of the wall time",
+        rf"^peak RSS {NUM} MB; law requests mem_mb = \d+",
+    ],
+    "bench_train_job.py": [
+        r"^one ERM run of a train-batch job: softmax, D = 100",
+        rf"^L-BFGS block: compile or cache load +{NUM} +{NUM} +{NUM} +{NUM}$",
+        rf"^minimize \(\d+ iterations; programs in memory\) +{NUM}",
+        rf"^total \(after interpreter start\) +{NUM} +{NUM} +{NUM} +{NUM}$",
+    ],
+    "bench_workflow.py": [  # the synthetic tree's known totals
+        r"^train_erm +4 +44\.0 +11\.00 +14\.0 +39\.6$",
+        r"^fig_\* +2 +5\.0 ",
+        r"^all jobs +16 +133\.0$",
+        r"^elapsed \(Snakemake log\): 0:02:11$",
+    ],
+}
+#: the slowest first (about a minute of CPU each), so that two workers finish together
+FIRST = ("bench_replica.py", "bench_prox_L.py", "bench_population.py")
+
+
+def _quick(name: str) -> tuple[subprocess.CompletedProcess, float]:
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        OPENBLAS_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])),
+        PYTHONUNBUFFERED="1",
+    )
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, f"benchmarks/{name}", "--quick"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    return proc, time.perf_counter() - t0
+
+
+@pytest.fixture(scope="module")
+def quick_runs(request):
+    """{benchmark: future of (process, wall seconds)}: the quick run of every selected case,
+    WORKERS at a time."""
+    selected = {
+        item.callspec.params["name"]
+        for item in request.session.items
+        if item.originalname == "test_benchmark_runs_in_quick_mode"
+    }
+    order = sorted(selected, key=lambda b: (FIRST.index(b) if b in FIRST else len(FIRST), b))
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        yield {name: pool.submit(_quick, name) for name in order}
+
+
+def test_every_benchmark_has_its_figures_listed():
+    assert BENCHMARKS, "no benchmarks found"
+    assert set(FIGURES) == set(BENCHMARKS), "FIGURES must name exactly the benchmarks/bench_*.py files"
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_benchmark_runs_in_quick_mode(name, quick_runs):
+    proc, wall = quick_runs[name].result()
+    out = f"{name} --quick ({wall:.0f} s wall, rc {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, out
+    missing = [f for f in FIGURES.get(name, ["(no figures listed in FIGURES)"]) if not re.search(f, proc.stdout, re.M)]
+    assert not missing, f"did not print {missing}; {out}"

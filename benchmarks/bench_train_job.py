@@ -76,9 +76,7 @@ def child(a):
     jax.block_until_ready(erm._value_gnorm(params, *dev[:3], lam, a.sigma, dev[3]))
     s0 = erm._lbfgs_init(params, o_s.memory_size)
     mark("J, |∇J| and L-BFGS init programs")
-    low = erm._lbfgs_block.lower(
-        params, s0, *dev[:3], lam, 10, jnp.asarray(o_s.tol, jnp.float32), a.sigma, o_s.memory_size, dev[3]
-    )
+    low = erm._lbfgs_block.lower(params, s0, dev, lam, 10, jnp.asarray(o_s.tol, jnp.float32), a.sigma, o_s.memory_size)
     mark("L-BFGS block: trace + lower")
     low.compile()
     mark("L-BFGS block: compile or cache load")

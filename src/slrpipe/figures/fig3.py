@@ -71,105 +71,128 @@ def plot(tree, experiments, out_stem):
     rel_sd = max_theory_rel_sd(json.loads(tree.attrs.get("config", "{}")))
     for ax, name in zip(axes, experiments):
         rep = tree[f"replica/{name}"].to_dataset()
-        alpha = rep["alpha"].values
-        tuned = "lam" in rep.dims and rep.sizes["lam"] > 1
-        any_unstable = False
-        for s in ordered(rep["sigma"].values) if "sigma" in rep.dims else []:
-            if tuned:
-                ax.plot(
-                    alpha,
-                    rep["test_error_opt_lam"].sel(sigma=s),
-                    color=COLORS.get(s),
-                    lw=5,
-                    alpha=0.25,
-                    solid_capstyle="round",
-                    label=f"theory {LABELS.get(s, s)}, best λ per α",
-                )
-            for i, lam in enumerate(rep["lam"].values):
-                err = rep["test_error"].sel(sigma=s, lam=lam)
-                if "test_error_seed_mean" in rep:  # the mean over Monte Carlo draws, where measured
-                    err = rep["test_error_seed_mean"].sel(sigma=s, lam=lam).fillna(err)
-                conv = rep["converged"].sel(sigma=s, lam=lam).astype(bool) if "converged" in rep else True
-                # rs_stable: 1/0, NaN where not checked (drawn as stable)
-                stable = rep["rs_stable"].sel(sigma=s, lam=lam).values != 0 if "rs_stable" in rep else None
-                any_unstable |= draw_theory(
-                    ax,
-                    alpha,
-                    err.where(conv).values,
-                    stable,
-                    color=COLORS.get(s),
-                    lw=LAM_WIDTHS[i % 4],
-                    label=f"theory {LABELS.get(s, s)}, λ = {lam:g}",
-                )
-                if "test_error_mc_sd" in rep:
-                    ill = rep["test_error_mc_sd"].sel(sigma=s, lam=lam) > rel_sd * abs(err)
-                    if bool((ill & conv).any()):
-                        ax.plot(
-                            alpha,
-                            err.where(ill & conv),
-                            ls="none",
-                            marker="x",
-                            ms=5,
-                            color=COLORS.get(s),
-                            label=f"theory {LABELS.get(s, s)}: MC s.d. > {rel_sd:.0%} (near a fold)",
-                        )
-                if "n_branches" in rep and bool((rep["n_branches"].sel(sigma=s, lam=lam) > 1).any()):
-                    ax.plot(
-                        alpha,
-                        rep["test_error_alt"].sel(sigma=s, lam=lam),
-                        ls="none",
-                        marker="d",
-                        ms=3,
-                        fillstyle="none",
-                        color=COLORS.get(s),
-                        label=f"second RS fixed point, {LABELS.get(s, s)}",
-                    )
-        if any_unstable:
-            ax.plot(
-                [], [], color="grey", ls=(0, (3, 2)), lw=1.2, label="theory where RS is unstable (docs/theory.md §11)"
-            )
-        if "bayes_optimal_test_error" in rep:
-            ax.plot(alpha, rep["bayes_optimal_test_error"], color="black", lw=1.2, label="Bayes-optimal")
-            # first-order transition: where the branch reached from an uninformed start differs
-            # visibly (> 1e-3; the two solves of one branch differ by rounding only)
-            unf = rep["bayes_optimal_test_error_uninformed"]
-            differs = abs(unf - rep["bayes_optimal_test_error"]) > 1e-3
-            if bool(differs.any()):
-                ax.plot(
-                    alpha,
-                    unf.where(differs),
-                    color="black",
-                    lw=1,
-                    ls=":",
-                    marker=".",
-                    ms=3,
-                    label="Bayes-optimal SE, uninformed branch",
-                )
-        erm_name = json.loads(rep.attrs.get("erm", "null"))
-        if erm_name and erm_name in tree.get("erm", {}):
-            erm = reference(largest_D(tree[f"erm/{erm_name}"].to_dataset()))  # informed start, largest D of a ladder
-            pop = "test_error_pop" in erm and bool(erm["test_error_pop"].notnull().any())
-            var = "test_error_pop" if pop else "test_error"
-            draw_erm(ax, erm, var=var, label_suffix=" (R at learned k, v)" if pop else "")
-            if erm.sizes["lam"] > 1:
-                best = at_best_lam(erm, report=var)
-                for s in ordered(best["sigma"].values):
-                    m, se = mean_se(best.sel(sigma=s))
-                    ax.errorbar(
-                        erm["alpha"].values,
-                        m.values,
-                        yerr=se.values,
-                        ls="none",
-                        marker="*",
-                        ms=8,
-                        capsize=2,
-                        color=COLORS.get(s),
-                        mec="black",
-                        mew=0.5,
-                        label=f"ERM {LABELS.get(s, s)}, best λ (validation error)",
-                    )
+        # layers in drawing order (it fixes the stacking and the legend's order)
+        _draw_replica(ax, rep, rel_sd)
+        _draw_bayes_optimal(ax, rep)
+        _draw_linked_erm(ax, tree, rep)
         log_alpha_axis(ax)
         log_error_axis(ax)
         ax.set_title(setting_title(rep))
     legend_below(fig, axes)
     return save(fig, out_stem)
+
+
+def _draw_replica(ax, rep, rel_sd: float) -> None:
+    """The replica layer of one panel: per σ the best-λ band (λ grid only) and each λ's line with
+    its ill-conditioning crosses and second-fixed-point diamonds; one legend entry for the dashes
+    when any stretch is RS-unstable."""
+    tuned = "lam" in rep.dims and rep.sizes["lam"] > 1
+    any_unstable = False
+    for s in ordered(rep["sigma"].values) if "sigma" in rep.dims else []:
+        if tuned:
+            ax.plot(
+                rep["alpha"].values,
+                rep["test_error_opt_lam"].sel(sigma=s),
+                color=COLORS.get(s),
+                lw=5,
+                alpha=0.25,
+                solid_capstyle="round",
+                label=f"theory {LABELS.get(s, s)}, best λ per α",
+            )
+        for i, lam in enumerate(rep["lam"].values):
+            any_unstable |= _draw_replica_line(ax, rep, s, lam, LAM_WIDTHS[i % 4], rel_sd)
+    if any_unstable:
+        ax.plot([], [], color="grey", ls=(0, (3, 2)), lw=1.2, label="theory where RS is unstable (docs/theory.md §11)")
+
+
+def _draw_replica_line(ax, rep, s: str, lam, lw: float, rel_sd: float) -> bool:
+    """The theory line of (σ, λ) (:func:`draw_theory`, converged points only), crosses where its
+    Monte Carlo s.d. exceeds ``rel_sd`` of the value and diamonds at a second RS fixed point.
+    Returns whether a dashed (RS-unstable) stretch was drawn."""
+    alpha = rep["alpha"].values
+    err = rep["test_error"].sel(sigma=s, lam=lam)
+    if "test_error_seed_mean" in rep:  # the mean over Monte Carlo draws, where measured
+        err = rep["test_error_seed_mean"].sel(sigma=s, lam=lam).fillna(err)
+    conv = rep["converged"].sel(sigma=s, lam=lam).astype(bool) if "converged" in rep else True
+    # rs_stable: 1/0, NaN where not checked (drawn as stable)
+    stable = rep["rs_stable"].sel(sigma=s, lam=lam).values != 0 if "rs_stable" in rep else None
+    label = f"theory {LABELS.get(s, s)}, λ = {lam:g}"
+    unstable = draw_theory(ax, alpha, err.where(conv).values, stable, color=COLORS.get(s), lw=lw, label=label)
+    if "test_error_mc_sd" in rep:
+        ill = rep["test_error_mc_sd"].sel(sigma=s, lam=lam) > rel_sd * abs(err)
+        if bool((ill & conv).any()):
+            ax.plot(
+                alpha,
+                err.where(ill & conv),
+                ls="none",
+                marker="x",
+                ms=5,
+                color=COLORS.get(s),
+                label=f"theory {LABELS.get(s, s)}: MC s.d. > {rel_sd:.0%} (near a fold)",
+            )
+    if "n_branches" in rep and bool((rep["n_branches"].sel(sigma=s, lam=lam) > 1).any()):
+        ax.plot(
+            alpha,
+            rep["test_error_alt"].sel(sigma=s, lam=lam),
+            ls="none",
+            marker="d",
+            ms=3,
+            fillstyle="none",
+            color=COLORS.get(s),
+            label=f"second RS fixed point, {LABELS.get(s, s)}",
+        )
+    return unstable
+
+
+def _draw_bayes_optimal(ax, rep) -> None:
+    """The Bayes-optimal error where the node has it, and its uninformed state-evolution branch
+    (dotted) where that differs."""
+    if "bayes_optimal_test_error" not in rep:
+        return
+    alpha = rep["alpha"].values
+    ax.plot(alpha, rep["bayes_optimal_test_error"], color="black", lw=1.2, label="Bayes-optimal")
+    # first-order transition: where the branch reached from an uninformed start differs
+    # visibly (> 1e-3; the two solves of one branch differ by rounding only)
+    unf = rep["bayes_optimal_test_error_uninformed"]
+    differs = abs(unf - rep["bayes_optimal_test_error"]) > 1e-3
+    if bool(differs.any()):
+        ax.plot(
+            alpha,
+            unf.where(differs),
+            color="black",
+            lw=1,
+            ls=":",
+            marker=".",
+            ms=3,
+            label="Bayes-optimal SE, uninformed branch",
+        )
+
+
+def _draw_linked_erm(ax, tree, rep) -> None:
+    """The markers of the ERM experiment the replica node links (``erm`` attribute), when the store
+    has it: informed start at its largest D, and with a λ grid each σ at its best λ (stars)."""
+    erm_name = json.loads(rep.attrs.get("erm", "null"))
+    if not (erm_name and erm_name in tree.get("erm", {})):
+        return
+    erm = reference(largest_D(tree[f"erm/{erm_name}"].to_dataset()))  # informed start, largest D of a ladder
+    pop = "test_error_pop" in erm and bool(erm["test_error_pop"].notnull().any())
+    var = "test_error_pop" if pop else "test_error"
+    draw_erm(ax, erm, var=var, label_suffix=" (R at learned k, v)" if pop else "")
+    if erm.sizes["lam"] <= 1:
+        return
+    best = at_best_lam(erm, report=var)
+    for s in ordered(best["sigma"].values):
+        m, se = mean_se(best.sel(sigma=s))
+        ax.errorbar(
+            erm["alpha"].values,
+            m.values,
+            yerr=se.values,
+            ls="none",
+            marker="*",
+            ms=8,
+            capsize=2,
+            color=COLORS.get(s),
+            mec="black",
+            mew=0.5,
+            label=f"ERM {LABELS.get(s, s)}, best λ (validation error)",
+        )

@@ -41,84 +41,101 @@ def plot(tree, experiments, out_stem):
     fig, axes = plt.subplots(len(experiments), 3, figsize=(11.0, 3.2 * len(experiments)), squeeze=False)
     for (ax_r, ax_n, ax_v), name in zip(axes, experiments):
         node = tree[f"length/{name}"].to_dataset()
-        L, nus = node["L"].values, node["nu"].values
-        delta2 = float(node["delta"].values) ** 2
-        model = str(node["model"].values)
-        sigmas = ordered(node["sigma"].values)
-        # (a) excess risk vs L at each ν
-        for s in sigmas:
-            for j, nu in enumerate(nus):
-                r = node["risk"].sel(sigma=s, nu=nu).values - delta2
-                ax_r.plot(
-                    L,
-                    r,
-                    color=COLORS.get(s),
-                    ls=_NU_STYLES[j % 4],
-                    marker=MARKERS.get(s),
-                    ms=2.5,
-                    lw=1.8 if s == "bayes" else 1.2,
-                    label=LABELS.get(s, s) + (" (= softmax optimum)" if s == "bayes" else "") if j == 0 else None,
-                )
-        if model == "spiked" and "linear" in sigmas:
-            xs = np.unique(np.geomspace(L.min(), L.max(), 200).round().astype(int))
-            for j, nu in enumerate(nus):
-                ax_r.plot(
-                    xs,
-                    xs * (xs - 1) / ((xs - 1) * nu + xs * xs),
-                    color="grey",
-                    lw=0.7,
-                    ls=_NU_STYLES[j % 4],
-                    label="linear closed form L(L−1)/((L−1)ν+L²)" if j == 0 else None,
-                )
-        ax_r.set_xscale("log")
-        ax_r.set_xlabel("sequence length L")
-        ax_r.set_ylabel("optimal excess risk R* − Δ²")
-        ax_r.set_title(f"{model}-SLR; ν = " + ", ".join(f"{v:g} ({st})" for v, st in zip(nus, _NU_STYLES)), fontsize=8)
-        ax_r.legend(frameon=False, fontsize=6.5)
-        # (b) ν needed for the target excess risk
-        if "nu_target" in node:
-            target = json.loads(node.attrs.get("target_risk", "null"))
-            nt = {
-                s: node["nu_target"].sel(sigma=s).values
-                for s in sigmas
-                if np.isfinite(node["nu_target"].sel(sigma=s).values).any()
-            }
-            laws = fit_laws(L, nt)
-            xs = np.geomspace(max(10, L.min()), L.max(), 100)
-            for s, v in nt.items():
-                ax_n.loglog(
-                    L, v, color=COLORS.get(s), marker=MARKERS.get(s, "o"), ls="none", ms=4, label=LABELS.get(s, s)
-                )
-                if s in laws:
-                    ax_n.loglog(xs, laws[s][1](xs), color=COLORS.get(s), lw=0.9, label=laws[s][0])
-            ax_n.set_xlabel("sequence length L")
-            ax_n.set_ylabel(f"ν for excess risk {target:g}")
-            ax_n.set_title("signal needed: fits over L ≥ 10", fontsize=8)
-            ax_n.legend(frameon=False, fontsize=6.5)
-        else:
-            ax_n.set_visible(False)
-        # (c) variable length
-        if "risk_var" in node:
-            nv = node["nu_var"].values
-            for s in sigmas:
-                rv = node["risk_var"].sel(sigma=s).values - delta2
-                if np.isfinite(rv).any():
-                    ax_v.semilogy(
-                        nv,
-                        rv,
-                        color=COLORS.get(s),
-                        marker=MARKERS.get(s),
-                        ms=3,
-                        ls="--" if s == "bayes" else "-",
-                        label=LABELS.get(s, s),
-                    )
-            nmax = json.loads(node.attrs.get("var_L_max", "null"))
-            ax_v.set_xscale("log")
-            ax_v.set_xlabel("signal strength ν")
-            ax_v.set_ylabel("optimal excess risk R* − Δ²")
-            ax_v.set_title(f"variable length L ~ Unif{{1..{nmax}}}, shared (k, v)", fontsize=8)
-            ax_v.legend(frameon=False, fontsize=6.5)
-        else:
-            ax_v.set_visible(False)
+        _panel_excess_risk(ax_r, node)
+        _panel_nu_target(ax_n, node)
+        _panel_variable_length(ax_v, node)
     fig.tight_layout()
     return save(fig, out_stem)
+
+
+def _excess(node, var: str, **sel) -> np.ndarray:
+    """``var`` at ``sel`` minus the noise floor Δ² of the node: the excess risk."""
+    return node[var].sel(**sel).values - float(node["delta"].values) ** 2
+
+
+def _panel_excess_risk(ax, node) -> None:
+    """Panel (a): the optimal excess risk vs L, one line style per ν; on spiked-SLR with linear σ
+    also its closed form L(L−1)/((L−1)ν+L²) (grey)."""
+    L, nus = node["L"].values, node["nu"].values
+    model = str(node["model"].values)
+    sigmas = ordered(node["sigma"].values)
+    for s in sigmas:
+        for j, nu in enumerate(nus):
+            ax.plot(
+                L,
+                _excess(node, "risk", sigma=s, nu=nu),
+                color=COLORS.get(s),
+                ls=_NU_STYLES[j % 4],
+                marker=MARKERS.get(s),
+                ms=2.5,
+                lw=1.8 if s == "bayes" else 1.2,
+                label=LABELS.get(s, s) + (" (= softmax optimum)" if s == "bayes" else "") if j == 0 else None,
+            )
+    if model == "spiked" and "linear" in sigmas:
+        xs = np.unique(np.geomspace(L.min(), L.max(), 200).round().astype(int))
+        for j, nu in enumerate(nus):
+            ax.plot(
+                xs,
+                xs * (xs - 1) / ((xs - 1) * nu + xs * xs),
+                color="grey",
+                lw=0.7,
+                ls=_NU_STYLES[j % 4],
+                label="linear closed form L(L−1)/((L−1)ν+L²)" if j == 0 else None,
+            )
+    ax.set_xscale("log")
+    ax.set_xlabel("sequence length L")
+    ax.set_ylabel("optimal excess risk R* − Δ²")
+    ax.set_title(f"{model}-SLR; ν = " + ", ".join(f"{v:g} ({st})" for v, st in zip(nus, _NU_STYLES)), fontsize=8)
+    ax.legend(frameon=False, fontsize=6.5)
+
+
+def _panel_nu_target(ax, node) -> None:
+    """Panel (b): the ν reaching the node's ``target_risk`` vs L (markers) and the fitted laws of
+    :func:`fit_laws` (lines); hidden when the node has no ``nu_target``."""
+    if "nu_target" not in node:
+        ax.set_visible(False)
+        return
+    L = node["L"].values
+    target = json.loads(node.attrs.get("target_risk", "null"))
+    nt = {
+        s: node["nu_target"].sel(sigma=s).values
+        for s in ordered(node["sigma"].values)
+        if np.isfinite(node["nu_target"].sel(sigma=s).values).any()
+    }
+    laws = fit_laws(L, nt)
+    xs = np.geomspace(max(10, L.min()), L.max(), 100)
+    for s, v in nt.items():
+        ax.loglog(L, v, color=COLORS.get(s), marker=MARKERS.get(s, "o"), ls="none", ms=4, label=LABELS.get(s, s))
+        if s in laws:
+            ax.loglog(xs, laws[s][1](xs), color=COLORS.get(s), lw=0.9, label=laws[s][0])
+    ax.set_xlabel("sequence length L")
+    ax.set_ylabel(f"ν for excess risk {target:g}")
+    ax.set_title("signal needed: fits over L ≥ 10", fontsize=8)
+    ax.legend(frameon=False, fontsize=6.5)
+
+
+def _panel_variable_length(ax, node) -> None:
+    """Panel (c): the optimal excess risk under L ~ Unif{1..var_L_max} vs ν (shared k, v); hidden
+    when the node has no ``risk_var``."""
+    if "risk_var" not in node:
+        ax.set_visible(False)
+        return
+    nv = node["nu_var"].values
+    for s in ordered(node["sigma"].values):
+        rv = _excess(node, "risk_var", sigma=s)
+        if np.isfinite(rv).any():
+            ax.semilogy(
+                nv,
+                rv,
+                color=COLORS.get(s),
+                marker=MARKERS.get(s),
+                ms=3,
+                ls="--" if s == "bayes" else "-",
+                label=LABELS.get(s, s),
+            )
+    nmax = json.loads(node.attrs.get("var_L_max", "null"))
+    ax.set_xscale("log")
+    ax.set_xlabel("signal strength ν")
+    ax.set_ylabel("optimal excess risk R* − Δ²")
+    ax.set_title(f"variable length L ~ Unif{{1..{nmax}}}, shared (k, v)", fontsize=8)
+    ax.legend(frameon=False, fontsize=6.5)

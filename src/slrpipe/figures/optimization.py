@@ -104,6 +104,31 @@ def plot(tree, experiments, out_stem):
     Raises:
         ValueError: no experiment, or experiments of different settings.
     """
+    nodes = _one_setting(tree, experiments)
+    sweeps = [ds for ds in nodes if "lbfgs" in ds["optimizer"].values and "random" in ds["init"].values]
+    dyn = [
+        ds for ds in nodes if any(o in FIRST_ORDER for o in ds["optimizer"].values) and "random" in ds["init"].values
+    ]
+    rep = _replica(tree, _setting(nodes[0]))
+    fig, axes = panels(4, width=3.3, height=2.9)
+    ax_a, ax_b1, ax_b2, ax_c = axes
+    _panel_starts(ax_a, sweeps, rep, _bayes_risk(tree, experiments))
+    if dyn:
+        _panels_trajectories((ax_b1, ax_b2), dyn[0], rep)
+    else:
+        for ax in (ax_b1, ax_b2):
+            ax.set_visible(False)
+    _panel_reached(ax_c, sweeps)
+    legend_below(fig, axes)
+    return save(fig, out_stem)
+
+
+def _one_setting(tree, experiments) -> list[xr.Dataset]:
+    """The ERM nodes of ``experiments`` (largest D of a ladder), checked to share one setting.
+
+    Raises:
+        ValueError: no experiment, or experiments of different settings.
+    """
     nodes = [largest_D(tree[f"erm/{name}"].to_dataset()) for name in experiments]  # largest D of a ladder
     if not nodes:
         raise ValueError("experiments: the optimization figure needs at least one erm experiment")
@@ -111,96 +136,112 @@ def plot(tree, experiments, out_stem):
     for name, ds in zip(experiments, nodes):
         if _setting(ds) != setting:
             raise ValueError(f"experiments: {name} has setting {_setting(ds)}, not {setting}; one setting per figure")
-    sweeps = [ds for ds in nodes if "lbfgs" in ds["optimizer"].values and "random" in ds["init"].values]
-    dyn = [
-        ds for ds in nodes if any(o in FIRST_ORDER for o in ds["optimizer"].values) and "random" in ds["init"].values
-    ]
-    rep = _replica(tree, setting)
+    return nodes
+
+
+def _bayes_risk(tree, experiments) -> float | None:
+    """The Bayes risk (α = ∞) of the last experiment with a ``population/at_<name>`` node, or None."""
     bayes_pop = None
     for name in experiments:
         if f"at_{name}" in (tree.get("population") or {}):
             bayes_pop = float(tree[f"population/at_{name}"].to_dataset()["risk"].sel(sigma="bayes").values[0])
-    fig, axes = panels(4, width=3.3, height=2.9)
-    ax_a, ax_b1, ax_b2, ax_c = axes
+    return bayes_pop
 
-    # (a) informed vs best random start vs theory
+
+def _panel_starts(ax, sweeps, rep, bayes_pop) -> None:
+    """Panel (a): per L-BFGS sweep (at its first λ) and σ, the informed and the best random start
+    vs α with the replica line; the Bayes-optimal reference and the axes."""
     for ds in sweeps:
         var, lam = _err_var(ds), float(ds["lam"].values[0])
         ds = ds.sel(lam=lam)
-        alpha = ds["alpha"].values
         for s in ordered(ds["sigma"].values):
-            c, mk = COLORS.get(s), MARKERS.get(s, "o")
-            m, se = mean_se(reference(ds)[var].sel(sigma=s))
-            ax_a.errorbar(
-                alpha, m, yerr=se, ls="none", marker=mk, color=c, ms=4, label=f"{LABELS.get(s, s)}, informed start"
-            )
-            m, se = mean_se(best_random(ds, var, "lbfgs").sel(sigma=s))
-            ax_a.errorbar(
-                alpha * 1.04,
-                m,
-                yerr=se,
-                ls="none",
-                marker=mk,
-                mfc="none",
+            _draw_starts(ax, ds, s, var)
+            _draw_replica_line(ax, rep, s, lam)
+        ax.set_title(f"(a) {setting_title(ds)}, λ = {lam:g}")
+        _bayes(ax, rep, bayes_pop)
+        _plain_log(ax.yaxis)
+        ax.set_ylabel(f"test error ({'R at learned k, v' if var == 'test_error_pop' else 'test set'})")
+        log_alpha_axis(ax)
+
+
+def _draw_starts(ax, ds, s: str, var: str) -> None:
+    """Mean ± s.e. over seeds of ``var`` for σ = ``s`` of one λ: the informed start (filled) and
+    the best random start (open, shifted ×1.04 in α so that the two do not cover each other)."""
+    c, mk = COLORS.get(s), MARKERS.get(s, "o")
+    alpha = ds["alpha"].values
+    m, se = mean_se(reference(ds)[var].sel(sigma=s))
+    ax.errorbar(alpha, m, yerr=se, ls="none", marker=mk, color=c, ms=4, label=f"{LABELS.get(s, s)}, informed start")
+    m, se = mean_se(best_random(ds, var, "lbfgs").sel(sigma=s))
+    ax.errorbar(
+        alpha * 1.04,
+        m,
+        yerr=se,
+        ls="none",
+        marker=mk,
+        mfc="none",
+        color=c,
+        ms=6,
+        label=f"{LABELS.get(s, s)}, best random start",
+    )
+
+
+def _draw_replica_line(ax, rep, s: str, lam: float) -> None:
+    """The replica test error of (σ, λ) vs α (converged points only) where the node has them."""
+    if rep is None or s not in rep["sigma"].values or not np.isclose(rep["lam"].values, lam).any():
+        return
+    r = rep["test_error"].sel(sigma=s).isel(lam=int(np.argmax(np.isclose(rep["lam"].values, lam))))
+    r = r.where(rep["converged"].sel(sigma=s, lam=r["lam"])) if "converged" in rep else r
+    ax.plot(rep["alpha"].values, r.values, color=COLORS.get(s), lw=1, label=f"{LABELS.get(s, s)}, replica (RS)")
+
+
+def _panels_trajectories(axes, ds, rep) -> None:
+    """Panels (b): the population risk along the first-order trajectories of ``ds`` (its first
+    first-order optimizer and λ) at its smallest and largest α, one panel each of ``axes``."""
+    opt = next(o for o in ds["optimizer"].values if o in FIRST_ORDER)
+    lam = float(ds["lam"].values[0])
+    alphas = ds["alpha"].values
+    lr = float(ds["lr"].sel(optimizer=opt).max()) if "lr" in ds else np.nan
+    for ax, a in zip(axes, (alphas.min(), alphas.max())):
+        pt = ds.sel(lam=lam, alpha=a, optimizer=opt)
+        for s in ordered(pt["sigma"].values):
+            _draw_trajectories(ax, pt, s, opt, replica_at(rep, s, lam, a))
+        _plain_log(ax.xaxis)
+        _plain_log(ax.yaxis)
+        ax.set_xlabel(f"{opt} steps (step size {lr:g}·D on k, v)" if opt != "adam" else f"adam steps (lr {lr:g})")
+        ax.set_ylabel("population risk R(σ; k_t, v_t)")
+        ax.set_title(f"(b) α = {a:.3g}, λ = {lam:g}")
+
+
+def _draw_trajectories(ax, pt, s: str, opt: str, replica: float) -> None:
+    """At one (λ, α, optimizer): every random start's trajectory of σ = ``s`` (step 0 left out: log
+    axis), the informed start's final value (dashed) and the ``replica`` value (dotted, if finite)."""
+    c = COLORS.get(s)
+    steps = pt["step"].values
+    keep = steps > 0
+    runs = pt["traj_test_error_pop"].sel(sigma=s, init="random").stack(run=("seed", "restart"))
+    first = True  # one legend entry for all runs
+    for i in range(runs.sizes["run"]):
+        y = runs.isel(run=i).values
+        if np.isfinite(y[keep]).any():
+            ax.plot(
+                steps[keep],
+                y[keep],
                 color=c,
-                ms=6,
-                label=f"{LABELS.get(s, s)}, best random start",
+                lw=0.8,
+                alpha=0.7,
+                label=f"{LABELS.get(s, s)}, {opt} from random starts" if first else None,
             )
-            if rep is not None and s in rep["sigma"].values and np.isclose(rep["lam"].values, lam).any():
-                r = rep["test_error"].sel(sigma=s).isel(lam=int(np.argmax(np.isclose(rep["lam"].values, lam))))
-                r = r.where(rep["converged"].sel(sigma=s, lam=r["lam"])) if "converged" in rep else r
-                ax_a.plot(rep["alpha"].values, r.values, color=c, lw=1, label=f"{LABELS.get(s, s)}, replica (RS)")
-        ax_a.set_title(f"(a) {setting_title(ds)}, λ = {lam:g}")
-        _bayes(ax_a, rep, bayes_pop)
-        _plain_log(ax_a.yaxis)
-        ax_a.set_ylabel(f"test error ({'R at learned k, v' if var == 'test_error_pop' else 'test set'})")
-        log_alpha_axis(ax_a)
+            first = False
+    if "informed" in pt["init"].values:
+        inf = pt["test_error_pop"].sel(sigma=s, init="informed", restart=0).mean("seed")
+        ax.axhline(float(inf), color=c, ls="--", lw=1, label=f"{LABELS.get(s, s)}, informed start ({opt}, end)")
+    if np.isfinite(replica):
+        ax.axhline(replica, color=c, ls=":", lw=1.2, label=f"{LABELS.get(s, s)}, replica (RS) at this α")
 
-    # (b) population risk along the first-order trajectories, smallest and largest α
-    if dyn:
-        ds = dyn[0]
-        opt = next(o for o in ds["optimizer"].values if o in FIRST_ORDER)
-        lam = float(ds["lam"].values[0])
-        alphas = ds["alpha"].values
-        lr = float(ds["lr"].sel(optimizer=opt).max()) if "lr" in ds else np.nan
-        for ax, a in ((ax_b1, alphas.min()), (ax_b2, alphas.max())):
-            pt = ds.sel(lam=lam, alpha=a, optimizer=opt)
-            steps = pt["step"].values
-            keep = steps > 0
-            for s in ordered(pt["sigma"].values):
-                c = COLORS.get(s)
-                runs = pt["traj_test_error_pop"].sel(sigma=s, init="random").stack(run=("seed", "restart"))
-                first = True
-                for i in range(runs.sizes["run"]):
-                    y = runs.isel(run=i).values
-                    if np.isfinite(y[keep]).any():
-                        ax.plot(
-                            steps[keep],
-                            y[keep],
-                            color=c,
-                            lw=0.8,
-                            alpha=0.7,
-                            label=f"{LABELS.get(s, s)}, {opt} from random starts" if first else None,
-                        )
-                        first = False
-                if "informed" in pt["init"].values:
-                    inf = pt["test_error_pop"].sel(sigma=s, init="informed", restart=0).mean("seed")
-                    ax.axhline(
-                        float(inf), color=c, ls="--", lw=1, label=f"{LABELS.get(s, s)}, informed start ({opt}, end)"
-                    )
-                val = replica_at(rep, s, lam, a)
-                if np.isfinite(val):
-                    ax.axhline(val, color=c, ls=":", lw=1.2, label=f"{LABELS.get(s, s)}, replica (RS) at this α")
-            _plain_log(ax.xaxis)
-            _plain_log(ax.yaxis)
-            ax.set_xlabel(f"{opt} steps (step size {lr:g}·D on k, v)" if opt != "adam" else f"adam steps (lr {lr:g})")
-            ax.set_ylabel("population risk R(σ; k_t, v_t)")
-            ax.set_title(f"(b) α = {a:.3g}, λ = {lam:g}")
-    else:
-        for ax in (ax_b1, ax_b2):
-            ax.set_visible(False)
 
-    # (c) fraction of random starts reaching the informed minimum
+def _panel_reached(ax, sweeps) -> None:
+    """Panel (c): per L-BFGS sweep (first λ), the fraction of random starts whose final J is within
+    ``RTOL`` of the informed start's (slrpipe.store.ground.reached) vs α, per σ."""
     for ds in sweeps:
         ds = ds.sel(lam=ds["lam"].values[0])
         hit = reached(ds, RTOL).sel(init="random", optimizer="lbfgs")
@@ -208,7 +249,7 @@ def plot(tree, experiments, out_stem):
         frac = hit.where(exists).sum(("restart", "seed")) / exists.sum(("restart", "seed"))
         for i, s in enumerate(ordered(ds["sigma"].values)):
             # σ side by side (×1.04 per σ on the log axis): equal fractions would hide each other
-            ax_c.plot(
+            ax.plot(
                 ds["alpha"].values * 1.04**i,
                 frac.sel(sigma=s).values,
                 marker=MARKERS.get(s, "o"),
@@ -218,12 +259,10 @@ def plot(tree, experiments, out_stem):
                 label=None,
             )
         n = int(exists.sum(("restart", "seed")).max())
-        ax_c.set_title("(c) random starts reaching the informed minimum")
-        ax_c.set_ylabel(f"fraction of {n} with J ≤ (1 + {RTOL:g}) J_informed")
-    ax_c.set_ylim(-0.05, 1.05)
-    log_alpha_axis(ax_c)
-    legend_below(fig, axes)
-    return save(fig, out_stem)
+        ax.set_title("(c) random starts reaching the informed minimum")
+        ax.set_ylabel(f"fraction of {n} with J ≤ (1 + {RTOL:g}) J_informed")
+    ax.set_ylim(-0.05, 1.05)
+    log_alpha_axis(ax)
 
 
 def _plain_log(axis):

@@ -51,6 +51,8 @@ from __future__ import annotations
 import collections
 import json
 import textwrap
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -58,7 +60,7 @@ import xarray as xr
 from slrpipe.io import write_text
 from slrpipe.store.ground import reference
 from slrpipe.store.ladder import largest_D, point_ladder
-from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS
+from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS, Measurement, Rule
 from slrpipe.store.verdict import verdict as point_verdict
 
 COLUMNS = [
@@ -243,92 +245,123 @@ def _ladder_at(by_D: xr.Dataset, sigma, lam, alpha, quantity: str, theory: float
     return out
 
 
+@dataclass(frozen=True)
+class _Criteria:
+    """The config's ``validation`` settings that decide a row (module docstring): the agreement
+    rule (``max_abs_z``, ``rel_tol``) and what is enforced (``min_alpha``, ``min_lam``,
+    ``max_theory_rel_sd``)."""
+
+    max_abs_z: float
+    rel_tol: float
+    min_alpha: float
+    min_lam: float
+    max_theory_rel_sd: float
+
+    @classmethod
+    def of(cls, config: dict) -> _Criteria:
+        v = config.get("validation", {})
+        return cls(
+            v.get("max_abs_z", 4.0),
+            v.get("rel_tol", 0.05),
+            v.get("min_alpha", 0.0),
+            v.get("min_lam", 0.0),
+            max_theory_rel_sd(config),
+        )
+
+
+class _Linked(NamedTuple):
+    """A replica experiment and the ERM experiment it names, as read from the store."""
+
+    name: str  # the replica experiment's
+    rep: xr.Dataset  # replica node
+    by_D: xr.Dataset  # ERM node, with its D dim where it has a ladder
+    full: xr.Dataset  # ERM at the largest D, every start
+    erm: xr.Dataset  # ERM at the largest D, informed start
+
+
 def compare(tree: xr.DataTree, config: dict) -> list[dict]:
     """Rows of the comparison table (see module doc) for every replica experiment with an ERM link."""
-    v = config.get("validation", {})
-    max_z, rel_tol = v.get("max_abs_z", 4.0), v.get("rel_tol", 0.05)
-    min_alpha, min_lam = v.get("min_alpha", 0.0), v.get("min_lam", 0.0)
-    max_rel_sd = max_theory_rel_sd(config)
+    crit = _Criteria.of(config)
     rows = []
     for name, exp in (config.get("replica") or {}).items():
         if not exp.get("erm") or exp["erm"] not in tree.get("erm", {}):
             continue
-        rep = tree[f"replica/{name}"].to_dataset()
         by_D = tree[f"erm/{exp['erm']}"].to_dataset()
         full = largest_D(by_D)  # a D ladder: the row's values at its largest D, the ladder beside them
-        erm = reference(full)  # the informed start; the ground state over all starts beside it
-        for sigma in erm["sigma"].values:
-            for lam in erm["lam"].values:
-                for alpha in erm["alpha"].values:
-                    pt = erm.sel(sigma=sigma, lam=lam, alpha=alpha)
-                    test, _, k_test = _mean_se(pt["test_error"])
-                    quantity = (
-                        "test_error_pop"
-                        if "test_error_pop" in pt and int(pt["test_error_pop"].count())
-                        else "test_error"
-                    )
-                    mean, se, k = _mean_se(pt[quantity])
-                    if k == 0 and k_test == 0:
-                        continue
-                    obj = float(alpha) * _mean_se(pt["train_loss"])[0] if "train_loss" in pt else np.nan
-                    th = _theory_at(rep, str(sigma), float(lam), float(alpha))
-                    ground = _ground_at(full, sigma, lam, alpha, quantity)
-                    theory, sd = th["theory"], th["theory_mc_se"]
-                    err = np.sqrt(se**2 + (sd if np.isfinite(sd) else 0.0) ** 2)
-                    z = (mean - theory) / err if err > 0 else np.nan
-                    rel = (mean - theory) / theory if theory else np.nan
-                    th["ill_conditioned"] = bool(th["theory_mc_sd"] > max_rel_sd * abs(theory))  # NaN: False
-                    enforced = bool(
-                        np.isfinite(theory)
-                        and th["theory_converged"]
-                        and th["n_branches"] <= 1
-                        and not th["ill_conditioned"]
-                        and alpha >= min_alpha
-                        and lam >= min_lam
-                        and k > 1
-                    )
-                    ok = bool(abs(z) <= max_z or abs(rel) <= rel_tol) if np.isfinite(theory) else False
-                    D = int(pt["D"].max()) if "D" in pt else -1
-                    lad = _ladder_at(by_D, sigma, lam, alpha, quantity, theory, sd) if "D" in by_D.dims else {}
-                    # the per-point verdict: the D → ∞ limits where the experiment has a ladder
-                    th["verdict"] = point_verdict(
-                        theory,
-                        sd,
-                        mean,
-                        se,
-                        ground=ground["ground_mean"],
-                        ground_se=ground["ground_se"],
-                        rs_stable=th["rs_stable"],
-                        erm_limit=lad.get("erm_limit"),
-                        erm_limit_se=lad.get("erm_limit_se"),
-                        ground_limit=lad.get("ground_limit"),
-                        ground_limit_se=lad.get("ground_limit_se"),
-                        max_abs_z=max_z,
-                        rel_tol=rel_tol,
-                    )
-                    rows.append(
-                        dict(
-                            experiment=name,
-                            sigma=str(sigma),
-                            lam=float(lam),
-                            alpha=float(alpha),
-                            D=D,
-                            n_seeds=k,
-                            erm_quantity=quantity,
-                            erm_mean=mean,
-                            erm_se=se,
-                            erm_test=test,
-                            erm_objective=obj,
-                            **ground,
-                            **th,
-                            z=z,
-                            rel_diff=rel,
-                            enforced=enforced,
-                            agrees=ok,
-                            **lad,
-                        )
-                    )
+        # the informed start; the ground state over all starts beside it
+        link = _Linked(name, tree[f"replica/{name}"].to_dataset(), by_D, full, reference(full))
+        for sigma in link.erm["sigma"].values:
+            for lam in link.erm["lam"].values:
+                for alpha in link.erm["alpha"].values:
+                    row = _compare_point(link, sigma, lam, alpha, crit)
+                    if row is not None:
+                        rows.append(row)
     return rows
+
+
+def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | None:
+    """The row (``COLUMNS``, plus ``LADDER_COLUMNS`` for a ladder) of one (σ, λ, α) point; None
+    where ERM has no value there."""
+    pt = link.erm.sel(sigma=sigma, lam=lam, alpha=alpha)
+    test, _, k_test = _mean_se(pt["test_error"])
+    quantity = "test_error_pop" if "test_error_pop" in pt and int(pt["test_error_pop"].count()) else "test_error"
+    mean, se, k = _mean_se(pt[quantity])
+    if k == 0 and k_test == 0:
+        return None
+    obj = float(alpha) * _mean_se(pt["train_loss"])[0] if "train_loss" in pt else np.nan
+    th = _theory_at(link.rep, str(sigma), float(lam), float(alpha))
+    ground = _ground_at(link.full, sigma, lam, alpha, quantity)
+    theory, sd = th["theory"], th["theory_mc_se"]
+    err = np.sqrt(se**2 + (sd if np.isfinite(sd) else 0.0) ** 2)
+    z = (mean - theory) / err if err > 0 else np.nan
+    rel = (mean - theory) / theory if theory else np.nan
+    th["ill_conditioned"] = bool(th["theory_mc_sd"] > crit.max_theory_rel_sd * abs(theory))  # NaN: False
+    enforced = bool(
+        np.isfinite(theory)
+        and th["theory_converged"]
+        and th["n_branches"] <= 1
+        and not th["ill_conditioned"]
+        and alpha >= crit.min_alpha
+        and lam >= crit.min_lam
+        and k > 1
+    )
+    ok = bool(abs(z) <= crit.max_abs_z or abs(rel) <= crit.rel_tol) if np.isfinite(theory) else False
+    lad = _ladder_at(link.by_D, sigma, lam, alpha, quantity, theory, sd) if "D" in link.by_D.dims else {}
+    th["verdict"] = _verdict_at(th, mean, se, ground, lad, crit)
+    return dict(
+        experiment=link.name,
+        sigma=str(sigma),
+        lam=float(lam),
+        alpha=float(alpha),
+        D=int(pt["D"].max()) if "D" in pt else -1,
+        n_seeds=k,
+        erm_quantity=quantity,
+        erm_mean=mean,
+        erm_se=se,
+        erm_test=test,
+        erm_objective=obj,
+        **ground,
+        **th,
+        z=z,
+        rel_diff=rel,
+        enforced=enforced,
+        agrees=ok,
+        **lad,
+    )
+
+
+def _verdict_at(th: dict, mean: float, se: float, ground: dict, lad: dict, crit: _Criteria) -> str:
+    """The per-point verdict (slrpipe.store.verdict) from the row's theory columns ``th``, the
+    informed start's ``mean`` ± ``se`` at the largest D, the ``ground`` state columns and, where
+    the experiment has a D ladder, the D → ∞ limits of both (``lad``; else None: not measured)."""
+    return point_verdict(
+        th["theory"],
+        th["theory_mc_se"],
+        Measurement(mean, se, lad.get("erm_limit"), lad.get("erm_limit_se")),
+        Measurement(ground["ground_mean"], ground["ground_se"], lad.get("ground_limit"), lad.get("ground_limit_se")),
+        rs_stable=th["rs_stable"],
+        rule=Rule(crit.max_abs_z, crit.rel_tol),
+    )
 
 
 #: the widest line of the text table (``results/validation.txt``); every column of every row is in

@@ -32,6 +32,7 @@ simply cannot make a rule hold, so a point with RS stable and only the informed 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 VERDICTS = ("agrees", "agrees after D → ∞", "ERM not at its ground state", "RS unstable", "unexplained")
 MISSING = "theory missing"
@@ -67,53 +68,74 @@ def _resolves(finite_d, limit, limit_se, theory, theory_se, max_abs_z) -> bool:
     return precise and abs(limit - theory) < abs(limit - finite_d)
 
 
+@dataclass(frozen=True)
+class Measurement:
+    """One ERM quantity at a point (test error, mean over seeds): ``value`` ± ``se`` at the largest
+    D measured and its D → ∞ extrapolation ``limit`` ± ``limit_se`` (``Extrapolation.limit`` /
+    ``limit_se``, extrapolate.py). None/NaN: not measured (it then cannot make a rule hold)."""
+
+    value: float | None = None
+    se: float | None = None
+    limit: float | None = None
+    limit_se: float | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The agreement rule (module docstring, rule 1): |z| ≤ ``max_abs_z`` or |ERM − theory| ≤
+    ``rel_tol`` · |theory|. Checked by :func:`verdict` (max_abs_z > 0, rel_tol ≥ 0)."""
+
+    max_abs_z: float = MAX_ABS_Z
+    rel_tol: float = REL_TOL
+
+
+#: defaults of :func:`verdict`: nothing measured (the ground state of a point with one start) and
+#: the rule of config/validation.yaml's enforcement
+NOT_MEASURED, DEFAULT_RULE = Measurement(), Rule()
+
+
 def verdict(
     theory,
     theory_se,
-    erm,
-    erm_se,
+    erm: Measurement,
+    ground: Measurement = NOT_MEASURED,
     *,
-    erm_limit=None,
-    erm_limit_se=None,
-    ground=None,
-    ground_se=None,
-    ground_limit=None,
-    ground_limit_se=None,
     rs_stable=None,
-    max_abs_z=MAX_ABS_Z,
-    rel_tol=REL_TOL,
+    rule: Rule = DEFAULT_RULE,
 ) -> str:
     """The verdict of one point (module docstring).
 
     Args:
         theory, theory_se: replica test error and its Monte Carlo error (NaN se → 0).
-        erm, erm_se: ERM from the informed start at the largest D (seed mean, s.e.).
-        erm_limit, erm_limit_se: its D → ∞ extrapolation (``Extrapolation.limit``/``limit_se``).
-        ground, ground_se, ground_limit, ground_limit_se: the same for the ERM ground state.
-        rs_stable: True/False from the replica output (NaN/None: not checked).
-        max_abs_z, rel_tol: the agreement rule.
+        erm: ERM from the informed start (largest D, and its D → ∞ limit where there is a ladder).
+        ground: the same for the ERM ground state (default: not measured).
+        rs_stable: True/False (or 1/0) from the replica output (NaN/None: not checked).
+        rule: the agreement rule.
     Returns: one of ``VERDICTS``, or ``MISSING`` / ``UNMEASURED``.
-    Raises: ValueError: max_abs_z ≤ 0 or rel_tol < 0.
+    Raises: ValueError: rule.max_abs_z ≤ 0 or rule.rel_tol < 0.
     """
+    max_abs_z, rel_tol = rule.max_abs_z, rule.rel_tol
     if not max_abs_z > 0 or not rel_tol >= 0:
         raise ValueError(f"max_abs_z, rel_tol: need > 0 and ≥ 0, got {max_abs_z}, {rel_tol}")
     if not _finite(theory):
         return MISSING
     tse = theory_se if _finite(theory_se) else 0.0
-    rule = dict(max_abs_z=max_abs_z, rel_tol=rel_tol)
-    limit_rule = dict(max_abs_z=max_abs_z, rel_tol=0.0)
-    if agrees(erm, erm_se, theory, tse, **rule):
+    if agrees(erm.value, erm.se, theory, tse, max_abs_z=max_abs_z, rel_tol=rel_tol):
         return VERDICTS[0]
-    if agrees(erm_limit, erm_limit_se, theory, tse, **limit_rule) and _resolves(
-        erm, erm_limit, erm_limit_se, theory, tse, max_abs_z
-    ):
+    if _limit_agrees(erm, theory, tse, max_abs_z):
         return VERDICTS[1]
-    if agrees(ground, ground_se, theory, tse, **rule) or (
-        agrees(ground_limit, ground_limit_se, theory, tse, **limit_rule)
-        and _resolves(ground, ground_limit, ground_limit_se, theory, tse, max_abs_z)
+    if agrees(ground.value, ground.se, theory, tse, max_abs_z=max_abs_z, rel_tol=rel_tol) or _limit_agrees(
+        ground, theory, tse, max_abs_z
     ):
         return VERDICTS[2]
     stable = None if rs_stable is None or (isinstance(rs_stable, float) and math.isnan(rs_stable)) else bool(rs_stable)
     if stable is False:
         return VERDICTS[3]
     return VERDICTS[4] if _finite(theory_se) else UNMEASURED
+
+
+def _limit_agrees(m: Measurement, theory, tse, max_abs_z) -> bool:
+    """Rule 2 for ``m``: its D → ∞ limit agrees (z clause only) and shows the gap closing."""
+    return agrees(m.limit, m.limit_se, theory, tse, max_abs_z=max_abs_z, rel_tol=0.0) and _resolves(
+        m.value, m.limit, m.limit_se, theory, tse, max_abs_z
+    )

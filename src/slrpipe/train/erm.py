@@ -27,6 +27,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -104,6 +105,17 @@ def _strong(tree):
     return jax.tree.map(lambda a: jax.lax.convert_element_type(a, a.dtype), tree)
 
 
+class _DeviceData(NamedTuple):
+    """The training set on the device, passed to the compiled blocks as one pytree argument:
+    X (n, L, D), mask bool (n, L), y (n,) and XT, the transposed copy (D, n·L) the gradient uses
+    on CPU (``transposed``), or None."""
+
+    X: jax.Array
+    mask: jax.Array
+    y: jax.Array
+    XT: jax.Array | None = None
+
+
 # ------------------------------------------------------------------------------------------ L-BFGS
 @partial(jax.jit, static_argnames=("memory_size",))
 def _lbfgs_init(params, memory_size):
@@ -111,7 +123,10 @@ def _lbfgs_init(params, memory_size):
 
 
 @partial(jax.jit, static_argnames=("sigma", "memory_size"))
-def _lbfgs_block(params, state, X, mask, y, lam, end, tol, sigma, memory_size, XT=None):
+def _lbfgs_block(params, state, data: _DeviceData, lam, end, tol, sigma, memory_size):
+    """L-BFGS iterations from (``params``, ``state``) until the iteration count reaches ``end`` or
+    |∇J|₂ < ``tol`` (at least one). Returns (params, state, J, |∇J|₂, iteration count)."""
+    X, mask, y, XT = data
     fun = partial(objective, X=X, mask=mask, y=y, sigma=sigma, lam=lam, XT=XT)
     opt = optax.lbfgs(memory_size=memory_size)
     value_and_grad = optax.value_and_grad_from_state(fun)
@@ -136,14 +151,13 @@ def _lbfgs_blocks(params, data, lam, sigma, o: SolverOptions, value0: float):
     iterations up to ``max_iter``; a block stops early once |∇J|₂ < tol. ``stalled``: a full block
     left J unchanged from the previous block's (or the initial ``value0``) — the line search can no
     longer decrease J at this precision."""
-    X, mask, y, XT = data
-    dtype = X.dtype
+    dtype = data.X.dtype
     state = _lbfgs_init(params, o.memory_size)
     step, last = 0, value0
     while step < o.max_iter:
         nsteps = min(o.record_every, o.max_iter - step)
         params, state, value, gn, count = _lbfgs_block(
-            params, state, X, mask, y, lam, step + nsteps, jnp.asarray(o.tol, dtype), sigma, o.memory_size, XT
+            params, state, data, lam, step + nsteps, jnp.asarray(o.tol, dtype), sigma, o.memory_size
         )
         value, new_step = float(value), int(count)
         stalled = new_step == step + nsteps and value == last
@@ -163,8 +177,24 @@ def _first_order_init(params, kind, lr):
     return _strong(_first_order(kind, lr).init(params))
 
 
-@partial(jax.jit, static_argnames=("sigma", "kind", "lr", "nsteps", "batch_size"))
-def _first_order_block(params, state, X, mask, y, lam, key, step0, sigma, kind, lr, nsteps, batch_size, XT=None):
+class _FirstOrderBlock(NamedTuple):
+    """The static settings of one block of first-order steps (hashable: each distinct value is
+    one compiled program). ``kind``: "gd"/"sgd" (optax.sgd) or "adam"; ``lr``: step size;
+    ``nsteps``: steps in the block; ``batch_size``: None for full batch."""
+
+    sigma: str
+    kind: str
+    lr: float
+    nsteps: int
+    batch_size: int | None
+
+
+@partial(jax.jit, static_argnames=("spec",))
+def _first_order_block(params, state, data: _DeviceData, lam, key, step0, spec: _FirstOrderBlock):
+    """``spec.nsteps`` first-order steps from (``params``, ``state``); minibatch t (t = ``step0`` + i)
+    drawn with ``fold_in(key, t)``. Returns (params, state, J, |∇J|₂) after the block."""
+    X, mask, y, XT = data
+    sigma, kind, lr, nsteps, batch_size = spec
     n, D = y.shape[0], X.shape[-1]
     opt = _first_order(kind, lr)
     # D-preconditioning of (k, v) for gd/sgd: see module docstring
@@ -192,16 +222,13 @@ def _first_order_block(params, state, X, mask, y, lam, key, step0, sigma, kind, 
 def _first_order_blocks(params, data, lam, sigma, o: SolverOptions, value0: float):
     """Yield (params, step, J, |∇J|₂, False) after each block of ``record_every`` steps (``value0``
     unused: first-order steps never count as stalled)."""
-    X, mask, y, XT = data
     state = _first_order_init(params, o.optimizer, o.lr)
     key = jax.random.PRNGKey(o.sgd_seed)
     step = 0
     while step < o.max_iter:
-        nsteps = min(o.record_every, o.max_iter - step)
-        params, state, value, gn = _first_order_block(
-            params, state, X, mask, y, lam, key, step, sigma, o.optimizer, o.lr, nsteps, o.batch_size, XT
-        )
-        step += nsteps
+        spec = _FirstOrderBlock(sigma, o.optimizer, o.lr, min(o.record_every, o.max_iter - step), o.batch_size)
+        params, state, value, gn = _first_order_block(params, state, data, lam, key, step, spec)
+        step += spec.nsteps
         yield params, step, float(value), float(gn), False
 
 
@@ -248,7 +275,7 @@ class ERMResult:
     trajectory: dict = field(default_factory=dict)
 
 
-def _device_data(X, mask, y, dtype, transpose: bool | None):
+def _device_data(X, mask, y, dtype, transpose: bool | None) -> _DeviceData:
     """(X, mask, y, XT | None) on the default device in ``dtype``; numpy inputs are converted on
     the host, so that no XLA program is compiled for a cast or a transpose."""
     np_dtype = np.dtype(dtype)
@@ -257,7 +284,9 @@ def _device_data(X, mask, y, dtype, transpose: bool | None):
     if transpose is None:
         transpose = jax.devices()[0].platform == "cpu"
     XT = transposed(X) if transpose else None
-    return (jnp.asarray(X, np_dtype), jnp.asarray(np.asarray(mask, bool)), jnp.asarray(np.asarray(y, np_dtype)), XT)
+    return _DeviceData(
+        jnp.asarray(X, np_dtype), jnp.asarray(np.asarray(mask, bool)), jnp.asarray(np.asarray(y, np_dtype)), XT
+    )
 
 
 def minimize(

@@ -196,16 +196,11 @@ def _test_errors(
 
 def _to_dataset(train: SLRDataset, o: ERMOptions, test_seed: int, res: ERMResult, errors: _Errors) -> xr.Dataset:
     """The result file's content: metrics, overlaps, weights, trajectory, parameters, provenance."""
-    task, s = train.task, o.solver
     k_star, v_star = train.teacher
     G = gram(k_star, v_star, res.params["k"], res.params["v"])
     c = float(res.params.get("c", 0.0))
-    theory = math.nan
-    if o.theory:  # the workflow evaluates it at aggregation instead: a theory edit never reruns training
-        from slrpipe.theory.learned import risk_at_gram
-
-        theory = risk_at_gram(o.sigma, task.model, task.nu, task.L, task.delta, G, c)
-    (test_mse, test_se), (bayes_mse, bayes_se) = errors.test, errors.bayes
+    theory = _theory_at_gram(train, o, G, c)
+    (test_mse, test_se), (bayes_mse, _) = errors.test, errors.bayes
     log.info(
         "test error %.5f ± %.5f (theory at learned overlaps %.5f, Bayes oracle %.5f)",
         test_mse,
@@ -213,6 +208,30 @@ def _to_dataset(train: SLRDataset, o: ERMOptions, test_seed: int, res: ERMResult
         theory,
         bayes_mse,
     )
+    return xr.Dataset(
+        _data_vars(train, res, errors, G, c, theory),
+        coords=_coords(train, o, test_seed, res.trajectory["step"]),
+        attrs=_attrs(train, o, res),
+    )
+
+
+def _theory_at_gram(train: SLRDataset, o: ERMOptions, G: np.ndarray, c: float) -> float:
+    """The population risk at the learned Gram matrix ``G`` (4, 4) and offset ``c``; NaN unless
+    ``o.theory`` — the workflow evaluates it at aggregation instead: a theory edit never reruns
+    training."""
+    if not o.theory:
+        return math.nan
+    from slrpipe.theory.learned import risk_at_gram
+
+    task = train.task
+    return risk_at_gram(o.sigma, task.model, task.nu, task.L, task.delta, G, c)
+
+
+def _data_vars(train: SLRDataset, res: ERMResult, errors: _Errors, G: np.ndarray, c: float, theory: float) -> dict:
+    """The result's variables: scalar metrics and overlaps, the Gram matrix (w, w2), the weights
+    k, v (dim) in float64 and the trajectory traj_* (step)."""
+    k_star, v_star = train.teacher
+    (test_mse, test_se), (bayes_mse, bayes_se) = errors.test, errors.bayes
     scalars = {
         "train_loss": res.loss,
         "train_mse": errors.train_mse,
@@ -232,13 +251,19 @@ def _to_dataset(train: SLRDataset, o: ERMOptions, test_seed: int, res: ERMResult
     data_vars["gram"] = (("w", "w2"), G)
     data_vars["k"] = (("dim",), res.params["k"].astype(np.float64))
     data_vars["v"] = (("dim",), res.params["v"].astype(np.float64))
-    traj = res.trajectory
-    for name, arr in traj.items():
+    for name, arr in res.trajectory.items():
         if name != "step":
             data_vars[f"traj_{name}"] = (("step",), arr)
+    return data_vars
+
+
+def _coords(train: SLRDataset, o: ERMOptions, test_seed: int, steps: np.ndarray) -> dict:
+    """The result's coordinates: the trajectory's ``steps``, the Gram matrix's labels and every
+    parameter of the run as a scalar coordinate (the store concatenates runs along them)."""
+    task = train.task
     w = ["k_star", "v_star", "k", "v"]
-    coords = {
-        "step": traj["step"],
+    return {
+        "step": steps,
         "w": w,
         "w2": w,
         "model": task.model,
@@ -256,17 +281,22 @@ def _to_dataset(train: SLRDataset, o: ERMOptions, test_seed: int, res: ERMResult
         "test_seed": test_seed,
         "init_seed": int(o.init_seed),
         "init": o.init,
-        "optimizer": s.optimizer,
+        "optimizer": o.solver.optimizer,
         "dtype": o.dtype,
         "n_test": o.n_test,
     }
+
+
+def _attrs(train: SLRDataset, o: ERMOptions, res: ERMResult) -> dict:
+    """The result's attributes: provenance, the device, the solver's resolved settings and how it
+    stopped."""
+    task, s = train.task, o.solver
     device = jax.devices()[0]
     transpose = device.platform == "cpu" if s.transpose is None else s.transpose
-    tol = s.resolved(train.n, o.dtype).tol
-    attrs = provenance(
+    return provenance(
         device=device.platform,
         device_kind=getattr(device, "device_kind", ""),
-        tol=tol,
+        tol=s.resolved(train.n, o.dtype).tol,
         transposed_copy=int(transpose),
         gnorm_normalisation="|grad L|_2 / n over (k, v[, c])",
         stop_reason=res.reason,
@@ -280,4 +310,3 @@ def _to_dataset(train: SLRDataset, o: ERMOptions, test_seed: int, res: ERMResult
         data_source=str(train.path) if train.path else "regenerated from seeds",
         L_law={str(k): p for k, p in task.L.items()},
     )
-    return xr.Dataset(data_vars, coords=coords, attrs=attrs)

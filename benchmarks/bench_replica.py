@@ -100,9 +100,9 @@ def bench_channel(a):
     wk, wv, _, _ = centres(f, **st)
     y = f.y
     for sigma in a.sigmas.split(","):
-        channel(sigma, f, 1.0, st["m_k"], st["q_k"], Vk, st["m_v"], st["q_v"], Vv, softmin=100.0)  # compile
+        channel(sigma, f, 1.0, (st["m_k"], st["q_k"], Vk, st["m_v"], st["q_v"], Vv), softmin=100.0)  # compile
         t = time.perf_counter()
-        channel(sigma, f, 1.0, st["m_k"], st["q_k"], Vk, st["m_v"], st["q_v"], Vv, softmin=100.0)
+        channel(sigma, f, 1.0, (st["m_k"], st["q_k"], Vk, st["m_v"], st["q_v"], Vv), softmin=100.0)
         t_ch = time.perf_counter() - t
         ours = prox(sigma, wk, wv, y, Vk, Vv)
         n = a.subset
@@ -275,7 +275,7 @@ def bench_device(a):
         f = draw_fields("spiked", a.nu, a.L, 0.0, n, 0, qmc=True)
         st = dict(m_k=0.3, q_k=0.5, m_v=0.6, q_v=0.8)
         for sigma in ("softmax", "linear"):
-            call = lambda: channel(sigma, f, 1.0, st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0, softmin=100.0)
+            call = lambda: channel(sigma, f, 1.0, (st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0), softmin=100.0)
             call()  # compile
             t, c = time.perf_counter(), time.process_time()
             for _ in range(3):
@@ -299,12 +299,7 @@ def bench_length(a):
                     sigma,
                     f,
                     1.0,
-                    st["m_k"],
-                    st["q_k"],
-                    3.0,
-                    st["m_v"],
-                    st["q_v"],
-                    2.0,
+                    (st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0),
                     softmin=100.0,
                     warm=warm,
                     multistart=full,
@@ -345,14 +340,9 @@ def bench_compile(a):
             pieces = {
                 "newton (8 steps)": lambda: P._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8),
                 "finish (Jacobian, soft-min)": lambda: P._batch_finish.lower(
-                    lanes[0].reshape(n, S, L),
-                    jnp.zeros((n, S)),
-                    jnp.zeros((n, S)),
-                    wk,
-                    wv,
-                    y,
-                    3.0,
-                    2.0,
+                    P._Ends(lanes[0].reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S))),
+                    P._Obs(wk, wv, y),
+                    (3.0, 2.0),
                     100.0,
                     "softmax",
                     True,

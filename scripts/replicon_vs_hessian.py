@@ -39,7 +39,7 @@ def theory(a):
     captured = {}
     smooth = S.smooth_operator
     S.smooth_operator = lambda A, al: captured.setdefault("M", smooth(A, al))
-    st = S.rs_stability(a.sigma, f, a.alpha, *x)
+    st = S.rs_stability(a.sigma, f, a.alpha, x)
     S.smooth_operator = smooth
     M = captured["M"]
     M = M[np.all(np.isfinite(M), axis=(1, 2))].mean(0)

@@ -61,7 +61,7 @@ def main(argv=None):
         for n, seed in [(a.n, 0)] + [(a.n_check, s) for s in a.check_seeds]:
             f = f0 if seed == 0 else draw_fields(a.model, a.nu, a.L, a.delta, n, seed, qmc=True)
             t = time.process_time()
-            st = S.rs_stability(a.sigma, f, alpha, *x)
+            st = S.rs_stability(a.sigma, f, alpha, x)
             cpu = time.process_time() - t
             tr = captured["M"][:, 0, 0] + captured["M"][:, 1, 1]
             tr = np.sort(tr[np.isfinite(tr)])[::-1]

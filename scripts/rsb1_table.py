@@ -83,7 +83,7 @@ def main(argv=None):
             {k: round(r[k], 5) for k in STATE},
         )
     res = rsb1.rsb1_ground_state(
-        *task, n_outer=a.n_outer, n_inner=a.n_inner, s_grid=[float(v) for v in a.s_grid.split(",")], rs=rs
+        task, n_outer=a.n_outer, n_inner=a.n_inner, s_grid=[float(v) for v in a.s_grid.split(",")], rs=rs
     )
     erm = ERM.get((a.nu, a.alpha, a.lam))
     print(

@@ -127,7 +127,7 @@ def test_risk_vs_monte_carlo(sigma, model, nu, L, m_k, q_k, c):
     z = m_v * zs + math.sqrt(q_v - m_v**2) * rng.standard_normal((n, L))
     y = zs[np.arange(n), eps] + delta * rng.standard_normal(n)
     loss = (y - (score(sigma, chi, c=c) * z).sum(1)) ** 2
-    r = pop.risk(sigma, model, nu, L, delta, m_k, q_k, m_v, q_v, c)
+    r = pop.risk(sigma, model, nu, L, delta, (m_k, q_k, m_v, q_v), c)
     assert abs(r - loss.mean()) < 4 * loss.std() / math.sqrt(n)
 
 
@@ -207,7 +207,7 @@ def test_risk_gram_on_manifold():
     ]:
         m_v, q_v, delta = 0.7, 0.6, 0.2
         G = np.array([[1, 0, m_k, 0], [0, 1, 0, m_v], [m_k, 0, q_k, 0], [0, m_v, 0, q_v]], float)
-        r1 = pop.risk(sigma, model, nu, 2, delta, m_k, q_k, m_v, q_v, 0.1)
+        r1 = pop.risk(sigma, model, nu, 2, delta, (m_k, q_k, m_v, q_v), 0.1)
         r2 = pop.risk_gram(sigma, model, nu, 2, delta, G, 0.1)
         assert abs(r1 - r2) < 1e-8
 

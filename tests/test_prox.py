@@ -135,17 +135,12 @@ def test_prox_program_does_not_grow_with_L():
             chi = jnp.asarray(rng.standard_normal((n * S, L)))
             lanes = (chi, jnp.repeat(wk, S, 0), jnp.repeat(wv, S, 0), jnp.repeat(y, S, 0))
             texts = [
-                P._batch_starts.lower(wk, wv, y, None, 3.0, 2.0, "softmax", True).as_text(),
+                P._batch_starts.lower(P._Obs(wk, wv, y), None, (3.0, 2.0), "softmax", True).as_text(),
                 P._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8).as_text(),
                 P._batch_finish.lower(
-                    chi.reshape(n, S, L),
-                    jnp.zeros((n, S)),
-                    jnp.zeros((n, S)),
-                    wk,
-                    wv,
-                    y,
-                    3.0,
-                    2.0,
+                    P._Ends(chi.reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S))),
+                    P._Obs(wk, wv, y),
+                    (3.0, 2.0),
                     100.0,
                     "softmax",
                     True,
@@ -164,10 +159,12 @@ def test_start_budget_keeps_the_lowest_psi_candidates():
     wk, wv, y, _ = _inputs(L=L, N=n, seed=3)
     with jax.enable_x64(True):
         st = np.asarray(
-            P._batch_starts(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y), None, 3.0, 2.0, "softmax", True)
+            P._batch_starts(P._Obs(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y)), None, (3.0, 2.0), "softmax", True)
         )
         full = np.asarray(
-            P._batch_starts(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y), None, 3.0, 2.0, "softmax", True, 2 * L)
+            P._batch_starts(
+                P._Obs(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y)), None, (3.0, 2.0), "softmax", True, 2 * L
+            )
         )
         psi = jax.vmap(jax.vmap(lambda c, a, b, e: P._psi(c, a, b, e, 3.0, 2.0, "softmax"), (0, None, None, None)))
         v_st = np.asarray(psi(jnp.asarray(st[:, 1:]), jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y)))

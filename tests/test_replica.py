@@ -119,7 +119,7 @@ def test_stein_vhat_makes_mhat_estimators_consistent():
     # the iid formula.
     f = draw_fields("spiked", 1.0, 2, 0.0, 8000, seed=0)
     st = (0.14, 0.289, 8.73, 0.603, 0.842, 5.53)
-    c = channel("softmax", f, 1.0, *st, vhat="stein")
+    c = channel("softmax", f, 1.0, st, vhat="stein")
     assert c["prox_multi"] > 0.05
     se = math.hypot(c["mhat_k_general_se"], c["mhat_k_tilt_se"])
     assert abs(c["mhat_k_general"] - c["mhat_k_tilt"]) < 4 * se
@@ -132,7 +132,7 @@ def test_stein_vhat_makes_mhat_estimators_consistent():
     assert c["mhat_k"] == c["mhat_k_tilt"] and c["mhat_v"] == c["mhat_v_rb"]
     # soft-min over local minima (β = 100): the channel moves by far less than its MC error
     # (measured ≤ 0.2 s.e. at 32000 samples on this and two L = 3 states; bound 1 s.e.)
-    c_soft = channel("softmax", f, 1.0, *st, softmin=100.0)
+    c_soft = channel("softmax", f, 1.0, st, softmin=100.0)
     for k in ("mhat_k", "qhat_k", "Vhat_k", "mhat_v", "qhat_v", "Vhat_v"):
         assert abs(c_soft[k] - c[k]) < c[k + "_se"]
 

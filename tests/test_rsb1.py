@@ -58,7 +58,7 @@ def test_dq_zero_reproduces_the_rs_fixed_point():
     inner = rsb1.draw_inner(2, 8)
     for s in (0.5, 4.0):
         ch = rsb1.rsb1_channel("softmax", fields, inner, 5.0, s, x)
-        ref = channel("softmax", fields, 5.0, *(rs[k] for k in STATE), softmin=None)
+        ref = channel("softmax", fields, 5.0, [rs[k] for k in STATE], softmin=None)
         for a in ("k", "v"):  # the same map, to rounding
             assert ch[f"dqhat_{a}"] == pytest.approx(0.0, abs=1e-14)
             for k1, k0 in (("mhat", "mhat"), ("q0hat", "qhat"), ("Vhat", "Vhat")):
@@ -76,7 +76,7 @@ def test_dq_zero_reproduces_the_rs_fixed_point():
 
 def prox_has_competing_minima(fields, rs):
     """The point is not trivially convex: some samples have several local minima."""
-    ch = channel("softmax", fields, 5.0, *(rs[k] for k in STATE), softmin=None)
+    ch = channel("softmax", fields, 5.0, [rs[k] for k in STATE], softmin=None)
     return ch["prox_multi"] > 0.01
 
 
@@ -89,13 +89,7 @@ def test_ridge_regression_has_no_rsb(s):
     inner = rsb1.draw_inner(1, 16)
     x0 = np.array([0.0, 0.0, 0.0, 1 / lam, 0.5, 0.6, 0.3, 0.5])
     r = rsb1.solve_rsb1(
-        "softmax",
-        "spiked",
-        1.0,
-        1,
-        delta,
-        lam,
-        alpha,
+        ("softmax", "spiked", 1.0, 1, delta, lam, alpha),
         s,
         fields=fields,
         inner=inner,
@@ -123,7 +117,7 @@ def test_complexity_is_s_squared_dphi_ds():
     rs = solve_replica(*task, fields=fields, softmin=None, tol=1e-5)
     s, h = 4.0, 1.0
     kw = {"fields": fields, "inner": inner, "tol": 1e-5, "max_iter": 120, "patience": 40}
-    mid = rsb1.solve_rsb1(*task, s, init=rsb1.rs_state(rs, 0.3), **kw)
+    mid = rsb1.solve_rsb1(task, s, init=rsb1.rs_state(rs, 0.3), **kw)
     assert mid["converged"], mid["residual"]
     assert mid["dq_k"] + mid["dq_v"] > 1e-2  # a genuine 1RSB point
     x, warm = np.array([mid[k] for k in rsb1.STATE1]), mid["prox_warm"]
@@ -136,8 +130,8 @@ def test_complexity_is_s_squared_dphi_ds():
     th = rsb1.thermodynamics(0.1, 1.0, s, x, ch)
     assert s * s * (phis[1] - phis[0]) / (2 * eps) == pytest.approx(th["sigma"], abs=1e-6 + 1e-3 * abs(th["sigma"]))
     # total derivative along the solved saddle (envelope theorem)
-    lo = rsb1.solve_rsb1(*task, s - h, init=x, warm=warm, **kw)
-    hi = rsb1.solve_rsb1(*task, s + h, init=x, warm=warm, **kw)
+    lo = rsb1.solve_rsb1(task, s - h, init=x, warm=warm, **kw)
+    hi = rsb1.solve_rsb1(task, s + h, init=x, warm=warm, **kw)
     assert lo["converged"] and hi["converged"]
     fd = s * s * (hi["phi"] - lo["phi"]) / (2 * h)
     assert abs(fd - mid["sigma"]) < 3 * mid["sigma_se"], (fd, mid["sigma"], mid["sigma_se"])

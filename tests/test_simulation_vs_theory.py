@@ -99,7 +99,7 @@ def measured(request):
 def test_risk_on_manifold(measured, sigma):
     task, preds, out = measured
     m_k, q_k, m_v, q_v, c = POINTS[sigma]
-    theory = population.risk(sigma, task.model, task.nu, task.L, task.delta, m_k, q_k, m_v, q_v, c=c, quad=quad(task))
+    theory = population.risk(sigma, task.model, task.nu, task.L, task.delta, (m_k, q_k, m_v, q_v), c=c, quad=quad(task))
     mean, se = out[sigma]
     assert abs(mean - theory) < 4 * se, (task.model, sigma, mean, se, theory)
     assert se < 0.01  # the test has power: 4 s.e. ≪ the spread of risks between σ
@@ -118,10 +118,7 @@ def test_risk_off_manifold(measured, sigma):
         task.nu,
         task.L,
         task.delta,
-        G_OFF[0, 2],
-        G_OFF[2, 2],
-        G_OFF[1, 3],
-        G_OFF[3, 3],
+        (G_OFF[0, 2], G_OFF[2, 2], G_OFF[1, 3], G_OFF[3, 3]),
         quad=quad(task),
     )
     assert abs(on - theory) > 8 * se

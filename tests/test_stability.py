@@ -48,7 +48,7 @@ def test_ridge_replicon_closed_form(lam, alpha):
     f = draw_fields("spiked", 1.0, 1, 0.5, 4096, 0, qmc=True)
     r = solve_replica("softmax", "spiked", 1.0, 1, 0.5, lam, alpha, fields=f, softmin=None)
     assert r["converged"]
-    st = rs_stability("softmax", f, alpha, *[r[k] for k in STATE])
+    st = rs_stability("softmax", f, alpha, [r[k] for k in STATE])
     assert set(STABILITY) <= set(st)
     V = r["V_v"]
     assert st["replicon"] == pytest.approx(alpha * V**2 / (1 + V) ** 2, rel=1e-9)
@@ -119,7 +119,7 @@ def test_softmax_two_tokens_flagged_unstable():
     of the window estimate (docs/theory.md §4, §11)."""
     f = draw_fields("spiked", 1.0, 2, 0.0, 4096, 0, qmc=True)
     x = dict(m_k=0.147, q_k=0.2863, V_k=8.4822, m_v=0.6208, q_v=0.8572, V_v=5.5972)
-    st = rs_stability("softmax", f, 1.0, *[x[k] for k in STATE])  # default window 0.01 (§11)
+    st = rs_stability("softmax", f, 1.0, [x[k] for k in STATE])  # default window 0.01 (§11)
     assert not st["rs_stable"]
     assert st["n_ties"] >= 5 and st["prox_multi_fraction"] > st["prox_tie_fraction"] > 0
     assert st["replicon_jump_slope"] > 0
@@ -144,7 +144,7 @@ def test_tail_index_recovers_a_pareto_tail():
 def test_rejects_bad_window():
     f = draw_fields("spiked", 1.0, 1, 0.0, 16, 0)
     with pytest.raises(ValueError, match="tie_tol"):
-        rs_stability("softmax", f, 1.0, 0.5, 1.0, 1.0, 0.5, 1.0, 1.0, tie_tol=0.0)
+        rs_stability("softmax", f, 1.0, (0.5, 1.0, 1.0, 0.5, 1.0, 1.0), tie_tol=0.0)
 
 
 @pytest.mark.slow
@@ -177,7 +177,7 @@ def test_replicon_operator_predicts_the_erm_susceptibility():
 
     S.smooth_operator = keep
     try:
-        st = S.rs_stability("linear", f, alpha, *x)
+        st = S.rs_stability("linear", f, alpha, x)
     finally:
         S.smooth_operator = smooth
     assert st["rs_stable"] and st["replicon"] < 1 and st["n_ties"] == 0

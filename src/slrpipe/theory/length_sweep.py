@@ -57,6 +57,42 @@ def nu_for_risk(sigma, model, L, target: float, *, quad: QuadSpec | None = None)
     return float(math.exp(brentq(f, lo, hi, xtol=1e-9, rtol=1e-9)))
 
 
+def _grid_risks(sigma, model, Ls, nus, delta, quad):
+    """(risk, m_k, risk_err), each (L, nu), of the optimum (or the Bayes risk) on the grid."""
+    risk, m_k, err = (np.full((Ls.size, nus.size), np.nan) for _ in range(3))
+    for i, L in enumerate(Ls):
+        for j, nu in enumerate(nus):
+            if sigma == BAYES:
+                risk[i, j] = bayes_risk(model, nu, int(L), delta, quad=quad)
+                m_k[i, j] = c_nu(model, nu)
+            else:
+                res = optimal_risk(sigma, model, nu, int(L), delta, quad=quad)
+                risk[i, j], m_k[i, j], err[i, j] = res["risk"], res["m_k"], res["risk_err"]
+        log.info("length %s %s L=%d: risk=%s", sigma, model, L, np.round(risk[i], 6))
+    return risk, m_k, err
+
+
+def _variable_length(ds, sigma, model, delta, var, quad):
+    """``ds`` with risk_var (dim nu_var): the optimum for L ~ Uniform{1, …, L_max} with shared
+    (k, v), ``var`` = (L_max, ν grid)."""
+    var_L_max, var_nus = var
+    law = {k: 1.0 / var_L_max for k in range(1, var_L_max + 1)}
+    vn = np.asarray([check_model_nu(model, v) for v in var_nus], dtype=float)
+    rv = np.array(
+        [
+            bayes_risk(model, v, law, delta, quad=quad)
+            if sigma == BAYES
+            else optimal_risk(sigma, model, v, law, delta, quad=quad)["risk"]
+            for v in vn
+        ]
+    )
+    ds = ds.assign_coords(nu_var=vn)
+    ds["risk_var"] = ("nu_var", rv)
+    ds["risk_var"].attrs["description"] = f"optimal risk, L ~ Uniform{{1..{var_L_max}}}, shared (k, v)"
+    ds.attrs["var_L_max"] = int(var_L_max)
+    return ds
+
+
 def length_sweep(
     sigma,
     model,
@@ -87,16 +123,7 @@ def length_sweep(
     if Ls.size == 0 or nus.size == 0 or np.any(Ls < 1):
         raise ValueError("lengths, nus: must be non-empty, lengths ≥ 1")
     quad = quad or QuadSpec()
-    risk, m_k, err = (np.full((Ls.size, nus.size), np.nan) for _ in range(3))
-    for i, L in enumerate(Ls):
-        for j, nu in enumerate(nus):
-            if sigma == BAYES:
-                risk[i, j] = bayes_risk(model, nu, int(L), delta, quad=quad)
-                m_k[i, j] = c_nu(model, nu)
-            else:
-                res = optimal_risk(sigma, model, nu, int(L), delta, quad=quad)
-                risk[i, j], m_k[i, j], err[i, j] = res["risk"], res["m_k"], res["risk_err"]
-        log.info("length %s %s L=%d: risk=%s", sigma, model, L, np.round(risk[i], 6))
+    risk, m_k, err = _grid_risks(sigma, model, Ls, nus, delta, quad)
     ds = xr.Dataset(
         {"risk": (("L", "nu"), risk), "m_k": (("L", "nu"), m_k), "risk_err": (("L", "nu"), err)},
         coords={"L": Ls, "nu": nus, "sigma": sigma, "model": model, "delta": delta},
@@ -107,20 +134,7 @@ def length_sweep(
         ds["nu_target"].attrs["description"] = f"ν at which the optimal excess risk R* − Δ² equals {target_risk:g}"
         ds.attrs["target_risk"] = float(target_risk)
     if var_L_max is not None:
-        law = {k: 1.0 / var_L_max for k in range(1, var_L_max + 1)}
-        vn = np.asarray([check_model_nu(model, v) for v in var_nus], dtype=float)
-        rv = np.array(
-            [
-                bayes_risk(model, v, law, delta, quad=quad)
-                if sigma == BAYES
-                else optimal_risk(sigma, model, v, law, delta, quad=quad)["risk"]
-                for v in vn
-            ]
-        )
-        ds = ds.assign_coords(nu_var=vn)
-        ds["risk_var"] = ("nu_var", rv)
-        ds["risk_var"].attrs["description"] = f"optimal risk, L ~ Uniform{{1..{var_L_max}}}, shared (k, v)"
-        ds.attrs["var_L_max"] = int(var_L_max)
+        ds = _variable_length(ds, sigma, model, delta, (var_L_max, var_nus), quad)
     ds["risk_err"].attrs["description"] = "quadrature error estimate (change under 1.5x refinement); NaN for bayes"
     ds.attrs.update(
         {"method": "population optimum vs L, exact-in-L reductions (docs/theory.md §12)", "quad_spec": repr(quad)}

@@ -200,12 +200,14 @@ def ab(sigma, model, nu, L, m_k, q_k, c=0.0, *, quad: QuadSpec | None = None) ->
     return float(a), float(b)
 
 
-def risk(sigma, model, nu, L, delta, m_k, q_k, m_v, q_v, c=0.0, *, quad: QuadSpec | None = None) -> float:
-    """Population risk on 𝓜: Δ² + 1 − 2 m_v A + q_v B (model.md §4); arguments as in :func:`ab`.
+def risk(sigma, model, nu, L, delta, overlaps, c=0.0, *, quad: QuadSpec | None = None) -> float:
+    """Population risk on 𝓜: Δ² + 1 − 2 m_v A + q_v B (model.md §4) at ``overlaps`` =
+    (m_k, q_k, m_v, q_v); the other arguments as in :func:`ab`.
 
     Raises:
         ValueError: as :func:`ab`, plus Δ < 0 or q_v < m_v².
     """
+    m_k, q_k, m_v, q_v = overlaps
     delta = _check_delta(delta)
     if q_v < m_v**2 * (1 - 1e-12) - 1e-15:
         raise ValueError(f"q_v: must be ≥ m_v² = {m_v**2} (Cauchy–Schwarz), got {q_v}")
@@ -482,6 +484,30 @@ def linear_risk_spiked(L, nu, delta=0.0) -> float:
     return delta**2 + L * (L - 1) / ((L - 1) * nu + L * L)
 
 
+def _sweep_point(sigma, model, nu, law, delta, spec) -> dict:
+    """The optimum of :func:`population_sweep` at one ν (the Bayes risk for sigma = "bayes")."""
+    if sigma != BAYES:
+        return optimal_risk(sigma, model, nu, law, delta, quad=spec)
+    cn = c_nu(model, nu)
+    r = bayes_risk(model, nu, law, delta, quad=spec)
+    err = _gain_error("softmax", model, nu, law, spec, cn / (1 + cn) if math.isfinite(cn) else 1.0, 0.0)
+    return {"risk": r, "m_k": cn, "q_k": cn * cn, "m_v": 1.0, "q_v": 1.0, "c": 0.0, "risk_err": err}
+
+
+def _methods_used(sigma, model, nus, law, spec) -> dict:
+    """Per length of ``law`` (str), the quadrature method(s) used over the ν grid ("a/b")."""
+    methods = {}
+    for nu in nus:
+        exact = sigma == BAYES or _exact_args(sigma, model, float(nu), 1.0, 1.0, spec) is not None
+        ex = _exact_lengths("softmax" if sigma == BAYES else sigma, model, float(nu), spec, law) if exact else {}
+        for Lv in law:
+            used = methods.setdefault(str(Lv), [])
+            m = "exact_length" if Lv in ex else spec.resolve(Lv)
+            if m not in used:
+                used.append(m)
+    return {k: "/".join(v) for k, v in methods.items()}
+
+
 def population_sweep(
     sigma, model, L, nus: Sequence[float], delta=0.0, *, quad: QuadSpec | None = None
 ) -> xarray.Dataset:
@@ -507,13 +533,7 @@ def population_sweep(
     keys = ("risk", "m_k", "q_k", "m_v", "q_v", "c", "risk_err")
     out = {k: np.empty(nus.size) for k in keys}
     for i, nu in enumerate(nus):
-        if sigma == BAYES:
-            cn = c_nu(model, nu)
-            r = bayes_risk(model, nu, law, delta, quad=spec)
-            err = _gain_error("softmax", model, nu, law, spec, cn / (1 + cn) if math.isfinite(cn) else 1.0, 0.0)
-            res = {"risk": r, "m_k": cn, "q_k": cn * cn, "m_v": 1.0, "q_v": 1.0, "c": 0.0, "risk_err": err}
-        else:
-            res = optimal_risk(sigma, model, nu, law, delta, quad=spec)
+        res = _sweep_point(sigma, model, nu, law, delta, spec)
         for k in keys:
             out[k][i] = res[k]
         log.info(
@@ -526,16 +546,6 @@ def population_sweep(
             i + 1,
             nus.size,
         )
-    methods = {}  # per L, the method(s) used over the ν grid
-    for nu in nus:
-        exact = sigma == BAYES or _exact_args(sigma, model, float(nu), 1.0, 1.0, spec) is not None
-        ex = _exact_lengths("softmax" if sigma == BAYES else sigma, model, float(nu), spec, law) if exact else {}
-        for Lv in law:
-            used = methods.setdefault(str(Lv), [])
-            m = "exact_length" if Lv in ex else spec.resolve(Lv)
-            if m not in used:
-                used.append(m)
-    methods = {k: "/".join(v) for k, v in methods.items()}
     ds = xr.Dataset(
         {k: ("nu", out[k]) for k in keys},
         coords={"nu": nus, "sigma": sigma, "model": model, "delta": delta, "L": format_L(law)},
@@ -548,7 +558,7 @@ def population_sweep(
     ds.attrs.update(
         {
             "method": "population optimum over overlaps (model.md §4)",
-            "quadrature": str(methods),
+            "quadrature": str(_methods_used(sigma, model, nus, law, spec)),
             "quad_spec": repr(spec),
             "qmc_seed": spec.seed,
             "optimiser": "grid on u=m_k/(1+m_k) + bounded Brent (erf: 9x9 (u, c) grid + L-BFGS-B from 2 starts)",

@@ -26,10 +26,12 @@ message passing reaches from scratch: it is reported as ``test_error_uninformed`
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
 import time
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -136,40 +138,23 @@ def free_entropy(alpha, m, mhat, log_zout) -> float:
     return float(np.sum(mhat * (1 - m) / 2 - 0.5 * np.log1p(mhat)) + alpha * log_zout)
 
 
-def solve_bayes_optimal(
-    model,
-    nu,
-    L,
-    delta,
-    alpha,
-    *,
-    n_samples=50000,
-    seed=0,
-    init=(1e-4, 1e-4),
-    tol=1e-6,
-    max_iter=2000,
-    fields: Fields | None = None,
-) -> dict:
-    """Iterate m_a ← m̂_a/(1 + m̂_a) from ``init`` = (m_k, m_v) to a fixed point (docs/theory.md §8).
+@dataclass(frozen=True)
+class BayesOptions:
+    """How the state evolution is estimated and iterated: n_samples, seed of the Monte Carlo draws
+    (common random numbers, ``draw_fields``); tol on the estimated distance to the fixed point in
+    m; max_iter, the cap on iterations."""
 
-    Args:
-        model: 'spiked' | 'max'.  nu: ν (max-SLR: 0 or inf).  L: sequence length ≥ 1.
-        delta: label-noise std Δ ≥ 0.  alpha: n/D > 0.  n_samples/seed: Monte Carlo draws (common
-        random numbers, ``draw_fields``) unless ``fields`` is given.  tol: on max |Δm|.
-    Returns:
-        dict: m_k, m_v, mhat_k, mhat_v, test_error (+ _se: Monte Carlo s.e. at the fixed point),
-        free_entropy, iterations, residual (estimated distance to the fixed point in m, from the
-        last step and the observed contraction rate), converged (residual < tol).
-    Raises:
-        ValueError: parameters outside their range (one line naming the argument).
-    """
-    check_task(model, nu, L, delta)
-    check_bayes_model(model, nu)
-    if fields is None:
-        fields = draw_fields(model, nu, L, delta, n_samples, seed)
-    m = np.clip(np.asarray(init, float), 0.0, 1 - 1e-9)
-    resid, conv, it, ch, prev = math.inf, False, 0, None, math.nan
-    for it in range(1, int(max_iter) + 1):  # noqa: B007 - the count is reported after the loop
+    n_samples: int = 50000
+    seed: int = 0
+    tol: float = 1e-6
+    max_iter: int = 2000
+
+
+def _iterate_bo(fields: Fields, alpha, m, o: BayesOptions):
+    """m_a ← m̂_a/(1 + m̂_a) from m (2,) until the estimated distance to the fixed point is below
+    tol. Returns (m, residual, converged, iterations)."""
+    resid, conv, it, prev = math.inf, False, 0, math.nan
+    for it in range(1, int(o.max_iter) + 1):  # noqa: B007 - the count is reported after the loop
         ch = bo_channel(fields, alpha, *m)
         mh = np.array([ch["mhat_k"], ch["mhat_v"]])
         new = np.minimum(mh / (1 + mh), 1 - 1e-12)
@@ -179,9 +164,38 @@ def solve_bayes_optimal(
         # observed contraction); near a recovery threshold r → 1 and a small step is not enough
         r = min(step / prev, 0.999) if prev > 0 else 0.0
         resid, prev = max(step, step * r / (1 - r)), step
-        if resid < tol:
+        if resid < o.tol:
             conv = True
             break
+    return m, resid, conv, it
+
+
+def solve_bayes_optimal(
+    model, nu, L, delta, alpha, *, init=(1e-4, 1e-4), fields: Fields | None = None, options=None, **flat
+) -> dict:
+    """Iterate m_a ← m̂_a/(1 + m̂_a) from ``init`` = (m_k, m_v) to a fixed point (docs/theory.md §8).
+
+    Args:
+        model: 'spiked' | 'max'.  nu: ν (max-SLR: 0 or inf).  L: sequence length ≥ 1.
+        delta: label-noise std Δ ≥ 0.  alpha: n/D > 0.  fields: the Monte Carlo draws (common
+        random numbers, ``draw_fields``; None: drawn with n_samples/seed).
+        options: :class:`BayesOptions` (defaults if None); ``flat``: its fields by name
+        (n_samples, seed, tol: on max |Δm|, max_iter), replacing those of ``options``.
+    Returns:
+        dict: m_k, m_v, mhat_k, mhat_v, test_error (+ _se: Monte Carlo s.e. at the fixed point),
+        free_entropy, iterations, residual (estimated distance to the fixed point in m, from the
+        last step and the observed contraction rate), converged (residual < tol).
+    Raises:
+        ValueError: parameters outside their range (one line naming the argument).
+        TypeError: an unknown option name.
+    """
+    o = dataclasses.replace(options or BayesOptions(), **flat)
+    check_task(model, nu, L, delta)
+    check_bayes_model(model, nu)
+    if fields is None:
+        fields = draw_fields(model, nu, L, delta, o.n_samples, o.seed)
+    m = np.clip(np.asarray(init, float), 0.0, 1 - 1e-9)
+    m, resid, conv, it = _iterate_bo(fields, alpha, m, o)
     ch = bo_channel(fields, alpha, *m)
     mh = np.array([ch["mhat_k"], ch["mhat_v"]])
     return dict(
@@ -225,10 +239,43 @@ OUTPUTS = (
 )
 
 
-def bayes_optimal_sweep(model, nu, L, delta, alphas, *, n_samples=50000, seed=0, tol=1e-6, max_iter=2000) -> xr.Dataset:
+def _branches(task, alphas, fields, o: BayesOptions):
+    """The fixed points from the uninformed (m ≈ 0, up the α grid) and informed (m ≈ 1, down the
+    grid) starts: ({α: result}, {α: result}, {α: seconds}, {α: seconds})."""
+    model, nu, L, delta = task
+    # the map is monotone in m and α: the lowest fixed point of α' < α lies below that of α and
+    # the highest of α' > α above it, so each branch is warm-started along its own direction
+    out = []
+    for start, order in (((1e-4, 1e-4), alphas), ((1 - 1e-4, 1 - 1e-4), alphas[::-1])):
+        res, wall = {}, {}
+        for alpha in order:
+            t0 = time.perf_counter()
+            res[alpha] = r = solve_bayes_optimal(model, nu, L, delta, alpha, init=start, fields=fields, options=o)
+            start, wall[alpha] = (r["m_k"], r["m_v"]), time.perf_counter() - t0
+        out.append((res, wall))
+    (lo, t_lo), (hi, t_hi) = out
+    return lo, hi, t_lo, t_hi
+
+
+def _combine(data: dict, j, a: dict, b: dict, phis) -> dict:
+    """Fill column j of ``data`` from the uninformed (a) and informed (b) fixed points, the one
+    with the larger free entropy (``phis`` = (Φ_a, Φ_b)) reported; returns it."""
+    best = b if phis[1] > phis[0] else a
+    for k in ("test_error", "test_error_se", "m_k", "m_v", "mhat_k", "mhat_v", "free_entropy"):
+        data[k][j] = best[k]
+    data["iterations"][j] = a["iterations"] + b["iterations"]
+    data["residual"][j] = max(a["residual"], b["residual"])
+    data["converged"][j] = a["converged"] and b["converged"]
+    data["coexistence"][j] = max(abs(a["m_k"] - b["m_k"]), abs(a["m_v"] - b["m_v"])) > 1e-4
+    data["test_error_uninformed"][j], data["test_error_informed"][j] = a["test_error"], b["test_error"]
+    return best
+
+
+def bayes_optimal_sweep(model, nu, L, delta, alphas, *, options: BayesOptions | None = None, **flat) -> xr.Dataset:
     """Bayes-optimal fixed points on an α grid, from an uninformed and an informed start.
 
-    Args: as :func:`solve_bayes_optimal`; ``alphas``: 1-D sequence of α > 0 (sorted).
+    Args: as :func:`solve_bayes_optimal` (``options``/``flat``: n_samples, seed, tol, max_iter);
+        ``alphas``: 1-D sequence of α > 0 (sorted).
     Returns:
         Dataset, dim alpha: test_error (+ test_error_se) and the overlaps/conjugates of the branch
         with the larger free entropy; free_entropy, iterations, residual, converged (both starts
@@ -237,38 +284,20 @@ def bayes_optimal_sweep(model, nu, L, delta, alphas, *, n_samples=50000, seed=0,
         seed, theory.
     Raises:
         ValueError: empty or non-positive grid, or any argument of :func:`solve_bayes_optimal`.
+        TypeError: an unknown option name.
     """
+    o = dataclasses.replace(options or BayesOptions(), **flat)
     alphas = np.asarray(sorted(float(a) for a in alphas))
     if alphas.size == 0 or np.any(alphas <= 0):
         raise ValueError(f"alphas: need a non-empty grid of α > 0, got {alphas.tolist()}")
     check_task(model, nu, L, delta)
     check_bayes_model(model, nu)
-    fields = draw_fields(model, float(nu), int(L), float(delta), n_samples, seed)
-    kw = dict(fields=fields, tol=tol, max_iter=max_iter)
-    # the map is monotone in m and α: the lowest fixed point of α' < α lies below that of α and
-    # the highest of α' > α above it, so each branch is warm-started along its own direction
-    lo, hi, t_lo, t_hi = {}, {}, {}, {}
-    start = (1e-4, 1e-4)
-    for alpha in alphas:
-        t0 = time.perf_counter()
-        lo[alpha] = r = solve_bayes_optimal(model, nu, L, delta, alpha, init=start, **kw)
-        start, t_lo[alpha] = (r["m_k"], r["m_v"]), time.perf_counter() - t0
-    start = (1 - 1e-4, 1 - 1e-4)
-    for alpha in alphas[::-1]:
-        t0 = time.perf_counter()
-        hi[alpha] = r = solve_bayes_optimal(model, nu, L, delta, alpha, init=start, **kw)
-        start, t_hi[alpha] = (r["m_k"], r["m_v"]), time.perf_counter() - t0
+    fields = draw_fields(model, float(nu), int(L), float(delta), o.n_samples, o.seed)
+    lo, hi, t_lo, t_hi = _branches((model, nu, L, delta), alphas, fields, o)
     data = {k: np.full(alphas.size, np.nan) for k in OUTPUTS}
     for j, alpha in enumerate(alphas):
         a, b = lo[alpha], hi[alpha]
-        best = b if _phi(b, alpha, delta) > _phi(a, alpha, delta) else a
-        for k in ("test_error", "test_error_se", "m_k", "m_v", "mhat_k", "mhat_v", "free_entropy"):
-            data[k][j] = best[k]
-        data["iterations"][j] = a["iterations"] + b["iterations"]
-        data["residual"][j] = max(a["residual"], b["residual"])
-        data["converged"][j] = a["converged"] and b["converged"]
-        data["coexistence"][j] = max(abs(a["m_k"] - b["m_k"]), abs(a["m_v"] - b["m_v"])) > 1e-4
-        data["test_error_uninformed"][j], data["test_error_informed"][j] = a["test_error"], b["test_error"]
+        best = _combine(data, j, a, b, (_phi(a, alpha, delta), _phi(b, alpha, delta)))
         data["wall_time"][j] = t_lo[alpha] + t_hi[alpha]
         log.info(
             "Bayes-optimal %s ν=%g L=%d α=%g: e_test=%.5f m=(%.4f, %.4f) coexistence=%s (%.1fs)",
@@ -290,7 +319,7 @@ def bayes_optimal_sweep(model, nu, L, delta, alphas, *, n_samples=50000, seed=0,
     ds["coexistence"] = ds["coexistence"].astype(bool)
     ds.attrs.update(
         n_samples=int(fields.n),
-        seed=int(seed),
+        seed=int(o.seed),
         theory="Bayes-optimal replica-symmetric state evolution (Nishimori), docs/theory.md §8",
     )
     return ds

@@ -20,15 +20,15 @@ The general forms, the tilt form and α E ∂f_{εz}/∂y (pointwise) are return
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from slrpipe.theory.replica.fields import Fields
+from slrpipe.theory.replica.options import MHAT_ESTIMATORS, VHAT_ESTIMATORS, ChannelOptions  # noqa: F401  (re-export)
 from slrpipe.theory.replica.prox import prox
 
-VHAT_ESTIMATORS = ("stein", "jacobian")
-MHAT_ESTIMATORS = ("rb", "general")
 _JAC_KEYS = ("Vhat_k_jac", "Vhat_v_jac", "mhat_v_dy")
 
 
@@ -57,65 +57,26 @@ def centres(fields: Fields, m_k, q_k, m_v, q_v):
     return m_k * fields.chi_star + S_k * fields.xi_k, m_v * fields.z_star + S_v * fields.xi_v, S_k, S_v
 
 
-def channel(
-    sigma,
-    fields: Fields,
-    alpha,
-    m_k,
-    q_k,
-    V_k,
-    m_v,
-    q_v,
-    V_v,
-    *,
-    vhat="stein",
-    warm=None,
-    n_steps=25,
-    multistart=True,
-    softmin=None,
-    mhat="rb",
-):
-    """Conjugates and training loss at the given order parameters (docs/theory.md §3–4, §9).
+#: the channel's own default: the hard global minimum (the exact zero-temperature channel)
+_HARD = ChannelOptions(softmin=None)
 
-    Args:
-        sigma: score name (``prox.PROX_SIGMAS``).  fields: common random numbers (N samples).
-        alpha: n/D > 0.  m_k, q_k, V_k, m_v, q_v, V_v: order parameters (q ≥ m², V > 0).
-        vhat: 'stein' (default) or 'jacobian' (pointwise, misses the jumps of the prox).
-        warm: (N, L) or (N, W, L) extra Newton starts (``out["warm"]`` of the previous pass).
-        n_steps: Newton steps per start.  multistart: False = centre + warm starts only.
-        softmin: None (global minimum: the exact zero-temperature channel) or β > 0: f, f² and the
-            loss averaged over the local minima with weights ∝ exp(−β ψ), the exact channel of
-            the soft-min envelope (continuous in the order parameters; docs/theory.md §4). The
-            Jacobian estimators (Vhat_*_jac, mhat_v_dy) always use the global minimum.
-        mhat: 'rb' (default, Rao–Blackwellised, module docstring) or 'general'.
-    Returns:
-        dict with mhat_k, qhat_k, Vhat_k, mhat_v, qhat_v, Vhat_v (floats, the ones used by the
-        fixed point), their standard errors (``*_se``; iid formula over antithetic pairs, an
-        overestimate for QMC fields), the alternative estimators (Vhat_*_jac, Vhat_*_stein,
-        mhat_*_general, mhat_*_rb, mhat_k_tilt, mhat_v_dy; the Jacobian ones leave out samples
-        with a singular Hessian), train_loss = E ½(y − f(prox))², prox diagnostics
-        (prox_unconverged = fraction of samples with |∇ψ| > 1e-6 (1 + 1/V_k), prox_multi =
-        fraction with ≥ 2 distinct local minima found), chi (N, L) the global prox and warm
-        (N, 3, L) = (global prox, two runner-up local minima), the next pass's warm starts.
-    Raises:
-        ValueError: bad estimator name, α ≤ 0, or invalid overlaps.
-    """
-    if vhat not in VHAT_ESTIMATORS:
-        raise ValueError(f"vhat: must be one of {VHAT_ESTIMATORS}, got {vhat!r}")
-    if mhat not in MHAT_ESTIMATORS:
-        raise ValueError(f"mhat: must be one of {MHAT_ESTIMATORS}, got {mhat!r}")
-    if not alpha > 0:
-        raise ValueError(f"alpha: must be > 0, got {alpha}")
-    wk, wv, S_k, S_v = centres(fields, m_k, q_k, m_v, q_v)
-    y = fields.y
-    p = prox(sigma, wk, wv, y, V_k, V_v, warm=warm, n_steps=n_steps, multistart=multistart, softmin=softmin)
-    L = fields.L
+
+def _f_values(p: dict, wk, wv, V_k, V_v, softmin):
+    """(f_χ, f_z, f_χ², f_z², loss) per sample from the prox output ``p``: at the global minimum,
+    or the soft-min averages over the local minima (``softmin``)."""
     if softmin is None:
         fk, fv = (p["chi"] - wk) / V_k, (p["z"] - wv) / V_v
-        fk2, fv2, loss = fk**2, fv**2, 0.5 * p["resid"] ** 2
-    else:
-        fk, fv, fk2, fv2, loss = p["fk"], p["fv"], p["fk2"], p["fv2"], p["loss"]
-    out = {}
+        return fk, fv, fk**2, fv**2, 0.5 * p["resid"] ** 2
+    return p["fk"], p["fv"], p["fk2"], p["fv2"], p["loss"]
+
+
+def _estimates(fields: Fields, p: dict, f, S, V, vhat) -> dict:
+    """Per-sample estimators (N,) of q̂, V̂ (all forms), the general m̂ terms, m̂_v by ∂z/∂y and the
+    train loss, before the factor α (module docstring); f = :func:`_f_values`, S = (S_k, S_v) of
+    :func:`centres`, V = (V_k, V_v)."""
+    fk, fv, fk2, fv2, loss = f
+    (S_k, S_v), (V_k, V_v) = S, V
+    L = fields.L
     jac = {
         a: (1 / V - p["hinv_diag"][:, sl] / V**2).sum(1)
         for a, V, sl in (("k", V_k, slice(0, L)), ("v", V_v, slice(L, 2 * L)))
@@ -141,6 +102,12 @@ def channel(
     est["Vhat_v_stein"] = -(fv * fields.xi_v).sum(1) / S_v if S_v > 1e-8 else jac["v"]
     for a in ("k", "v"):
         est[f"Vhat_{a}"] = est[f"Vhat_{a}_stein"] if vhat == "stein" else jac[a]
+    return est
+
+
+def _add_mhat(est: dict, fields: Fields, fv, wv, state, mhat) -> None:
+    """Add the general and Rao–Blackwell forms of m̂ (per sample, before α) and the one used."""
+    m_k, _, _, m_v, q_v, _ = state
     m = {"k": m_k, "v": m_v}
     for a in ("k", "v"):
         est[f"mhat_{a}_general"] = est.pop(f"fh_{a}") + est[f"Vhat_{a}"] * m[a]
@@ -150,12 +117,60 @@ def channel(
     if det > 1e-12:
         w_eps = np.take_along_axis(wv, fields.eps[:, None], 1)[:, 0]
         f_eps = np.take_along_axis(fv, fields.eps[:, None], 1)[:, 0]
-        est["mhat_v_rb"] = f_eps * (q_v * y - m_v * w_eps) / det
+        est["mhat_v_rb"] = f_eps * (q_v * fields.y - m_v * w_eps) / det
     else:
         est["mhat_v_rb"] = est["mhat_v_general"]
     est["mhat_k_rb"] = est["mhat_k_tilt"] if fields.model == "spiked" else est["mhat_k_general"]
     for a in ("k", "v"):
         est[f"mhat_{a}"] = est[f"mhat_{a}_{mhat}"]
+
+
+def channel(
+    sigma, fields: Fields, alpha, state, *, warm=None, multistart=True, options: ChannelOptions | None = None, **flat
+):
+    """Conjugates and training loss at the given order parameters (docs/theory.md §3–4, §9).
+
+    Args:
+        sigma: score name (``prox.PROX_SIGMAS``).  fields: common random numbers (N samples).
+        alpha: n/D > 0.  state: the order parameters (m_k, q_k, V_k, m_v, q_v, V_v) (any sequence
+            in this order, e.g. the solver's state vector; q ≥ m², V > 0).
+        warm: (N, L) or (N, W, L) extra Newton starts (``out["warm"]`` of the previous pass).
+        multistart: False = centre + warm starts only.
+        options: :class:`~slrpipe.theory.replica.options.ChannelOptions` (None: its defaults
+            but softmin=None, the hard channel); ``flat``: its fields by name, replacing those of
+            ``options``:
+        vhat: 'stein' (default) or 'jacobian' (pointwise, misses the jumps of the prox).
+        n_steps: Newton steps per start.
+        softmin: None (global minimum: the exact zero-temperature channel) or β > 0: f, f² and the
+            loss averaged over the local minima with weights ∝ exp(−β ψ), the exact channel of
+            the soft-min envelope (continuous in the order parameters; docs/theory.md §4). The
+            Jacobian estimators (Vhat_*_jac, mhat_v_dy) always use the global minimum.
+        mhat: 'rb' (default, Rao–Blackwellised, module docstring) or 'general'.
+    Returns:
+        dict with mhat_k, qhat_k, Vhat_k, mhat_v, qhat_v, Vhat_v (floats, the ones used by the
+        fixed point), their standard errors (``*_se``; iid formula over antithetic pairs, an
+        overestimate for QMC fields), the alternative estimators (Vhat_*_jac, Vhat_*_stein,
+        mhat_*_general, mhat_*_rb, mhat_k_tilt, mhat_v_dy; the Jacobian ones leave out samples
+        with a singular Hessian), train_loss = E ½(y − f(prox))², prox diagnostics
+        (prox_unconverged = fraction of samples with |∇ψ| > 1e-6 (1 + 1/V_k), prox_multi =
+        fraction with ≥ 2 distinct local minima found), chi (N, L) the global prox and warm
+        (N, 3, L) = (global prox, two runner-up local minima), the next pass's warm starts.
+    Raises:
+        ValueError: bad estimator name or option, α ≤ 0, or invalid overlaps.
+        TypeError: an unknown option name, or a state that is not six numbers.
+    """
+    opts = dataclasses.replace(options or _HARD, **flat)
+    if not alpha > 0:
+        raise ValueError(f"alpha: must be > 0, got {alpha}")
+    m_k, q_k, V_k, m_v, q_v, V_v = state
+    wk, wv, S_k, S_v = centres(fields, m_k, q_k, m_v, q_v)
+    p = prox(
+        sigma, wk, wv, fields.y, V_k, V_v, warm=warm, n_steps=opts.n_steps, multistart=multistart, softmin=opts.softmin
+    )
+    f = _f_values(p, wk, wv, V_k, V_v, opts.softmin)
+    est = _estimates(fields, p, f, (S_k, S_v), (V_k, V_v), opts.vhat)
+    _add_mhat(est, fields, f[1], wv, state, opts.mhat)
+    out = {}
     for key, x in est.items():
         mu, se = _mean_se(x, skip_nan=key in _JAC_KEYS)
         scale = 1.0 if key == "train_loss" else alpha

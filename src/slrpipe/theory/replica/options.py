@@ -14,9 +14,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from slrpipe.theory.replica.channel import MHAT_ESTIMATORS, VHAT_ESTIMATORS
-
 METHODS = ("anderson", "damped")
+VHAT_ESTIMATORS = ("stein", "jacobian")
+MHAT_ESTIMATORS = ("rb", "general")
 
 
 def _pos_int(name, v, low=1):

@@ -30,7 +30,10 @@ one CPU core, full multi-start pass, L = 3, soft-min: 0.021 s vs 0.76 s (softmax
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -129,11 +132,30 @@ def _newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     return chi, f(chi), jnp.linalg.norm(g_fn(chi))
 
 
-def _softmin_stats(chis, vals, gns, i, wk, wv, y, Vk, Vv, sigma, beta):
-    """Weighted channel statistics over the distinct local minima found (docs/theory.md §5):
+class _Obs(NamedTuple):
+    """The observables of one sample (or a batch, leading axis): centres ω_χ, ω_z (L,) and label y."""
+
+    wk: jax.Array
+    wv: jax.Array
+    y: jax.Array
+
+
+class _Ends(NamedTuple):
+    """The S end points of the Newton starts of one sample: chis (S, L), ψ there vals (S,) and
+    |∇ψ| there gns (S,)."""
+
+    chis: jax.Array
+    vals: jax.Array
+    gns: jax.Array
+
+
+def _softmin_stats(ends: _Ends, i, obs: _Obs, V, sigma, beta):
+    """Weighted channel statistics over the distinct local minima found (docs/theory.md §5),
+    ``i`` the index of the best end point, V = (V_k, V_v):
     weights w ∝ exp(−β(ψ_j − ψ_min)), each minimum counted once (end points closer than 1e-7
     relative are one minimum, represented by the first start that reached it); unconverged end
     points (|∇ψ| > 1e-6 (1 + 1/V_k)) other than the best are dropped."""
+    (chis, vals, gns), (wk, wv, y), (Vk, Vv) = ends, obs, V
     S = chis.shape[0]
     scale = 1.0 + jnp.max(jnp.abs(chis), axis=1)
     close = jnp.max(jnp.abs(chis[:, None] - chis[None]), axis=2) < 1e-7 * scale[None]
@@ -158,9 +180,10 @@ def _softmin_stats(chis, vals, gns, i, wk, wv, y, Vk, Vv, sigma, beta):
     }
 
 
-def _finish(chis, vals, gns, wk, wv, y, Vk, Vv, sigma, beta=None):
+def _finish(ends: _Ends, obs: _Obs, V, sigma, beta=None):
     """Per sample: select the global minimum among the S end points chis (S, L), the runner-up,
-    the implicit Jacobian at the winner and (beta) the soft-min statistics."""
+    the implicit Jacobian at the winner and (beta) the soft-min statistics; V = (V_k, V_v)."""
+    (chis, vals, gns), (wk, wv, y), (Vk, Vv) = ends, obs, V
     vals = jnp.where(jnp.isfinite(vals), vals, jnp.inf)
     i = jnp.argmin(vals)
     chi, gn = chis[i], gns[i]
@@ -202,14 +225,16 @@ def _finish(chis, vals, gns, wk, wv, y, Vk, Vv, sigma, beta=None):
         "n_starts": jnp.full((), chis.shape[0]),
     }
     if beta is not None:
-        out.update(_softmin_stats(chis, vals, gns, i, wk, wv, y, Vk, Vv, sigma, beta))
+        out.update(_softmin_stats(_Ends(chis, vals, gns), i, obs, V, sigma, beta))
     return out
 
 
 @functools.partial(jax.jit, static_argnames=("sigma", "multistart", "directions"))
-def _batch_starts(wk, wv, y, warm, Vk, Vv, sigma, multistart, directions=MAX_DIRECTIONS):
-    """(n, S, L) Newton starts: the multistart set (or the centre alone) then the warm starts."""
-    st = jax.vmap(lambda a, b, c: _starts(a, b, c, Vk, Vv, sigma, directions) if multistart else a[None])(wk, wv, y)
+def _batch_starts(obs: _Obs, warm, V, sigma, multistart, directions=MAX_DIRECTIONS):
+    """(n, S, L) Newton starts of the samples ``obs`` (n): the multistart set (or the centre
+    alone) then the warm starts (n, W, L) (None: none); V = (V_k, V_v)."""
+    Vk, Vv = V
+    st = jax.vmap(lambda a, b, c: _starts(a, b, c, Vk, Vv, sigma, directions) if multistart else a[None])(*obs)
     return st if warm is None else jnp.concatenate([st, warm], axis=1)
 
 
@@ -243,18 +268,16 @@ def _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
 
 
 @functools.partial(jax.jit, static_argnames=("sigma", "soft"))
-def _batch_finish(chis, vals, gns, wk, wv, y, Vk, Vv, beta, sigma, soft):
+def _batch_finish(ends: _Ends, obs: _Obs, V, beta, sigma, soft):
+    """:func:`_finish` of every sample (leading axis of ``ends`` and ``obs``); ``beta`` is used
+    only with ``soft`` (static: the soft-min statistics or not)."""
     b = beta if soft else None
     # the 2L × 2L Hessians of the full problem, in cache-sized blocks of samples
     return _blocked(
-        lambda c, v, g, a, e, f: _finish(c, v, g, a, e, f, Vk, Vv, sigma, b),
-        2 * wk.shape[1],
-        chis,
-        vals,
-        gns,
-        wk,
-        wv,
-        y,
+        lambda c, v, g, a, e, f: _finish(_Ends(c, v, g), _Obs(a, e, f), V, sigma, b),
+        2 * obs.wk.shape[1],
+        *ends,
+        *obs,
     )
 
 
@@ -304,21 +327,65 @@ def default_chunk(L: int | None = None) -> int:
     return c
 
 
-def prox(
-    sigma,
-    omega_k,
-    omega_v,
-    y,
-    V_k,
-    V_v,
-    *,
-    warm=None,
-    n_steps=25,
-    chunk=None,
-    multistart=True,
-    softmin=None,
-    directions=MAX_DIRECTIONS,
-):
+@dataclass(frozen=True)
+class ProxOptions:
+    """How :func:`prox` searches: n_steps Newton steps per start; chunk samples per jitted call
+    (None: :func:`default_chunk` at the sequence length); multistart (False: the centre and the
+    warm starts only); softmin None or β > 0 (the soft-min statistics too); directions, the most
+    displaced starts per sample (≥ 1, ``MAX_DIRECTIONS``).
+
+    Raises:
+        ValueError: softmin ≤ 0 or directions not an integer ≥ 1.
+    """
+
+    n_steps: int = 25
+    chunk: int | None = None
+    multistart: bool = True
+    softmin: float | None = None
+    directions: int = MAX_DIRECTIONS
+
+    def __post_init__(self):
+        if self.softmin is not None and not self.softmin > 0:
+            raise ValueError(f"softmin: must be None or > 0, got {self.softmin}")
+        if int(self.directions) != self.directions or self.directions < 1:
+            raise ValueError(f"directions: must be an integer ≥ 1, got {self.directions}")
+
+
+def _check_obs(omega_k, omega_v, y) -> _Obs:
+    """The observables as numpy arrays, shapes (N, L), (N, L), (N,) checked."""
+    omega_k, omega_v, y = np.asarray(omega_k), np.asarray(omega_v), np.asarray(y)
+    if omega_k.ndim != 2 or omega_k.shape != omega_v.shape or y.shape != omega_k.shape[:1]:
+        raise ValueError(
+            f"omega_k, omega_v, y: need shapes (N, L), (N, L), (N,); got {omega_k.shape}, {omega_v.shape}, {y.shape}"
+        )
+    return _Obs(omega_k, omega_v, y)
+
+
+def _check_warm(warm, omega_k):
+    """The warm starts as (N, W, L) (the centres ω_χ as a placeholder where None)."""
+    warm = np.asarray(warm) if warm is not None else omega_k
+    warm = warm[:, None] if warm.ndim == 2 else warm
+    if warm.shape[0] != omega_k.shape[0] or warm.shape[2:] != omega_k.shape[1:]:
+        raise ValueError(f"warm: need shape (N, L) or (N, W, L) with (N, L) = {omega_k.shape}, got {warm.shape}")
+    return warm
+
+
+def _prox_chunk(sigma, obs: _Obs, warm, V, o: ProxOptions) -> dict:
+    """:func:`prox` of one chunk of samples (numpy in and out; ``warm`` None or (n, W, L))."""
+    obs = _Obs(*(jnp.asarray(a) for a in obs))
+    st = _batch_starts(
+        obs, None if warm is None else jnp.asarray(warm), V, sigma, bool(o.multistart), int(o.directions)
+    )
+    n, S, L = st.shape
+    rep = lambda arr: np.repeat(np.asarray(arr), S, axis=0)
+    chis, vals, gns = _run_lanes(np.asarray(st).reshape(n * S, L), *map(rep, obs), *V, sigma, int(o.n_steps))
+    ends = _Ends(jnp.asarray(chis.reshape(n, S, L)), jnp.asarray(vals.reshape(n, S)), jnp.asarray(gns.reshape(n, S)))
+    beta = float(o.softmin) if o.softmin is not None else 0.0
+    r = _batch_finish(ends, obs, V, beta, sigma, o.softmin is not None)
+    return {k: np.asarray(v) for k, v in r.items()}
+
+
+def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, options: ProxOptions | None = None, **flat):
     """Global proximal point of the per-sample SLR loss and its implicit Jacobian, batched.
 
     Args:
@@ -327,6 +394,8 @@ def prox(
         V_k, V_v: positive scalars (the diagonal of V, docs/theory.md §3).
         warm: optional (N, L) or (N, W, L) extra Newton starts for χ (e.g. the previous
         iteration's prox and runners-up, ``np.stack([chi, chi2, chi3], 1)``).
+        options: :class:`ProxOptions` (defaults if None); ``flat``: its fields by name, replacing
+        those of ``options``:
         n_steps: Newton steps per start.  chunk: samples per jitted call (bounds memory; None:
         :func:`default_chunk` at this L: 4096 on CPU, all samples up to 2¹⁷ on an accelerator,
         fewer at large L).
@@ -349,71 +418,26 @@ def prox(
         number of distinct minima kept.
     Raises:
         ValueError: unsupported σ, non-positive V or softmin, directions < 1, or mismatched shapes.
+        TypeError: an unknown option name.
     """
     check_sigma(sigma)
     if not (V_k > 0 and V_v > 0):
         raise ValueError(f"V_k, V_v: must be > 0, got {V_k}, {V_v}")
-    if softmin is not None and not softmin > 0:
-        raise ValueError(f"softmin: must be None or > 0, got {softmin}")
-    if int(directions) != directions or directions < 1:
-        raise ValueError(f"directions: must be an integer ≥ 1, got {directions}")
-    omega_k, omega_v, y = np.asarray(omega_k), np.asarray(omega_v), np.asarray(y)
-    if omega_k.ndim != 2 or omega_k.shape != omega_v.shape or y.shape != omega_k.shape[:1]:
-        raise ValueError(
-            f"omega_k, omega_v, y: need shapes (N, L), (N, L), (N,); got {omega_k.shape}, {omega_v.shape}, {y.shape}"
-        )
+    opts = dataclasses.replace(options or ProxOptions(), **flat)
+    obs = _check_obs(omega_k, omega_v, y)
     use_warm = warm is not None
-    warm = np.asarray(warm) if use_warm else omega_k
-    warm = warm[:, None] if warm.ndim == 2 else warm
-    if warm.shape[0] != omega_k.shape[0] or warm.shape[2:] != omega_k.shape[1:]:
-        raise ValueError(f"warm: need shape (N, L) or (N, W, L) with (N, L) = {omega_k.shape}, got {warm.shape}")
-    N = len(y)
-    chunk = min(int(default_chunk(omega_k.shape[1]) if chunk is None else chunk), N)
+    warm = _check_warm(warm, obs.wk)
+    N = len(obs.y)
+    chunk = min(int(default_chunk(obs.wk.shape[1]) if opts.chunk is None else opts.chunk), N)
     n_pad = -N % chunk
     # pad to whole chunks: one compiled shape per call (repeated compiles of new shapes were seen
     # to hang jax 0.10.2 on CPU); padded rows are copies of row 0 and are dropped
     pad = lambda a: np.concatenate([a, np.repeat(a[:1], n_pad, 0)]) if n_pad else a
-    omega_k, omega_v, y, warm = pad(omega_k), pad(omega_v), pad(y), pad(warm)
+    obs, warm = _Obs(*map(pad, obs)), pad(warm)
+    V = (float(V_k), float(V_v))
     out = []
     with jax.enable_x64(True):
-        for a in range(0, len(y), chunk):
+        for a in range(0, len(obs.y), chunk):
             sl = slice(a, a + chunk)
-            wk_c, wv_c, y_c = jnp.asarray(omega_k[sl]), jnp.asarray(omega_v[sl]), jnp.asarray(y[sl])
-            st = _batch_starts(
-                wk_c,
-                wv_c,
-                y_c,
-                jnp.asarray(warm[sl]) if use_warm else None,
-                float(V_k),
-                float(V_v),
-                sigma,
-                bool(multistart),
-                int(directions),
-            )
-            n, S, L = st.shape
-            rep = lambda arr, S=S: np.repeat(np.asarray(arr), S, axis=0)
-            chis, vals, gns = _run_lanes(
-                np.asarray(st).reshape(n * S, L),
-                rep(wk_c),
-                rep(wv_c),
-                rep(y_c),
-                float(V_k),
-                float(V_v),
-                sigma,
-                int(n_steps),
-            )
-            r = _batch_finish(
-                jnp.asarray(chis.reshape(n, S, L)),
-                jnp.asarray(vals.reshape(n, S)),
-                jnp.asarray(gns.reshape(n, S)),
-                wk_c,
-                wv_c,
-                y_c,
-                float(V_k),
-                float(V_v),
-                float(softmin) if softmin is not None else 0.0,
-                sigma,
-                softmin is not None,
-            )
-            out.append({k: np.asarray(v) for k, v in r.items()})
-    return {k: np.concatenate([o[k] for o in out])[:N] for k in out[0]}
+            out.append(_prox_chunk(sigma, _Obs(*(x[sl] for x in obs)), warm[sl] if use_warm else None, V, opts))
+    return {k: np.concatenate([c[k] for c in out])[:N] for k in out[0]}

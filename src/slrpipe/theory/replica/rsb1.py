@@ -22,10 +22,12 @@ the RS solution on the same samples. Everything is float64 numpy around the JAX 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import logsumexp, ndtri
@@ -126,8 +128,22 @@ def _tilt_stats(lw, fk, fv, loss, s, idx=None):
     }
 
 
-def _estimators(fields, st, x, s, a_k, a_v, jac_k, jac_v):
-    """Per-outer-sample estimators (N₀,) of the conjugates (before the factor α) and Φ_out."""
+class _Point(NamedTuple):
+    """What the per-outer-sample estimators need besides the tilt statistics: the outer fields,
+    the state x (8,), the Parisi parameter s, the outer noise scales a = (√(q₀_k − m_k²),
+    √(q₀_v − m_v²)) and the pointwise-Jacobian V̂ per column, (N₀,) each (used where a_a = 0)."""
+
+    fields: Fields
+    x: np.ndarray
+    s: float
+    a: tuple
+    jac: tuple
+
+
+def _estimators(pt: _Point, st) -> dict:
+    """Per-outer-sample estimators (N₀,) of the conjugates (before the factor α) and Φ_out, from the
+    tilt statistics ``st`` (:func:`_tilt_stats`)."""
+    fields, x, s, (a_k, a_v), (jac_k, jac_v) = pt
     m_k, _q0_k, _, _, m_v, q0_v, _, _ = x
     est = {
         "q0hat_k": (st["fk"] ** 2).sum(1),
@@ -157,9 +173,51 @@ def _estimators(fields, st, x, s, a_k, a_v, jac_k, jac_v):
     return est
 
 
-def rsb1_channel(
-    sigma, fields: Fields, inner: Inner, alpha, s, x, *, warm=None, multistart=True, n_steps=25, bias=True
-) -> dict:
+def _check_channel_args(sigma, alpha, s) -> None:
+    check_sigma(sigma)
+    if not alpha > 0:
+        raise ValueError(f"alpha: must be > 0, got {alpha}")
+    if not s > 0:
+        raise ValueError(f"s: the Parisi parameter must be > 0, got {s}")
+
+
+def _pair_prox(sigma, fields: Fields, inner: Inner, x, warm, prox_kw):
+    """The hard prox at every (outer, inner) pair of state x: (prox output, the tilt inputs
+    (−𝓜 per unit s (N₀, N₁), f_χ, f_z (N₀, N₁, L), loss (N₀, N₁)), outer noise scales a,
+    pointwise-Jacobian V̂ per column (N₀,))."""
+    m_k, q0_k, dq_k, V_k, m_v, q0_v, dq_v, V_v = x
+    a_k, a_v = math.sqrt(max(q0_k - m_k**2, 0.0)), math.sqrt(max(q0_v - m_v**2, 0.0))
+    c_k, c_v = math.sqrt(dq_k), math.sqrt(dq_v)
+    N0, N1, L = fields.n, inner.n, fields.L
+    w0k = m_k * fields.chi_star + a_k * fields.xi_k
+    w0v = m_v * fields.z_star + a_v * fields.xi_v
+    wk = (w0k[:, None] + c_k * inner.xi_k[None]).reshape(N0 * N1, L)
+    wv = (w0v[:, None] + c_v * inner.xi_v[None]).reshape(N0 * N1, L)
+    y = np.repeat(fields.y, N1)
+    p = prox(sigma, wk, wv, y, V_k, V_v, warm=warm, softmin=None, **prox_kw)
+    fk = ((p["chi"] - wk) / V_k).reshape(N0, N1, L)
+    fv = ((p["z"] - wv) / V_v).reshape(N0, N1, L)
+    psi = p["psi"].reshape(N0, N1)
+    loss = 0.5 * p["resid"].reshape(N0, N1) ** 2
+    hd = p["hinv_diag"].reshape(N0, N1, 2 * L)
+    jac_k = (1 / V_k - hd[..., :L] / V_k**2).sum(2).mean(1)  # pointwise, used only where q₀ = m²
+    jac_v = (1 / V_v - hd[..., L:] / V_v**2).sum(2).mean(1)
+    return p, (psi, fk, fv, loss), (a_k, a_v), (jac_k, jac_v)
+
+
+def _n1_bias(pt: _Point, inner: Inner, tilt, est, alpha) -> dict:
+    """Jackknife estimates of the 1/N₁ bias of ``_BIAS_KEYS`` (``*_n1_bias``) from the two
+    antithetic halves of the inner set; ``tilt`` = (−s𝓜, f_χ, f_z, loss)."""
+    halves = [_estimators(pt, _tilt_stats(*tilt, pt.s, idx)) for idx in inner.halves]
+    out = {}
+    for key in _BIAS_KEYS:
+        scale = alpha if key in CONJ1 else 1.0
+        half = 0.5 * (np.mean(halves[0][key]) + np.mean(halves[1][key]))
+        out[key + "_n1_bias"] = scale * float(half - np.mean(est[key]))
+    return out
+
+
+def rsb1_channel(sigma, fields: Fields, inner: Inner, alpha, s, x, *, warm=None, bias=True, **prox_kw) -> dict:
     """1RSB output channel at state x and Parisi parameter s (docs/theory.md §13), hard prox.
 
     Args:
@@ -167,8 +225,10 @@ def rsb1_channel(
         inner: :class:`Inner` (N₁).  alpha: n/D > 0.  s: Parisi parameter > 0.
         x: (8,) state in the order ``STATE1`` (V > 0, δq ≥ 0, q₀ ≥ m²).
         warm: (N₀·N₁, W, L) prox warm starts (``out["warm"]`` of the previous pass) or None.
-        multistart: False = centre and warm starts only (cheap pass).  n_steps: Newton steps.
         bias: also compute the jackknife N₁-bias of δq̂, q̂₀ and Φ_out (``*_n1_bias``).
+        prox_kw: options of :func:`slrpipe.theory.replica.prox.prox` by name (``ProxOptions``),
+            e.g. multistart (False = centre and warm starts only: a cheap pass) and n_steps
+            (Newton steps); softmin is always None (the hard prox).
     Returns:
         dict: the conjugates ``CONJ1`` (floats, α included) and their ``*_se`` (outer antithetic
         pairs), q1hat_a = q0hat_a + dqhat_a, phi_out = E −(1/s) log E_in e^{−s𝓜}, kl = E KL,
@@ -179,49 +239,25 @@ def rsb1_channel(
         prox solves with ≥ 2 starts ending at different values), warm (N₀·N₁, 3, L).
     Raises:
         ValueError: bad σ, α ≤ 0, s ≤ 0 or an invalid state.
+        TypeError: an unknown prox option, or softmin among them.
     """
-    check_sigma(sigma)
-    if not alpha > 0:
-        raise ValueError(f"alpha: must be > 0, got {alpha}")
-    if not s > 0:
-        raise ValueError(f"s: the Parisi parameter must be > 0, got {s}")
+    _check_channel_args(sigma, alpha, s)
     x = _check_state(x)
-    m_k, q0_k, dq_k, V_k, m_v, q0_v, dq_v, V_v = x
-    a_k, a_v = math.sqrt(max(q0_k - m_k**2, 0.0)), math.sqrt(max(q0_v - m_v**2, 0.0))
-    c_k, c_v = math.sqrt(dq_k), math.sqrt(dq_v)
-    N0, N1, L = fields.n, inner.n, fields.L
-    w0k = m_k * fields.chi_star + a_k * fields.xi_k
-    w0v = m_v * fields.z_star + a_v * fields.xi_v
-    wk = (w0k[:, None] + c_k * inner.xi_k[None]).reshape(N0 * N1, L)
-    wv = (w0v[:, None] + c_v * inner.xi_v[None]).reshape(N0 * N1, L)
-    y = np.repeat(fields.y, N1)
-    p = prox(sigma, wk, wv, y, V_k, V_v, warm=warm, n_steps=n_steps, multistart=multistart, softmin=None)
-    fk = ((p["chi"] - wk) / V_k).reshape(N0, N1, L)
-    fv = ((p["z"] - wv) / V_v).reshape(N0, N1, L)
-    lw = -s * p["psi"].reshape(N0, N1)
-    loss = 0.5 * p["resid"].reshape(N0, N1) ** 2
-    hd = p["hinv_diag"].reshape(N0, N1, 2 * L)
-    jac_k = (1 / V_k - hd[..., :L] / V_k**2).sum(2).mean(1)  # pointwise, used only where q₀ = m²
-    jac_v = (1 / V_v - hd[..., L:] / V_v**2).sum(2).mean(1)
-    st = _tilt_stats(lw, fk, fv, loss, s)
-    est = _estimators(fields, st, x, s, a_k, a_v, jac_k, jac_v)
+    p, (psi, fk, fv, loss), a, jac = _pair_prox(sigma, fields, inner, x, warm, prox_kw)
+    tilt = (-s * psi, fk, fv, loss)
+    st = _tilt_stats(*tilt, s)
+    pt = _Point(fields, x, s, a, jac)
+    est = _estimators(pt, st)
     out = {}
     for key, v in est.items():
         mu, se = _mean_se(v)
         scale = alpha if key in CONJ1 else 1.0
         out[key], out[key + "_se"] = scale * mu, scale * se
-    for a in ("k", "v"):
-        out[f"q1hat_{a}"] = out[f"q0hat_{a}"] + out[f"dqhat_{a}"]
+    for c in ("k", "v"):
+        out[f"q1hat_{c}"] = out[f"q0hat_{c}"] + out[f"dqhat_{c}"]
     out["ess_median"] = float(np.median(st["ess"]))
     if bias:
-        halves = [
-            _estimators(fields, _tilt_stats(lw, fk, fv, loss, s, idx), x, s, a_k, a_v, jac_k, jac_v)
-            for idx in inner.halves
-        ]
-        for key in _BIAS_KEYS:
-            scale = alpha if key in CONJ1 else 1.0
-            half = 0.5 * (np.mean(halves[0][key]) + np.mean(halves[1][key]))
-            out[key + "_n1_bias"] = scale * float(half - np.mean(est[key]))
+        out.update(_n1_bias(pt, inner, tilt, est, alpha))
     out["prox_multi"] = float(np.mean(p["n_best"] < p["n_starts"]))
     out["warm"] = np.stack([p["chi"], p["chi2"], p["chi3"]], axis=1)
     return out
@@ -296,39 +332,122 @@ def _residual(x, fx):
     return float(np.max(np.abs(fx - x) / (1 + np.abs(x))))
 
 
+@dataclass(frozen=True)
+class Rsb1Options:
+    """How :func:`solve_rsb1` iterates (docs/theory.md §13).
+
+    tol: on max_i |F(x)_i − x_i| / (1 + |x_i|), declared on full multi-start passes only.
+    damping: d of x ← (1 − d)x + dF(x); a step leaving the domain (A ≤ 0, λ + V̂ ≤ 0) is retried
+    with d halved (at most 6 times).  max_iter: cap on channel evaluations.  full_every: passes
+    between full prox searches (the others start from the centre and the previous minima).
+    n_steps: Newton steps per prox start.  patience: full passes without a new best residual that
+    end the solve."""
+
+    tol: float = 2e-4
+    damping: float = 0.5
+    max_iter: int = 80
+    full_every: int = 4
+    n_steps: int = 25
+    patience: int = 20
+
+
+def _check_rsb1_task(task, s, fields: Fields) -> None:
+    sigma, model, nu, L, delta, lam, alpha = task
+    check_sigma(sigma)
+    check_task(model, nu, L, delta)
+    if not (lam > 0 and alpha > 0 and s > 0):
+        raise ValueError(f"lam, alpha, s: must be > 0, got {lam}, {alpha}, {s}")
+    if fields.L != L or fields.model != model:
+        raise ValueError(f"fields: drawn for model={fields.model}, L={fields.L}, not {model}, {L}")
+
+
+def _damped(x, fx, damping):
+    """(1 − d)x + dF(x), d halved (at most 6 times) while the step leaves the domain."""
+    d = damping
+    for _ in range(6):
+        xn = (1 - d) * x + d * fx
+        try:
+            _check_state(xn)
+            break
+        except ValueError:
+            d /= 2
+    return xn
+
+
+def _iterate_rsb1(task, s, samples, x, warm, o: Rsb1Options):
+    """The damped iteration of :func:`solve_rsb1` from x on ``samples`` = (fields, inner).
+    Returns (residual, state, prox warm starts, converged, evaluations): those of the last full
+    pass when converged, else of the best full pass."""
+    sigma, lam, alpha = task[0], task[5], task[6]
+    fields, inner = samples
+    best = (math.inf, x, None, warm)
+    stall, it, conv = 0, 0, False
+    ch = None
+    for it in range(1, int(o.max_iter) + 1):
+        full = it == 1 or it % o.full_every == 0 or best[0] < 5 * o.tol
+        ch = rsb1_channel(sigma, fields, inner, alpha, s, x, warm=warm, multistart=full, n_steps=o.n_steps, bias=False)
+        warm = ch["warm"]
+        fx = rsb1_prior(lam, s, ch)
+        r = _residual(x, fx)
+        if full and r < best[0]:
+            best, stall = (r, x.copy(), ch, warm), 0
+        elif full:
+            stall += 1
+        if full and r < o.tol:
+            conv = True
+            break
+        if stall >= o.patience:
+            break
+        x = _damped(x, fx, o.damping)
+    resid, x, _, warm = best if not conv else (r, x, ch, warm)
+    return resid, x, warm, conv, it
+
+
+def _rsb1_outputs(task, s, x, ch) -> dict:
+    """State (+ q₁), conjugates (+ ``*_se``), :func:`thermodynamics`, test error and N₁ biases of
+    :func:`solve_rsb1` at x from the full channel pass ``ch`` there."""
+    sigma, model, nu, L, delta, lam, alpha = task
+    out = dict(zip(STATE1, x.tolist()))
+    out.update(q1_k=x[1] + x[2], q1_v=x[5] + x[6])
+    for k in CONJ1:
+        out[k], out[k + "_se"] = ch[k], ch[k + "_se"]
+    out.update(thermodynamics(lam, alpha, s, x, ch))
+    out["test_error"] = rs_test_error(sigma, model, nu, L, delta, (x[0], x[1] + x[2], x[4], x[5] + x[6]))
+    out.update({k: v for k, v in ch.items() if k.endswith("_n1_bias")})
+    return out
+
+
+def _log_rsb1(task, s, out) -> None:
+    log.info(
+        "1RSB %s α=%g λ=%g s=%g: δq=(%.3g, %.3g) Φ=%.5f Σ=%.3g e=%.5f e_test=%.4f resid=%.1e conv=%s (%.0fs)",
+        task[0],
+        task[6],
+        task[5],
+        s,
+        out["dq_k"],
+        out["dq_v"],
+        out["phi"],
+        out["sigma"],
+        out["energy_direct"],
+        out["test_error"],
+        out["residual"],
+        out["converged"],
+        out["wall_time"],
+    )
+
+
 def solve_rsb1(
-    sigma,
-    model,
-    nu,
-    L,
-    delta,
-    lam,
-    alpha,
-    s,
-    *,
-    fields: Fields,
-    inner: Inner,
-    init,
-    warm=None,
-    tol=2e-4,
-    damping=0.5,
-    max_iter=80,
-    full_every=4,
-    n_steps=25,
-    patience=20,
+    task, s, *, fields: Fields, inner: Inner, init, warm=None, options: Rsb1Options | None = None, **flat
 ) -> dict:
     """The 1RSB saddle point at Parisi parameter s by damped iteration (docs/theory.md §13).
 
     Args:
-        sigma, model, nu, L, delta, lam, alpha: the task (as ``solve_replica``).  s: Parisi parameter
-            > 0.  fields: outer samples (N₀).  inner: :class:`Inner` (N₁).
+        task: (sigma, model, nu, L, delta, lam, alpha), as the arguments of ``solve_replica``.
+            s: Parisi parameter > 0.  fields: outer samples (N₀).  inner: :class:`Inner` (N₁).
         init: (8,) starting state (``STATE1`` order), e.g. the RS solution with δq = 0.05 q.
         warm: (N₀·N₁, W, L) prox warm starts from an earlier solve on the same samples.
-        tol: on max_i |F(x)_i − x_i| / (1 + |x_i|), declared on full multi-start passes only.
-        damping: d of x ← (1 − d)x + dF(x); a step leaving the domain (A ≤ 0, λ + V̂ ≤ 0) is
-            retried with d halved (at most 6 times).  full_every: passes between full prox searches
-            (the others start from the centre and the previous minima).  patience: evaluations
-            without a new best residual that end the solve.
+        options: :class:`Rsb1Options` (defaults if None); ``flat``: its fields by name (tol,
+            damping, max_iter, full_every, n_steps, patience), replacing those of ``options``.
     Returns:
         dict: the state ``STATE1`` (and q1_k, q1_v), the conjugates ``CONJ1`` with ``*_se``,
         :func:`thermodynamics` (phi, sigma, sigma_se, energy, energy_direct, objective,
@@ -337,51 +456,14 @@ def solve_rsb1(
         prox_warm. Reported at the last full pass's state when converged, else at the best one.
     Raises:
         ValueError: any argument outside its range.
+        TypeError: an unknown option name.
     """
-    check_sigma(sigma)
-    check_task(model, nu, L, delta)
-    if not (lam > 0 and alpha > 0 and s > 0):
-        raise ValueError(f"lam, alpha, s: must be > 0, got {lam}, {alpha}, {s}")
-    if fields.L != L or fields.model != model:
-        raise ValueError(f"fields: drawn for model={fields.model}, L={fields.L}, not {model}, {L}")
+    o = dataclasses.replace(options or Rsb1Options(), **flat)
+    _check_rsb1_task(task, s, fields)
     t0 = time.perf_counter()
-    x = _check_state(init)
-    best = (math.inf, x, None, warm)
-    stall, it, conv = 0, 0, False
-    ch = None
-    for it in range(1, int(max_iter) + 1):
-        full = it == 1 or it % full_every == 0 or best[0] < 5 * tol
-        ch = rsb1_channel(sigma, fields, inner, alpha, s, x, warm=warm, multistart=full, n_steps=n_steps, bias=False)
-        warm = ch["warm"]
-        fx = rsb1_prior(lam, s, ch)
-        r = _residual(x, fx)
-        if full and r < best[0]:
-            best, stall = (r, x.copy(), ch, warm), 0
-        elif full:
-            stall += 1
-        if full and r < tol:
-            conv = True
-            break
-        if stall >= patience:
-            break
-        d = damping
-        for _ in range(6):
-            xn = (1 - d) * x + d * fx
-            try:
-                _check_state(xn)
-                break
-            except ValueError:
-                d /= 2
-        x = xn
-    resid, x, _, warm = best if not conv else (r, x, ch, warm)
-    ch = rsb1_channel(sigma, fields, inner, alpha, s, x, warm=warm, multistart=True, n_steps=n_steps)
-    out = dict(zip(STATE1, x.tolist()))
-    out.update(q1_k=x[1] + x[2], q1_v=x[5] + x[6])
-    for k in CONJ1:
-        out[k], out[k + "_se"] = ch[k], ch[k + "_se"]
-    out.update(thermodynamics(lam, alpha, s, x, ch))
-    out["test_error"] = rs_test_error(sigma, model, nu, L, delta, x[0], x[1] + x[2], x[4], x[5] + x[6])
-    out.update({k: v for k, v in ch.items() if k.endswith("_n1_bias")})
+    resid, x, warm, conv, it = _iterate_rsb1(task, s, (fields, inner), _check_state(init), warm, o)
+    ch = rsb1_channel(task[0], fields, inner, task[6], s, x, warm=warm, multistart=True, n_steps=o.n_steps)
+    out = _rsb1_outputs(task, s, x, ch)
     out.update(
         ess_median=ch["ess_median"],
         residual=resid,
@@ -394,22 +476,7 @@ def solve_rsb1(
         train_loss_se=ch["train_loss_se"],
         prox_warm=ch["warm"],
     )
-    log.info(
-        "1RSB %s α=%g λ=%g s=%g: δq=(%.3g, %.3g) Φ=%.5f Σ=%.3g e=%.5f e_test=%.4f resid=%.1e conv=%s (%.0fs)",
-        sigma,
-        alpha,
-        lam,
-        s,
-        out["dq_k"],
-        out["dq_v"],
-        out["phi"],
-        out["sigma"],
-        out["energy_direct"],
-        out["test_error"],
-        resid,
-        conv,
-        out["wall_time"],
-    )
+    _log_rsb1(task, s, out)
     return out
 
 
@@ -452,14 +519,83 @@ _SUMMARY = (
 )
 
 
+_RS_KEYS = (
+    "objective",
+    "test_error",
+    "train_loss",
+    "train_loss_se",
+    "m_k",
+    "q_k",
+    "V_k",
+    "m_v",
+    "q_v",
+    "V_v",
+    "residual",
+    "converged",
+)
+
+
+def _log_scan(s, r) -> None:
+    log.info(
+        "1RSB scan s=%g: Φ=%.6f e=%.6f ± %.6f Σ=%.3e ± %.1e e_test=%.5f δq̂ N₁-bias (%.2g, %.2g) vs s.e. "
+        "(%.2g, %.2g), Φ_out N₁-bias %.2g, ESS %.1f",
+        s,
+        r["phi"],
+        r["energy_direct"],
+        r["energy_direct_se"],
+        r["sigma"],
+        r["sigma_se"],
+        r["test_error"],
+        r["dqhat_k_n1_bias"],
+        r["dqhat_v_n1_bias"],
+        r["dqhat_k_se"],
+        r["dqhat_v_se"],
+        r["phi_out_n1_bias"],
+        r["ess_median"],
+    )
+
+
+def _scan(task, grid, samples, rs, frac, solve_kw):
+    """Solve :func:`solve_rsb1` at each s of the ascending ``grid``, each from the previous one's
+    state and warm starts (the first, and any after a collapse to RS, from the RS state with
+    δq = frac·(q − m²)). Returns (summaries ``_SUMMARY``, full results)."""
+    fields, inner = samples
+    x, warm, scan, sols = rs_state(rs, frac), None, [], []
+    for s in grid:
+        r = solve_rsb1(task, s, fields=fields, inner=inner, init=x, warm=warm, **solve_kw)
+        sols.append(r)
+        _log_scan(s, r)
+        scan.append({k: r[k] for k in _SUMMARY})
+        x, warm = np.array([r[k] for k in STATE1]), r["prox_warm"]
+        if r["dq_k"] + r["dq_v"] < 1e-6 * frac:  # collapsed to RS: re-seed the next s
+            x = rs_state(rs, frac)
+    return scan, sols
+
+
+def _star(task, scan, sols, samples, solve_kw) -> dict | None:
+    """The summary at s*, where Σ crosses zero from above between two converged grid points (s* by
+    linear interpolation, solved from the nearer one); None where it does not."""
+    fields, inner = samples
+    for i in range(1, len(scan)):
+        a, b = scan[i - 1], scan[i]
+        if a["converged"] and b["converged"] and a["sigma"] > 0 >= b["sigma"]:
+            s_star = a["s"] + (b["s"] - a["s"]) * a["sigma"] / (a["sigma"] - b["sigma"])
+            near = sols[i - 1] if s_star - a["s"] < b["s"] - s_star else sols[i]
+            r = solve_rsb1(
+                task,
+                s_star,
+                fields=fields,
+                inner=inner,
+                init=np.array([near[k] for k in STATE1]),
+                warm=near["prox_warm"],
+                **solve_kw,
+            )
+            return {k: r[k] for k in _SUMMARY}
+    return None
+
+
 def rsb1_ground_state(
-    sigma,
-    model,
-    nu,
-    L,
-    delta,
-    lam,
-    alpha,
+    task,
     *,
     n_outer=2048,
     n_inner=16,
@@ -480,10 +616,11 @@ def rsb1_ground_state(
     the grid is then only a lower bound of e_gs).
 
     Args:
-        sigma, model, nu, L, delta, lam, alpha: the task (``solve_replica``).  n_outer: N₀ (outer QMC
-        samples, the RS sample size).  n_inner: N₁ (multiple of 4).  seed / inner_seed: their seeds.
+        task: (sigma, model, nu, L, delta, lam, alpha), as the arguments of ``solve_replica``.
+        n_outer: N₀ (outer QMC samples, the RS sample size).  n_inner: N₁ (multiple of 4).
+        seed / inner_seed: their seeds.
         s_grid: Parisi parameters (> 0).  rs: an RS solution on the same fields to reuse.
-        solve_kw: options of :func:`solve_rsb1` (tol, damping, max_iter, …).
+        solve_kw: options of :func:`solve_rsb1` (tol, damping, max_iter, …, or options=).
     Returns:
         dict: rs (the RS solution: objective, test_error, train_loss(+_se), order parameters,
         residual, converged), scan (list of per-s summaries, keys ``_SUMMARY``), star (the summary at
@@ -493,6 +630,7 @@ def rsb1_ground_state(
     """
     from slrpipe.theory.replica.solver import solve_replica
 
+    sigma, model, nu, L, delta, lam, alpha = task
     grid = sorted(float(v) for v in s_grid)
     if not grid or grid[0] <= 0:
         raise ValueError(f"s_grid: need Parisi parameters > 0, got {list(s_grid)}")
@@ -501,67 +639,10 @@ def rsb1_ground_state(
     if rs is None:
         rs = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, softmin=None)
     task = (sigma, model, float(nu), int(L), float(delta), float(lam), float(alpha))
-    x, warm, scan, sols = rs_state(rs, frac), None, [], []
-    for s in grid:
-        r = solve_rsb1(*task, s, fields=fields, inner=inner, init=x, warm=warm, **solve_kw)
-        sols.append(r)
-        log.info(
-            "1RSB scan s=%g: Φ=%.6f e=%.6f ± %.6f Σ=%.3e ± %.1e e_test=%.5f δq̂ N₁-bias (%.2g, %.2g) vs s.e. "
-            "(%.2g, %.2g), Φ_out N₁-bias %.2g, ESS %.1f",
-            s,
-            r["phi"],
-            r["energy_direct"],
-            r["energy_direct_se"],
-            r["sigma"],
-            r["sigma_se"],
-            r["test_error"],
-            r["dqhat_k_n1_bias"],
-            r["dqhat_v_n1_bias"],
-            r["dqhat_k_se"],
-            r["dqhat_v_se"],
-            r["phi_out_n1_bias"],
-            r["ess_median"],
-        )
-        scan.append({k: r[k] for k in _SUMMARY})
-        x, warm = np.array([r[k] for k in STATE1]), r["prox_warm"]
-        if r["dq_k"] + r["dq_v"] < 1e-6 * frac:  # collapsed to RS: re-seed the next s
-            x = rs_state(rs, frac)
-    star = None
-    for i in range(1, len(grid)):
-        a, b = scan[i - 1], scan[i]
-        if a["converged"] and b["converged"] and a["sigma"] > 0 >= b["sigma"]:
-            s_star = a["s"] + (b["s"] - a["s"]) * a["sigma"] / (a["sigma"] - b["sigma"])
-            near = sols[i - 1] if s_star - a["s"] < b["s"] - s_star else sols[i]
-            r = solve_rsb1(
-                *task,
-                s_star,
-                fields=fields,
-                inner=inner,
-                init=np.array([near[k] for k in STATE1]),
-                warm=near["prox_warm"],
-                **solve_kw,
-            )
-            star = {k: r[k] for k in _SUMMARY}
-            break
-    rs_out = {
-        k: rs[k]
-        for k in (
-            "objective",
-            "test_error",
-            "train_loss",
-            "train_loss_se",
-            "m_k",
-            "q_k",
-            "V_k",
-            "m_v",
-            "q_v",
-            "V_v",
-            "residual",
-            "converged",
-        )
-    }
+    scan, sols = _scan(task, grid, (fields, inner), rs, frac, solve_kw)
+    star = _star(task, scan, sols, (fields, inner), solve_kw)
     return {
-        "rs": rs_out,
+        "rs": {k: rs[k] for k in _RS_KEYS},
         "scan": scan,
         "star": star,
         "e_gs": star["phi"] if star else math.nan,

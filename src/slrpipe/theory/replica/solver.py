@@ -42,7 +42,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import root
@@ -105,7 +105,7 @@ def _anderson(xs, fs, d):
     return x + d * f - (dX + d * dF) @ gamma
 
 
-def _polish(sigma, fields, alpha, lam, x0, warm, chkw, maxfev):
+def _polish(sigma, fields, alpha, lam, x0, warm, copts, maxfev):
     """Root of F(x) − x near x0 by 'hybr' (module docstring); F with its prox warm starts frozen.
     The unknowns are (m_a, q_a − m_a², V_a): forward finite differences then stay inside the
     domain q_a ≥ m_a² even where it is tight (L = 1: m_k = q_k = 0). Returns (x, number of channel
@@ -119,17 +119,22 @@ def _polish(sigma, fields, alpha, lam, x0, warm, chkw, maxfev):
         x = to_x(u)
         if not _valid(x):
             return bad
-        f = _residual(lam, channel(sigma, fields, alpha, *x, warm=warm, **chkw), x)[0]
+        f = _residual(lam, channel(sigma, fields, alpha, x, warm=warm, options=copts), x)[0]
         return bad if f is None else f / scale
 
     sol = root(g, to_u(x0), method="hybr", options=dict(xtol=1e-9, maxfev=maxfev, diag=1.0 / scale))
     return to_x(sol.x), int(sol.nfev)
 
 
-def test_error(sigma, model, nu, L, delta, m_k, q_k, m_v, q_v) -> float:
-    """e_test = E(y − f)² = Δ² + 1 − 2 m_v A + q_v B at the order parameters (model.md §4),
-    by the quadrature of :mod:`slrpipe.theory.population` (deterministic)."""
-    return population.risk(sigma, model, nu, L, delta, m_k, q_k, m_v, q_v)
+def test_error(sigma, model, nu, L, delta, overlaps) -> float:
+    """e_test = E(y − f)² = Δ² + 1 − 2 m_v A + q_v B at the order parameters ``overlaps`` =
+    (m_k, q_k, m_v, q_v) (model.md §4), by the quadrature of :mod:`slrpipe.theory.population`
+    (deterministic).
+
+    Raises:
+        ValueError: as :func:`slrpipe.theory.population.risk`.
+    """
+    return population.risk(sigma, model, nu, L, delta, overlaps)
 
 
 @dataclass
@@ -148,114 +153,167 @@ class _Iterated:
     n_rejected: int
 
 
+@dataclass
+class _Memory:
+    """What :func:`_iterate` carries from one evaluation to the next besides x: the damping d,
+    the residuals of the damped steps, the Anderson memory (iterates xs, residual vectors fs), the
+    best point (x, F(x) − x, residual) and the evaluation that found it, whether the iteration is
+    near the root, the count of rejected steps, and the far-phase bookkeeping (the residual at the
+    last halving of the best one and its evaluation; the lowest residual of the solve: ``best``
+    restarts when near)."""
+
+    d: float
+    hist: list = field(default_factory=list)
+    xs: list = field(default_factory=list)
+    fs: list = field(default_factory=list)
+    best: tuple | None = None
+    it_best: int = 0
+    near: bool = False
+    n_rej: int = 0
+    far_ref: float = math.inf
+    it_far: int = 0
+    lowest: float = math.inf
+
+    def from_best(self, shrink: bool) -> np.ndarray:
+        """Restart the Anderson memory at the best point; the damped step from there (d halved
+        first, not below 0.05, with ``shrink``)."""
+        if shrink:
+            self.d = max(0.5 * self.d, 0.05)
+        self.xs, self.fs = [self.best[0]], [self.best[1]]
+        return self.best[0] + self.d * self.best[1]
+
+
+def _full_pass(o, mem: _Memory, it: int, warm) -> bool:
+    # cheap passes (centre + warm starts: the previous global prox and its runners-up) between
+    # full multi-start searches; once near the solution every pass is full, so that the
+    # accelerated iteration sees one consistent map (cheap and full passes differ by ~1e-3
+    # where a new branch appears)
+    return warm is None or (mem.near and not o.cheap_finish) or (it % o.full_every == 0 and not mem.near)
+
+
+def _damped_next(mem: _Memory, x, f, resid):
+    """x + d f, d halved (not below 0.05) when the residual grew three times running; None where
+    the prior step failed."""
+    if f is None:
+        return None
+    mem.hist.append(resid)
+    h = mem.hist
+    if len(h) > 3 and h[-1] > h[-2] > h[-3] > h[-4] and mem.d > 0.05:
+        mem.d *= 0.5
+    return x + mem.d * f
+
+
+def _gives_up(mem: _Memory, o, it: int, new_best: bool) -> bool:
+    """Whether the solve ends here: ``patience`` evaluations without a new best residual, or,
+    far from any fixed point (residual ≥ ``far_below``), ``far_stall`` of them or ``far_patience``
+    without halving it (module docstring)."""
+    if not new_best and it - mem.it_best >= o.patience:
+        log.debug("no progress in %d iterations: giving up", o.patience)
+        return True
+    far = mem.lowest >= o.far_below
+    if o.far_stall is not None and far and it - mem.it_best >= o.far_stall:
+        # far from any fixed point and no progress at all: a start outside every basin
+        log.debug("residual ≥ %.0e without a new best in %d iterations: giving up", o.far_below, o.far_stall)
+        return True
+    if o.far_patience is not None and far and it - mem.it_far >= o.far_patience:
+        # far from any fixed point and not getting closer: this start is outside every basin
+        log.debug("residual ≥ %.0e not halved in %d iterations: giving up", o.far_below, o.far_patience)
+        return True
+    return False
+
+
+def _anderson_candidate(mem: _Memory, o, x, f):
+    """The Anderson point from the memory extended by (x, f), within the trust region; the damped
+    step from the best point where it leaves the domain or repeats a point of the memory."""
+    mem.xs, mem.fs = (mem.xs + [x])[-(o.memory + 1) :], (mem.fs + [f])[-(o.memory + 1) :]
+    cand = _anderson(np.array(mem.xs), np.array(mem.fs), 1.0) if len(mem.xs) > 1 else x + mem.d * f
+    # trust region: at most a 50 % relative change of any order parameter per step
+    step = np.max(np.abs(cand - x) / (1 + np.abs(x)))
+    cand = x + (cand - x) * min(1.0, 0.5 / step) if step > 0 else cand
+    # stagnation guard: Anderson can return a point already in its memory (F then adds no
+    # information); restart from the best point with a (smaller) damped step instead
+    seen = min(np.max(np.abs(cand - xi) / (1 + np.abs(xi))) for xi in mem.xs) < 1e-12
+    if seen or not _valid(cand):
+        cand = mem.from_best(shrink=seen)
+    return cand
+
+
+def _anderson_next(mem: _Memory, o, x, f, resid, it):
+    """The next point of the safeguarded Anderson iteration (module docstring), or None where the
+    solve ends (a failed prior step with no best point yet, or :func:`_gives_up`)."""
+    if f is None:
+        # the prior step failed (λ + V̂ ≤ 0): back to the best point, smaller damped step
+        if mem.best is None:
+            log.warning("prior step failed (λ + V̂ ≤ 0) at iteration %d", it)
+            return None
+        mem.n_rej += 1
+        return mem.from_best(shrink=True)
+    if resid <= 0.5 * mem.far_ref:
+        mem.far_ref, mem.it_far = resid, it
+    mem.lowest = min(mem.lowest, resid)
+    new_best = mem.best is None or resid < mem.best[2]
+    if new_best:
+        mem.best, mem.it_best = (x, f, resid), it
+    if _gives_up(mem, o, it, new_best):
+        return None
+    stalled = (it - mem.it_best) % _STALL == 0
+    if not new_best and (resid > _RESTART * mem.best[2] or stalled):
+        # the secant model failed (residual blew up), or the iteration is cycling without
+        # progress: restart the memory from the best point (and, when stalled, from a
+        # smaller damped step there)
+        mem.n_rej += 1
+        mem.xs, mem.fs = [mem.best[0]], [mem.best[1]]
+        if stalled:
+            return mem.from_best(shrink=True)
+    return _anderson_candidate(mem, o, x, f)
+
+
 def _iterate(sigma, fields, alpha, lam, x, opts: SolverOptions, warm=None) -> _Iterated:
     """The fixed-point iteration from x (module docstring: Anderson with safeguards, or damped).
     ``warm``: prox warm starts (N, W, L) of an earlier solve on the same fields (e.g. the
     neighbouring α); the first pass is then a cheap one."""
-    o, chkw = opts.iterate, opts.channel.kwargs()
-    d = float(o.damping)
-    hist, xs, fs = [], [], []  # residuals of accepted steps; Anderson memory: iterates, F(x) − x
-    best, near, n_rej, it_best = None, False, 0, 0
-    far_ref, it_far = math.inf, 0  # cap on wasted work: last halving of the best residual
-    lowest = math.inf  # smallest residual of the solve (``best`` restarts when near)
-    resid, it, ch = math.inf, 0, None
+    o = opts.iterate
+    mem = _Memory(d=float(o.damping))
+    resid, it = math.inf, 0
     for it in range(1, int(o.max_iter) + 1):
-        # cheap passes (centre + warm starts: the previous global prox and its runners-up) between
-        # full multi-start searches; once near the solution every pass is full, so that the
-        # accelerated iteration sees one consistent map (cheap and full passes differ by ~1e-3
-        # where a new branch appears)
-        full = warm is None or (near and not o.cheap_finish) or (it % o.full_every == 0 and not near)
-        ch = channel(sigma, fields, alpha, *x, warm=warm, multistart=full, **chkw)
+        full = _full_pass(o, mem, it, warm)
+        ch = channel(sigma, fields, alpha, x, warm=warm, multistart=full, options=opts.channel)
         warm = ch["warm"]
         f, resid = _residual(lam, ch, x)
         log.debug("iteration %d full=%s residual %.3e x=%s", it, full, resid, np.round(x, 5).tolist())
         if resid < o.tol and (full or o.cheap_finish):
             # x is reported, with this (full) pass's conjugates and train loss
-            return _Iterated(x, resid, True, ch, warm, it, d, n_rej)
-        if not near and resid < max(_FULL_BELOW, 10 * o.tol):
-            near = True
+            return _Iterated(x, resid, True, ch, warm, it, mem.d, mem.n_rej)
+        if not mem.near and resid < max(_FULL_BELOW, 10 * o.tol):
+            mem.near = True
             if not o.cheap_finish:  # the map changes (full passes from here): a fresh memory
-                hist, xs, fs, best = [], [], [], None
+                mem.hist, mem.xs, mem.fs, mem.best = [], [], [], None
                 if not full:
                     continue  # evaluate the same point again, with the full search
-        if o.method == "damped":
-            if f is None:
-                break
-            hist.append(resid)
-            if len(hist) > 3 and hist[-1] > hist[-2] > hist[-3] > hist[-4] and d > 0.05:
-                d *= 0.5
-            x = x + d * f
-            continue
-        if f is None:
-            # the prior step failed (λ + V̂ ≤ 0): back to the best point, smaller damped step
-            if best is None:
-                log.warning("prior step failed (λ + V̂ ≤ 0) at iteration %d", it)
-                break
-            n_rej += 1
-            d = max(0.5 * d, 0.05)
-            xs, fs = [best[0]], [best[1]]
-            x = best[0] + d * best[1]
-            continue
-        if resid <= 0.5 * far_ref:
-            far_ref, it_far = resid, it
-        lowest = min(lowest, resid)
-        new_best = best is None or resid < best[2]
-        if new_best:
-            best, it_best = (x, f, resid), it
-        elif it - it_best >= o.patience:
-            log.debug("no progress in %d iterations: giving up", o.patience)
+        nxt = _damped_next(mem, x, f, resid) if o.method == "damped" else _anderson_next(mem, o, x, f, resid, it)
+        if nxt is None:
             break
-        if o.far_stall is not None and lowest >= o.far_below and it - it_best >= o.far_stall:
-            # far from any fixed point and no progress at all: a start outside every basin
-            log.debug("residual ≥ %.0e without a new best in %d iterations: giving up", o.far_below, o.far_stall)
-            break
-        if o.far_patience is not None and lowest >= o.far_below and it - it_far >= o.far_patience:
-            # far from any fixed point and not getting closer: this start is outside every basin
-            log.debug("residual ≥ %.0e not halved in %d iterations: giving up", o.far_below, o.far_patience)
-            break
-        if not new_best and (resid > _RESTART * best[2] or (it - it_best) % _STALL == 0):
-            # the secant model failed (residual blew up), or the iteration is cycling without
-            # progress: restart the memory from the best point (and, when stalled, from a
-            # smaller damped step there)
-            n_rej += 1
-            xs, fs = [best[0]], [best[1]]
-            if (it - it_best) % _STALL == 0:
-                d = max(0.5 * d, 0.05)
-                x = best[0] + d * best[1]
-                continue
-        xs, fs = (xs + [x])[-(o.memory + 1) :], (fs + [f])[-(o.memory + 1) :]
-        cand = _anderson(np.array(xs), np.array(fs), 1.0) if len(xs) > 1 else x + d * f
-        # trust region: at most a 50 % relative change of any order parameter per step
-        step = np.max(np.abs(cand - x) / (1 + np.abs(x)))
-        cand = x + (cand - x) * min(1.0, 0.5 / step) if step > 0 else cand
-        # stagnation guard: Anderson can return a point already in its memory (F then adds no
-        # information); restart from the best point with a (smaller) damped step instead
-        seen = min(np.max(np.abs(cand - xi) / (1 + np.abs(xi))) for xi in xs) < 1e-12
-        if seen or not _valid(cand):
-            d = max(0.5 * d, 0.05) if seen else d
-            xs, fs = [best[0]], [best[1]]
-            cand = best[0] + d * best[1]
-        x = cand
-    if best is not None and best[2] < resid:
-        x, resid = best[0], best[2]  # report the best point seen, not the last one
-    return _Iterated(x, resid, False, None, warm, it, d, n_rej)
+        x = nxt
+    if mem.best is not None and mem.best[2] < resid:
+        x, resid = mem.best[0], mem.best[2]  # report the best point seen, not the last one
+    return _Iterated(x, resid, False, None, warm, it, mem.d, mem.n_rej)
 
 
 def _polish_near_miss(sigma, fields, alpha, lam, run: _Iterated, opts: SolverOptions) -> tuple[_Iterated, bool]:
     """Finish an unconverged run whose residual is below ``opts.polish.below`` by :func:`_polish`
     (module docstring). Returns (the run, updated where the polish lowered the residual;
     whether the polish ran). Its channel evaluations are added to ``it``."""
-    p, tol, chkw = opts.polish, opts.iterate.tol, opts.channel.kwargs()
+    p, tol, copts = opts.polish, opts.iterate.tol, opts.channel
     if run.converged or not p.enabled or not run.resid < p.below:
         return run, False
     # the warm starts of one full search at x: those carried along the iteration can leave a
     # jump in the frozen map near the root (seen: hybr stuck at 4e-5)
-    warm = channel(sigma, fields, alpha, *run.x, **chkw)["warm"]
-    xp, nfev = _polish(sigma, fields, alpha, lam, run.x, warm, chkw, p.maxfev)
+    warm = channel(sigma, fields, alpha, run.x, options=copts)["warm"]
+    xp, nfev = _polish(sigma, fields, alpha, lam, run.x, warm, copts, p.maxfev)
     run.it += nfev + 1
     run.warm = warm
     if _valid(xp):
-        chp = channel(sigma, fields, alpha, *xp, warm=warm, **chkw)
+        chp = channel(sigma, fields, alpha, xp, warm=warm, options=copts)
         run.it += 1
         rp = _residual(lam, chp, xp)[1]
         if rp < run.resid:
@@ -264,15 +322,15 @@ def _polish_near_miss(sigma, fields, alpha, lam, run: _Iterated, opts: SolverOpt
     return run, True
 
 
-def _report(sigma, model, nu, L, delta, lam, alpha, fields, run: _Iterated, polished, opts, t0) -> dict:
-    """The output dict of :func:`solve_replica` at the run's point (a full channel pass there if
-    the run has none: train loss and conjugates consistent with x)."""
-    ch = run.ch if run.ch is not None else channel(sigma, fields, alpha, *run.x, warm=run.warm, **opts.channel.kwargs())
-    st = dict(zip(STATE, map(float, run.x)))
+def _outputs(task, ch, x) -> dict:
+    """The physical outputs of :func:`solve_replica` at state x from the channel pass ``ch`` there:
+    order parameters, conjugates (+ ``*_se``), test error, train loss, objective, diagnostics."""
+    sigma, model, nu, L, delta, lam, alpha = task
+    st = dict(zip(STATE, map(float, x)))
     out = dict(st)
     out.update({k: ch[k] for k in CONJ})
     out.update({k + "_se": ch[k + "_se"] for k in CONJ})
-    out["test_error"] = test_error(sigma, model, nu, L, delta, st["m_k"], st["q_k"], st["m_v"], st["q_v"])
+    out["test_error"] = test_error(sigma, model, nu, L, delta, (st["m_k"], st["q_k"], st["m_v"], st["q_v"]))
     out["train_loss"] = ch["train_loss"]
     out["train_loss_se"] = ch["train_loss_se"]
     out["objective"] = alpha * ch["train_loss"] + 0.5 * lam * (st["q_k"] + st["q_v"])
@@ -287,6 +345,16 @@ def _report(sigma, model, nu, L, delta, lam, alpha, fields, run: _Iterated, poli
         "mhat_v_general",
     ):
         out[k] = ch.get(k, math.nan)
+    return out
+
+
+def _report(task, fields, run: _Iterated, polished, opts, t0) -> dict:
+    """The output dict of :func:`solve_replica` at the run's point (a full channel pass there if
+    the run has none: train loss and conjugates consistent with x). ``task``: (sigma, model, nu,
+    L, delta, lam, alpha); ``t0``: start of the solve (``time.perf_counter``)."""
+    sigma, model, nu, L, _, lam, alpha = task
+    ch = run.ch if run.ch is not None else channel(sigma, fields, alpha, run.x, warm=run.warm, options=opts.channel)
+    out = _outputs(task, ch, run.x)
     out.update(
         prox_unconverged=ch["prox_unconverged"],
         prox_multi=ch["prox_multi"],
@@ -315,6 +383,20 @@ def _report(sigma, model, nu, L, delta, lam, alpha, fields, run: _Iterated, poli
             run.resid,
         )
     return out
+
+
+def _start_point(init, warm, fields: Fields) -> np.ndarray:
+    """The initial state x (``DEFAULT_INIT`` updated by ``init``), checked with ``warm``.
+
+    Raises:
+        ValueError: x outside the domain, or warm not of shape (N, W, L)."""
+    x0 = dict(DEFAULT_INIT, **(init or {}))
+    x = np.array([float(x0[k]) for k in STATE])
+    if not _valid(x):
+        raise ValueError(f"init: needs V_a > 0 and q_a ≥ m_a², got {dict(zip(STATE, x.tolist()))}")
+    if warm is not None and (np.ndim(warm) != 3 or np.shape(warm)[0] != fields.n):
+        raise ValueError(f"warm: need shape (N, W, L) with N = {fields.n}, got {np.shape(warm)}")
+    return x
 
 
 def solve_replica(
@@ -371,12 +453,7 @@ def solve_replica(
     t0 = time.perf_counter()
     if fields is None:
         fields = draw_fields(model, nu, L, delta, n_samples, seed, qmc=qmc)
-    x0 = dict(DEFAULT_INIT, **(init or {}))
-    x = np.array([float(x0[k]) for k in STATE])
-    if not _valid(x):
-        raise ValueError(f"init: needs V_a > 0 and q_a ≥ m_a², got {dict(zip(STATE, x.tolist()))}")
-    if warm is not None and (np.ndim(warm) != 3 or np.shape(warm)[0] != fields.n):
-        raise ValueError(f"warm: need shape (N, W, L) with N = {fields.n}, got {np.shape(warm)}")
+    x = _start_point(init, warm, fields)
     run = _iterate(sigma, fields, alpha, lam, x, opts, warm=warm)
     run, polished = _polish_near_miss(sigma, fields, alpha, lam, run, opts)
-    return _report(sigma, model, nu, L, delta, lam, alpha, fields, run, polished, opts, t0)
+    return _report((sigma, model, nu, L, delta, lam, alpha), fields, run, polished, opts, t0)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -175,42 +176,24 @@ def jump_operator(
     return K, vj
 
 
-def rs_stability(
-    sigma: str,
-    fields: Fields,
-    alpha: float,
-    m_k: float,
-    q_k: float,
-    V_k: float,
-    m_v: float,
-    q_v: float,
-    V_v: float,
-    *,
-    tie_tol: float = TIE_TOL,
-    n_steps: int = 25,
-) -> dict:
-    """Replicon of the RS fixed point (m, q, V) and the proxies of the prox jumps (module docstring).
+class _Minima(NamedTuple):
+    """The two best local minima of every sample's prox: χ and z at each (N, L), ψ at each (N,),
+    and the Hessian H = ∇²φ (N, 2L, 2L) at the global one."""
 
-    Args:
-        sigma: score name.  fields: the common random numbers of the solve (N samples, antithetic).
-        alpha: n/D.  m_k … V_v: the converged order parameters (q ≥ m², V > 0).
-        tie_tol: window in ψ (absolute) for a tie of the two best local minima (> 0).
-        n_steps: Newton steps per prox start (hard global prox, full multi-start search).
-    Returns:
-        dict with the keys of ``STABILITY`` (floats; rs_stable bool) plus vhat_jump_*_se, n_singular (samples with
-        a singular Hessian at the global prox, left out of the replicon), n_ties (samples in the
-        window) and tie_tol. Standard errors: over antithetic pairs, iid formula (an overestimate
-        for QMC fields); replicon_se by the delta method.
-    Raises:
-        ValueError: tie_tol ≤ 0, α ≤ 0, invalid order parameters (from :func:`channel`).
-    """
-    if not tie_tol > 0:
-        raise ValueError(f"tie_tol: must be > 0, got {tie_tol}")
-    ch = channel(sigma, fields, alpha, m_k, q_k, V_k, m_v, q_v, V_v, vhat="stein", n_steps=n_steps, softmin=None)
+    chi: np.ndarray
+    chi2: np.ndarray
+    z: np.ndarray
+    z2: np.ndarray
+    psi: np.ndarray
+    psi2: np.ndarray
+    H: np.ndarray
+
+
+def _minima(sigma, fields: Fields, state, ch) -> _Minima:
+    """:class:`_Minima` at ``state`` from the hard channel pass ``ch`` there (its warm starts)."""
+    m_k, q_k, V_k, m_v, q_v, V_v = state
     wk, wv, _, _ = centres(fields, m_k, q_k, m_v, q_v)
     chi, chi2 = ch["warm"][:, 0], ch["warm"][:, 1]
-    L = fields.L
-    Vd = np.array([V_k, V_v])
     with jax.enable_x64(True):
         H, z, z2, psi, psi2 = (
             np.asarray(a)
@@ -225,6 +208,14 @@ def rs_stability(
                 sigma,
             )
         )
+    return _Minima(chi, chi2, z, z2, psi, psi2, H)
+
+
+def _replicon(H, Vd, alpha) -> dict:
+    """The smooth replicon ρ(T) from the Hessians H (N, 2L, 2L) at V = Vd (2,): replicon,
+    replicon_se (NaN where the tail index is ≤ 2), replicon_tail_index, replicon_top_share and
+    n_singular."""
+    L = H.shape[1] // 2
     # A = H⁻¹ V⁻¹ − I; a singular H (a degenerate global minimum, measure zero) is left out
     vinv = np.repeat(1.0 / Vd, L)
     ok = np.linalg.eigvalsh(H)[:, 0] > 1e-10 * np.max(vinv)
@@ -239,33 +230,84 @@ def rs_stability(
     top_share = float(trace.max() / trace.sum()) if trace.sum() > 0 else 0.0
     if not gamma > 2:
         rep_se = math.nan  # infinite variance: no meaningful standard error
-    # the jump between the two best minima, and the window estimate of E[δ(ψ₁ − ψ₂) g]
-    scale = 1.0 + np.max(np.abs(chi), axis=1)
-    distinct = np.max(np.abs(chi2 - chi), axis=1) > MIN_JUMP * scale
-    gap = np.where(distinct, psi2 - psi, np.inf)
-    tie = gap < tie_tol
-    dh = np.stack([chi2 - chi, z2 - z], axis=1)  # (N, 2, L)
-    Mj, vj = jump_operator(dh, gap, Vd, alpha, tie_tol)
-    slope, slope_se = spectral_radius(*_pair_stats(Mj))
-    vjp = _pair_mean(vj)
-    out = dict(
+    return dict(
         replicon=rep,
         replicon_se=rep_se,
         replicon_tail_index=gamma,
         replicon_top_share=top_share,
+        n_singular=int((~ok).sum()),
+    )
+
+
+def _jumps(mins: _Minima, Vd, alpha, tie_tol) -> dict:
+    """The jump part (docs/theory.md §11): the jump between the two best minima and the window
+    estimate of E[δ(ψ₁ − ψ₂) g]: the jump slope, the tie and multi-minimum fractions, the V̂ jumps
+    (+ ``_se``), n_ties and the tie mask ``tie`` (N,)."""
+    chi, chi2 = mins.chi, mins.chi2
+    scale = 1.0 + np.max(np.abs(chi), axis=1)
+    distinct = np.max(np.abs(chi2 - chi), axis=1) > MIN_JUMP * scale
+    gap = np.where(distinct, mins.psi2 - mins.psi, np.inf)
+    tie = gap < tie_tol
+    dh = np.stack([chi2 - chi, mins.z2 - mins.z], axis=1)  # (N, 2, L)
+    Mj, vj = jump_operator(dh, gap, Vd, alpha, tie_tol)
+    slope, slope_se = spectral_radius(*_pair_stats(Mj))
+    vjp = _pair_mean(vj)
+    return dict(
         replicon_jump_slope=slope,
         replicon_jump_slope_se=slope_se,
-        rs_stable=bool(rep < 1 and not tie.any()),
         prox_tie_fraction=float(tie.mean()),
         prox_multi_fraction=float(distinct.mean()),
         vhat_jump_k=float(vjp[:, 0].mean()),
         vhat_jump_v=float(vjp[:, 1].mean()),
         vhat_jump_k_se=float(vjp[:, 0].std(ddof=1) / math.sqrt(len(vjp))),
         vhat_jump_v_se=float(vjp[:, 1].std(ddof=1) / math.sqrt(len(vjp))),
+        tie=tie,
+    )
+
+
+def rs_stability(
+    sigma: str, fields: Fields, alpha: float, state, *, tie_tol: float = TIE_TOL, n_steps: int = 25
+) -> dict:
+    """Replicon of the RS fixed point (m, q, V) and the proxies of the prox jumps (module docstring).
+
+    Args:
+        sigma: score name.  fields: the common random numbers of the solve (N samples, antithetic).
+        alpha: n/D.  state: the converged order parameters (m_k, q_k, V_k, m_v, q_v, V_v) (any
+            sequence in this order; q ≥ m², V > 0).
+        tie_tol: window in ψ (absolute) for a tie of the two best local minima (> 0).
+        n_steps: Newton steps per prox start (hard global prox, full multi-start search).
+    Returns:
+        dict with the keys of ``STABILITY`` (floats; rs_stable bool) plus vhat_jump_*_se, n_singular (samples with
+        a singular Hessian at the global prox, left out of the replicon), n_ties (samples in the
+        window) and tie_tol. Standard errors: over antithetic pairs, iid formula (an overestimate
+        for QMC fields); replicon_se by the delta method.
+    Raises:
+        ValueError: tie_tol ≤ 0, α ≤ 0, invalid order parameters (from :func:`channel`).
+    """
+    if not tie_tol > 0:
+        raise ValueError(f"tie_tol: must be > 0, got {tie_tol}")
+    ch = channel(sigma, fields, alpha, state, vhat="stein", n_steps=n_steps, softmin=None)
+    mins = _minima(sigma, fields, state, ch)
+    Vd = np.array([state[2], state[5]])
+    smooth, jumps = _replicon(mins.H, Vd, alpha), _jumps(mins, Vd, alpha, tie_tol)
+    tie = jumps.pop("tie")
+    return dict(
+        replicon=smooth["replicon"],
+        replicon_se=smooth["replicon_se"],
+        replicon_tail_index=smooth["replicon_tail_index"],
+        replicon_top_share=smooth["replicon_top_share"],
+        replicon_jump_slope=jumps["replicon_jump_slope"],
+        replicon_jump_slope_se=jumps["replicon_jump_slope_se"],
+        rs_stable=bool(smooth["replicon"] < 1 and not tie.any()),
+        prox_tie_fraction=jumps["prox_tie_fraction"],
+        prox_multi_fraction=jumps["prox_multi_fraction"],
+        vhat_jump_k=jumps["vhat_jump_k"],
+        vhat_jump_v=jumps["vhat_jump_v"],
+        vhat_jump_k_se=jumps["vhat_jump_k_se"],
+        vhat_jump_v_se=jumps["vhat_jump_v_se"],
         vhat_stein_minus_jac_k=ch["Vhat_k_stein"] - ch["Vhat_k_jac"],
         vhat_stein_minus_jac_v=ch["Vhat_v_stein"] - ch["Vhat_v_jac"],
-        n_singular=int((~ok).sum()),
+        n_singular=smooth["n_singular"],
         n_ties=int(tie.sum()),
         tie_tol=float(tie_tol),
     )
-    return out

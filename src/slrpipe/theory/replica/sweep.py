@@ -20,11 +20,12 @@ import dataclasses
 import json
 import logging
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
-from slrpipe.theory.replica.fields import draw_fields
+from slrpipe.theory.replica.fields import Fields, draw_fields
 from slrpipe.theory.replica.options import SolverOptions, SweepOptions
 from slrpipe.theory.replica.solver import CONJ, STATE, solve_replica
 from slrpipe.theory.replica.stability import STABILITY, rs_stability
@@ -80,26 +81,53 @@ def _start(c: float, lam: float) -> dict | None:
     return dict(m_k=0.5 * c, q_k=c * c)
 
 
-def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, opts) -> dict:
+@dataclass(frozen=True)
+class _Setup:
+    """What every solve of one sweep shares: the task (sigma, model, nu, L, delta), the common
+    random numbers, how they were drawn ((n_samples, seed, qmc): the extra seeds of
+    :func:`_mc_sd` are drawn the same way) and the options."""
+
+    task: tuple
+    fields: Fields
+    draw: tuple
+    opts: SolverOptions
+    sw: SweepOptions
+
+    @property
+    def sigma(self) -> str:
+        return self.task[0]
+
+    def draw_fields(self, seed: int) -> Fields:
+        """The common random numbers of seed ``seed`` (:func:`draw_fields` as the sweep's own)."""
+        _, model, nu, L, delta = self.task
+        n_samples, _, qmc = self.draw
+        return draw_fields(model, float(nu), int(L), float(delta), n_samples, seed, qmc=qmc)
+
+    def solve(self, lam, alpha, options, init, warm=None, fields=None) -> dict:
+        """One :func:`solve_replica` at (λ, α) on ``fields`` (default: the sweep's)."""
+        fields = self.fields if fields is None else fields
+        return solve_replica(*self.task, lam, alpha, fields=fields, init=init, options=options, warm=warm)
+
+
+def _cold_start(setup: _Setup, lam, alpha) -> dict:
     """Solve from the default init and, if that fails, from the other starts of ``KEY_SCALES``
-    in turn (:func:`_start`). Larger key scales: at small λ the softmax fixed point sits at a large
+    in turn (:func:`_start`), with the cold-start options (``SweepOptions.cold``). Larger key
+    scales: at small λ the softmax fixed point sits at a large
     key norm (q_k ≈ 70 at λ = 0.01, α = 20; docs/theory.md §10 (iv)) outside the default init's
     basin. The α → 0 start: at small α and λ the fixed point has V_a ≈ 1/λ (= 100 at λ = 0.01),
     outside the basin of V_a = 1 (linear, spiked ν = 1, α = 0.5). The first converged start is
     returned (else the default one's result), with ``key_scale`` = its c.
     The ladder is empirical: spiked ν = 1 converges from c = 8, ν = 2 from c = 10–12 (not 8), and
     m_k = 0.7 c fails for both."""
+    opts = setup.sw.cold(setup.opts)
     first = None
     for c in KEY_SCALES:
-        r = dict(
-            solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, init=_start(c, lam), options=opts),
-            key_scale=c,
-        )
+        r = dict(setup.solve(lam, alpha, opts, _start(c, lam)), key_scale=c)
         if r["converged"]:
             if c != 1.0:
                 log.info(
                     "replica %s λ=%g α=%g: converged from key scale %g (not from the default init)",
-                    sigma,
+                    setup.sigma,
                     lam,
                     alpha,
                     c,
@@ -109,24 +137,24 @@ def _cold_start(sigma, model, nu, L, delta, lam, alpha, fields, opts) -> dict:
     return first
 
 
-def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw, warm=None) -> tuple[dict, float]:
-    """Continuation from the converged state ``init`` at α = a_from to α = a_to. A failed step is
+def _step(setup: _Setup, lam, a_from, a_to, start) -> tuple[dict, float]:
+    """Continuation from the converged solve at α = a_from to α = a_to; ``start`` = (its order
+    parameters, its prox warm starts) (:func:`_resume`; the warm starts are used with
+    ``sw.reuse_warm``). A failed step is
     retried from the last converged α at half the remaining distance, halving down to
     2^-``MAX_HALVINGS`` of |a_to − a_from|, and after each success the rest of the way is tried
     again: this follows a branch up to a fold between grid points. The intermediate points only
     provide warm starts: they are solved to ``sw.step_tol`` without polish (``SweepOptions``), and
     with ``sw.probe`` a_to is retried from them the same cheap way before a full solve (with
-    ``sw.probe_first`` its first try from a_from too).
-    ``warm``: prox warm starts of the solve at a_from (``sw.reuse_warm``). Returns (result at
+    ``sw.probe_first`` its first try from a_from too). Returns (result at
     a_to, with ``iterations`` and ``wall_time`` summed over all the solves; the α nearest a_to
     reached on the branch)."""
+    sw, opts = setup.sw, setup.opts
     mid_opts, probe_opts = sw.intermediate(opts), sw.probing(opts)
     cost = [0, 0.0]  # channel evaluations and seconds of every solve of this step
 
     def solve(a, o, ini, w):
-        r = solve_replica(
-            sigma, model, nu, L, delta, lam, a, fields=fields, init=ini, options=o, warm=w if sw.reuse_warm else None
-        )
+        r = setup.solve(lam, a, o, ini, w if sw.reuse_warm else None)
         cost[0], cost[1] = cost[0] + r["iterations"], cost[1] + r["wall_time"]
         return r
 
@@ -139,6 +167,7 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
         p = solve(a_to, probe_opts, ini, w)
         return solve(a_to, opts, *_resume(p)) if p["converged"] else p
 
+    init, warm = start
     r = attempt(init, warm, sw.probe and sw.probe_first)
     a, h, h_min = a_from, a_to - a_from, abs(a_to - a_from) * 2.0**-MAX_HALVINGS * (1 - 1e-9)
     while not r["converged"]:
@@ -148,7 +177,7 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
         mid = solve(a + h, mid_opts, init, warm)
         if mid["converged"]:
             a, (init, warm) = a + h, _resume(mid)
-            log.info("replica %s λ=%g: branch followed to α=%g on the way to α=%g", sigma, lam, a, a_to)
+            log.info("replica %s λ=%g: branch followed to α=%g on the way to α=%g", setup.sigma, lam, a, a_to)
             retry = attempt(init, warm, sw.probe)
             if retry["converged"] or not sw.probe:
                 r = retry
@@ -157,9 +186,25 @@ def _step(sigma, model, nu, L, delta, lam, a_from, a_to, init, fields, opts, sw,
     return dict(r, iterations=iters, wall_time=wall), (a_to if r["converged"] else a)
 
 
-def _continue(
-    sigma, model, nu, L, delta, lam, alphas, order, fields, opts, sw, stop_when=None, past_fold="cold", cold=None
-):
+def _log_point(setup: _Setup, lam, alpha, r) -> None:
+    sigma, model, nu, L, _ = setup.task
+    log.info(
+        "replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f objective=%.5f converged=%s it=%d (%.1fs)",
+        sigma,
+        model,
+        nu,
+        L,
+        lam,
+        alpha,
+        r["test_error"],
+        r["objective"],
+        r["converged"],
+        r["iterations"],
+        r["wall_time"],
+    )
+
+
+def _continue(setup: _Setup, lam, alphas, order, *, stop_when=None, past_fold="cold", cold=None):
     """Solve alphas[order] by continuation (the first point by :func:`_cold_start`, the others by
     :func:`_step`); returns {index: result}, each with ``alpha_reached``: the α of the result if it
     converged, else the α closest to it that the branch was followed to (NaN if none).
@@ -169,47 +214,227 @@ def _continue(
     start result} shared by the passes of one λ (a cold start is a deterministic function of the
     point: the up pass reuses one the down pass made at its first point, and vice versa)."""
     cold = {} if cold is None else cold
-    out, init, a_init, warm = {}, None, math.nan, None
+    out, start, a_init = {}, None, math.nan  # start: (order parameters, warm starts) to continue from
     for j in order:
-        if init is None:
+        if start is None:
             if j not in cold:
-                cold[j] = _cold_start(sigma, model, nu, L, delta, lam, alphas[j], fields, sw.cold(opts))
+                cold[j] = _cold_start(setup, lam, alphas[j])
             r = dict(cold[j])
             reached = alphas[j] if r["converged"] else math.nan
         else:
-            r, reached = _step(sigma, model, nu, L, delta, lam, a_init, alphas[j], init, fields, opts, sw, warm)
+            r, reached = _step(setup, lam, a_init, alphas[j], start)
         r["alpha_reached"] = reached
         out[j] = r
-        log.info(
-            "replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f objective=%.5f converged=%s it=%d (%.1fs)",
-            sigma,
-            model,
-            nu,
-            L,
-            lam,
-            alphas[j],
-            r["test_error"],
-            r["objective"],
-            r["converged"],
-            r["iterations"],
-            r["wall_time"],
-        )
+        _log_point(setup, lam, alphas[j], r)
         if r["converged"]:
-            (init, warm), a_init = _resume(r), alphas[j]
-        elif init is not None:  # the branch ended between the last converged point and this one
+            start, a_init = _resume(r), alphas[j]
+        elif start is not None:  # the branch ended between the last converged point and this one
             if past_fold == "stop":
                 log.info(
                     "replica %s λ=%g: branch ends before α=%g (reached α=%g); pass stopped",
-                    sigma,
+                    setup.sigma,
                     lam,
                     alphas[j],
                     reached,
                 )
                 break
-            init = None
+            start = None
         if stop_when is not None and stop_when(j, r):
             break
     return out
+
+
+def _passes(setup: _Setup, lam, alphas) -> dict:
+    """{'down': results, 'up': results} of the two continuation passes at one λ (module
+    docstring); 'up' is empty for a one-way sweep or a single α."""
+    n = alphas.size
+    two_way = setup.sw.two_way and n > 1
+    # two-way: a pass stops where its branch ends, the other pass covers the rest
+    past_fold = "stop" if two_way else "cold"
+    cold = {}
+    down = _continue(setup, lam, alphas, reversed(range(n)), past_fold=past_fold, cold=cold)
+    up = {}
+    if two_way:
+        agree = []
+
+        def stop(j, r):
+            # the up pass ends once it has agreed with the down pass at two consecutive α
+            d = down.get(j)
+            agree.append(d is not None and r["converged"] and d["converged"] and _same(r, d))
+            return len(agree) >= 2 and agree[-1] and agree[-2]
+
+        up = _continue(setup, lam, alphas, range(n), stop_when=stop, past_fold=past_fold, cold=cold)
+    return {"down": down, "up": up}
+
+
+def _pick(cands):
+    """(reported, other or None, number of distinct converged fixed points) among the candidates
+    [(pass, result)] of one point: the lowest RS objective among the converged ones (else the down
+    pass's result)."""
+    conv = [(b, r) for b, r in cands if r["converged"]]
+    distinct = conv[:1] + [c for c in conv[1:] if not _same(c[1], conv[0][1])]
+    pick = min(distinct, key=lambda c: c[1]["objective"]) if distinct else cands[0]
+    other = [c for c in (distinct if len(distinct) > 1 else ()) if c is not pick]
+    return pick, (other[0] if other else None), len(distinct)
+
+
+@dataclass
+class _Results:
+    """The arrays of a sweep being filled in, all (lam, alpha) unless stated (names as in the
+    returned Dataset; ``data``: ``OUTPUTS`` and ``STABILITY``, ``alt``: ``*_alt``)."""
+
+    data: dict
+    alt: dict
+    branch: np.ndarray  # 0: down pass, 1: up pass
+    n_branches: np.ndarray
+    mc_sd: np.ndarray
+    mc_mean: np.ndarray
+    key_scale: np.ndarray  # (lam,)
+    reached: dict  # pass → alpha_reached_<pass>
+
+    @classmethod
+    def empty(cls, n_lam: int, n_alpha: int) -> _Results:
+        shape = (n_lam, n_alpha)
+        data = {k: np.full(shape, np.nan) for k in OUTPUTS}
+        data["converged"] = np.zeros(shape, bool)
+        data.update({k: np.full(shape, np.nan) for k in STABILITY})  # rs_stable: 1/0, NaN = not checked
+        alt = {f"{k}_alt": np.full(shape, np.nan) for k in ALT}
+        alt["converged_alt"] = np.zeros(shape, bool)
+        return cls(
+            data=data,
+            alt=alt,
+            branch=np.zeros(shape, np.int64),
+            n_branches=np.zeros(shape, np.int64),
+            mc_sd=np.full(shape, np.nan),
+            mc_mean=np.full(shape, np.nan),
+            key_scale=np.ones(n_lam),
+            reached={p: np.full(shape, np.nan) for p in ("down", "up")},
+        )
+
+
+def _record_reached(res: _Results, i, passes) -> None:
+    """alpha_reached_<pass> of row i; where a pass stopped at a fold, the points beyond it get the
+    α its branch reached."""
+    ends = {p: r[next(reversed(r))] for p, r in passes.items() if r}
+    ends = {p: math.nan if r["converged"] else r["alpha_reached"] for p, r in ends.items()}
+    for j in range(res.branch.shape[1]):
+        for p, r in passes.items():
+            res.reached[p][i, j] = r[j]["alpha_reached"] if j in r else ends.get(p, math.nan)
+
+
+def _log_two(setup: _Setup, lam, alpha, pick, other) -> None:
+    log.warning(
+        "replica %s λ=%g α=%g: two fixed points (objective %.5f, e_test %.4f | %.5f, %.4f); "
+        "reporting the lower objective",
+        setup.sigma,
+        lam,
+        alpha,
+        pick["objective"],
+        pick["test_error"],
+        other["objective"],
+        other["test_error"],
+    )
+
+
+def _record_point(setup: _Setup, res: _Results, ij, lam, alpha, passes) -> None:
+    """Fill point ij = (i, j) of ``res`` from the passes' results there (nothing where both
+    passes stopped before it): the reported fixed point, the other one, its RS stability
+    (docs/theory.md §11) and its Monte Carlo error over the extra seeds."""
+    cands = [(b, passes[b].get(ij[1])) for b in ("down", "up")]
+    cands = [(b, r) for b, r in cands if r is not None]
+    if not cands:  # both passes stopped before this point: nothing solved here (NaN)
+        return
+    (b, pick), other, n_distinct = _pick(cands)
+    res.n_branches[ij], res.branch[ij] = n_distinct, int(b == "up")
+    for k in OUTPUTS:
+        res.data[k][ij] = pick[k]
+    if setup.sw.stability and pick["converged"]:  # replicon at the reported point (docs/theory.md §11)
+        st = rs_stability(
+            setup.sigma, setup.fields, alpha, [pick[k] for k in STATE], n_steps=setup.opts.channel.n_steps
+        )
+        for k in STABILITY:
+            res.data[k][ij] = float(st[k])
+    if other is not None:
+        for k in ALT:
+            res.alt[f"{k}_alt"][ij] = other[1][k]
+        _log_two(setup, lam, alpha, pick, other[1])
+    if setup.sw.mc_seeds > 1 and pick["converged"]:
+        res.mc_mean[ij], res.mc_sd[ij] = _mc_sd(setup, lam, alpha, pick)
+
+
+def _describe(ds: xr.Dataset, mc_seeds: int) -> None:
+    """The descriptions of the sweep's own outputs (attrs of their variables)."""
+    ds["branch"].attrs["description"] = "pass the reported fixed point came from: 0 down (from large α), 1 up"
+    ds["key_scale"].attrs["description"] = (
+        "key scale c of the cold start at the largest α (1: the default init, 0: the α → 0 start V_a = 1/λ)"
+    )
+    for p, word in (("down", "from large α"), ("up", "from small α")):
+        ds[f"alpha_reached_{p}"].attrs["description"] = (
+            f"α nearest this point to which the {p} pass ({word}) followed its branch: alpha itself where "
+            "it converged here, the branch's last converged α where it did not or where the pass stopped "
+            "at a fold before this point, NaN where the pass converged nowhere before"
+        )
+    ds["test_error_mc_sd"].attrs["description"] = (
+        f"seed-to-seed s.d. of test_error over {mc_seeds} draws of the common random numbers"
+        if mc_seeds > 1
+        else "not measured (mc_seeds = 1)"
+    )
+    ds["test_error_seed_mean"].attrs["description"] = (
+        f"mean of test_error over the {mc_seeds} draws (MC error test_error_mc_sd/√{mc_seeds})"
+        if mc_seeds > 1
+        else "not measured (mc_seeds = 1)"
+    )
+
+
+def _dataset(setup: _Setup, res: _Results, lams, alphas) -> xr.Dataset:
+    """The Dataset of :func:`replica_sweep` from its filled-in results."""
+    sigma, model, nu, L, delta = setup.task
+    sw, dims = setup.sw, ("lam", "alpha")
+    ds = xr.Dataset(
+        {k: (dims, v) for k, v in {**res.data, **res.alt}.items()},
+        coords=dict(lam=lams, alpha=alphas, sigma=sigma, model=model, nu=float(nu), L=int(L), delta=float(delta)),
+    )
+    ds["branch"] = (dims, res.branch)
+    ds["n_branches"] = (dims, res.n_branches)
+    ds["key_scale"] = ("lam", res.key_scale)
+    for p in ("down", "up"):
+        ds[f"alpha_reached_{p}"] = (dims, res.reached[p])
+    ds["test_error_mc_sd"] = (dims, res.mc_sd)
+    ds["test_error_seed_mean"] = (dims, res.mc_mean)
+    _describe(ds, int(sw.mc_seeds))
+    # the best λ of the grid at each α, among the converged points
+    te = np.where(res.data["converged"], res.data["test_error"], np.inf)
+    best = np.argmin(te, axis=0)
+    opt = te[best, np.arange(alphas.size)]
+    ds["test_error_opt_lam"] = ("alpha", np.where(np.isfinite(opt), opt, np.nan))
+    ds["lam_opt"] = ("alpha", np.where(np.isfinite(opt), lams[best], np.nan))
+    ds.attrs.update(
+        n_samples=int(setup.fields.n),
+        seed=int(setup.draw[1]),
+        qmc=int(bool(setup.draw[2])),
+        mc_seeds=int(sw.mc_seeds),
+        two_way=int(bool(sw.two_way)),
+        theory="replica-symmetric, zero temperature",
+        solver_options=json.dumps(dataclasses.asdict(setup.opts)),
+        sweep_options=json.dumps(dataclasses.asdict(sw)),
+    )
+    return ds
+
+
+def _grid(name: str, symbol: str, values) -> np.ndarray:
+    """The sorted grid as floats; ValueError for an empty one or a value ≤ 0."""
+    grid = np.asarray(sorted(float(v) for v in values))
+    if grid.size == 0 or np.any(grid <= 0):
+        raise ValueError(f"{name}: need a non-empty grid of {symbol} > 0, got {grid.tolist()}")
+    return grid
+
+
+def _split_options(options, sweep, flat) -> tuple[SolverOptions, SweepOptions]:
+    """(solver options, sweep options) with the flat names of ``flat`` put in their group."""
+    sweep_names = {f.name for f in dataclasses.fields(SweepOptions)}
+    sw = dataclasses.replace(sweep or SweepOptions(), **{k: v for k, v in flat.items() if k in sweep_names})
+    opts = SolverOptions.build(options, **{k: v for k, v in flat.items() if k not in sweep_names})
+    return opts, sw
 
 
 def replica_sweep(
@@ -260,149 +485,35 @@ def replica_sweep(
         ValueError: empty or non-positive grids, mc_seeds < 1, or any argument of
             ``solve_replica``.
     """
-    lams = np.asarray(sorted(float(v) for v in lams))
-    alphas = np.asarray(sorted(float(v) for v in alphas))
-    if lams.size == 0 or np.any(lams <= 0):
-        raise ValueError(f"lams: need a non-empty grid of λ > 0, got {lams.tolist()}")
-    if alphas.size == 0 or np.any(alphas <= 0):
-        raise ValueError(f"alphas: need a non-empty grid of α > 0, got {alphas.tolist()}")
-    sweep_names = {f.name for f in dataclasses.fields(SweepOptions)}
-    sw = dataclasses.replace(sweep or SweepOptions(), **{k: v for k, v in flat.items() if k in sweep_names})
-    opts = SolverOptions.build(options, **{k: v for k, v in flat.items() if k not in sweep_names})
-    two_way, mc_seeds = sw.two_way, sw.mc_seeds
+    lams, alphas = _grid("lams", "λ", lams), _grid("alphas", "α", alphas)
+    opts, sw = _split_options(options, sweep, flat)
     fields = draw_fields(model, float(nu), int(L), float(delta), n_samples, seed, qmc=qmc)
-    shape = (lams.size, alphas.size)
-    data = {k: np.full(shape, np.nan) for k in OUTPUTS}
-    data["converged"] = np.zeros(shape, bool)
-    data.update({k: np.full(shape, np.nan) for k in STABILITY})  # rs_stable: 1/0, NaN = not checked
-    alt = {f"{k}_alt": np.full(shape, np.nan) for k in ALT}
-    alt["converged_alt"] = np.zeros(shape, bool)
-    branch = np.zeros(shape, np.int64)  # 0: down pass, 1: up pass
-    n_branches = np.zeros(shape, np.int64)
-    mc_sd, mc_mean = np.full(shape, np.nan), np.full(shape, np.nan)
-    key_scale = np.ones(lams.size)
-    reached = {p: np.full(shape, np.nan) for p in ("down", "up")}
+    setup = _Setup((sigma, model, nu, L, delta), fields, (n_samples, seed, qmc), opts, sw)
+    res = _Results.empty(lams.size, alphas.size)
     for i, lam in enumerate(lams):
-        args = (sigma, model, nu, L, delta, lam, alphas)
-        # two-way: a pass stops where its branch ends, the other pass covers the rest
-        past_fold = "stop" if two_way and alphas.size > 1 else "cold"
-        cold = {}
-        down = _continue(*args, reversed(range(alphas.size)), fields, opts, sw, past_fold=past_fold, cold=cold)
-        key_scale[i] = down[alphas.size - 1]["key_scale"]
-        up = {}
-        if two_way and alphas.size > 1:
-            agree = []
-
-            def stop(j, r, agree=agree):
-                d = down.get(j)
-                agree.append(d is not None and r["converged"] and d["converged"] and _same(r, d))
-                return len(agree) >= 2 and agree[-1] and agree[-2]
-
-            up = _continue(*args, range(alphas.size), fields, opts, sw, stop_when=stop, past_fold=past_fold, cold=cold)
-        passes = {"down": down, "up": up}
-        # where a pass stopped at a fold, the points beyond it get the α its branch reached
-        ends = {p: res[next(reversed(res))] for p, res in passes.items() if res}
-        ends = {p: math.nan if r["converged"] else r["alpha_reached"] for p, r in ends.items()}
+        passes = _passes(setup, lam, alphas)
+        res.key_scale[i] = passes["down"][alphas.size - 1]["key_scale"]
+        _record_reached(res, i, passes)
         for j in range(alphas.size):
-            for p, res in passes.items():
-                reached[p][i, j] = res[j]["alpha_reached"] if j in res else ends.get(p, math.nan)
-            cands = [(b, r) for b, r in (("down", down.get(j)), ("up", up.get(j))) if r is not None]
-            if not cands:  # both passes stopped before this point: nothing solved here (NaN)
-                continue
-            conv = [(b, r) for b, r in cands if r["converged"]]
-            distinct = conv[:1] + [c for c in conv[1:] if not _same(c[1], conv[0][1])]
-            n_branches[i, j] = len(distinct)
-            # reported: the lowest RS objective among converged fixed points (else the down pass)
-            pick = min(distinct, key=lambda c: c[1]["objective"]) if distinct else cands[0]
-            other = [c for c in (distinct if len(distinct) > 1 else ()) if c is not pick]
-            branch[i, j] = int(pick[0] == "up")
-            for k in OUTPUTS:
-                data[k][i, j] = pick[1][k]
-            if sw.stability and pick[1]["converged"]:  # replicon at the reported point (docs/theory.md §11)
-                st = rs_stability(sigma, fields, alphas[j], *(pick[1][k] for k in STATE), n_steps=opts.channel.n_steps)
-                for k in STABILITY:
-                    data[k][i, j] = float(st[k])
-            if other:
-                for k in ALT:
-                    alt[f"{k}_alt"][i, j] = other[0][1][k]
-                log.warning(
-                    "replica %s λ=%g α=%g: two fixed points (objective %.5f, e_test %.4f | %.5f, %.4f); "
-                    "reporting the lower objective",
-                    sigma,
-                    lam,
-                    alphas[j],
-                    pick[1]["objective"],
-                    pick[1]["test_error"],
-                    other[0][1]["objective"],
-                    other[0][1]["test_error"],
-                )
-            if mc_seeds > 1 and pick[1]["converged"]:
-                mc_mean[i, j], mc_sd[i, j] = _mc_sd(
-                    sigma, model, nu, L, delta, lam, alphas[j], pick[1], n_samples, seed, qmc, int(mc_seeds), opts, sw
-                )
-    te = np.where(data["converged"], data["test_error"], np.inf)
-    best = np.argmin(te, axis=0)
-    opt = te[best, np.arange(alphas.size)]
-    dims = ("lam", "alpha")
-    ds = xr.Dataset(
-        {k: (dims, v) for k, v in {**data, **alt}.items()},
-        coords=dict(lam=lams, alpha=alphas, sigma=sigma, model=model, nu=float(nu), L=int(L), delta=float(delta)),
-    )
-    ds["branch"] = (dims, branch)
-    ds["branch"].attrs["description"] = "pass the reported fixed point came from: 0 down (from large α), 1 up"
-    ds["n_branches"] = (dims, n_branches)
-    ds["key_scale"] = ("lam", key_scale)
-    ds["key_scale"].attrs["description"] = (
-        "key scale c of the cold start at the largest α (1: the default init, 0: the α → 0 start V_a = 1/λ)"
-    )
-    for p, word in (("down", "from large α"), ("up", "from small α")):
-        ds[f"alpha_reached_{p}"] = (dims, reached[p])
-        ds[f"alpha_reached_{p}"].attrs["description"] = (
-            f"α nearest this point to which the {p} pass ({word}) followed its branch: alpha itself where "
-            "it converged here, the branch's last converged α where it did not or where the pass stopped "
-            "at a fold before this point, NaN where the pass converged nowhere before"
-        )
-    ds["test_error_mc_sd"] = (dims, mc_sd)
-    ds["test_error_mc_sd"].attrs["description"] = (
-        f"seed-to-seed s.d. of test_error over {int(mc_seeds)} draws of the common random numbers"
-        if mc_seeds > 1
-        else "not measured (mc_seeds = 1)"
-    )
-    ds["test_error_seed_mean"] = (dims, mc_mean)
-    ds["test_error_seed_mean"].attrs["description"] = (
-        f"mean of test_error over the {int(mc_seeds)} draws (MC error test_error_mc_sd/√{int(mc_seeds)})"
-        if mc_seeds > 1
-        else "not measured (mc_seeds = 1)"
-    )
-    ds["test_error_opt_lam"] = ("alpha", np.where(np.isfinite(opt), opt, np.nan))
-    ds["lam_opt"] = ("alpha", np.where(np.isfinite(opt), lams[best], np.nan))
-    ds.attrs.update(
-        n_samples=int(fields.n),
-        seed=int(seed),
-        qmc=int(bool(qmc)),
-        mc_seeds=int(mc_seeds),
-        two_way=int(bool(two_way)),
-        theory="replica-symmetric, zero temperature",
-        solver_options=json.dumps(dataclasses.asdict(opts)),
-        sweep_options=json.dumps(dataclasses.asdict(sw)),
-    )
-    return ds
+            _record_point(setup, res, (i, j), lam, alphas[j], passes)
+    return _dataset(setup, res, lams, alphas)
 
 
-def _mc_sd(sigma, model, nu, L, delta, lam, alpha, r0, n_samples, seed, qmc, mc_seeds, opts, sw):
+def _mc_sd(setup: _Setup, lam, alpha, r0) -> tuple[float, float]:
     """(mean, s.d.) of test_error over seeds seed, …, seed + mc_seeds − 1 (the others
     warm-started from r0, the seed-``seed`` solution; with ``sw.probe`` through a cheap probe
     first, as a continuation step); NaN if any of them does not converge."""
+    sw, opts, seed = setup.sw, setup.opts, setup.draw[1]
     init = {k: r0[k] for k in STATE}
     errs = [r0["test_error"]]
-    for s in range(seed + 1, seed + mc_seeds):
-        f = draw_fields(model, float(nu), int(L), float(delta), n_samples, s, qmc=qmc)
+    for s in range(seed + 1, seed + int(sw.mc_seeds)):
+        f = setup.draw_fields(s)
         start, warm = init, None
         if sw.probe:
-            p = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=init, options=sw.probing(opts))
+            p = setup.solve(lam, alpha, sw.probing(opts), init, fields=f)
             if p["converged"]:
                 start, warm = _resume(p)
-        r = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=f, init=start, options=opts, warm=warm)
+        r = setup.solve(lam, alpha, opts, start, warm, fields=f)
         if not r["converged"]:
             return math.nan, math.nan
         errs.append(r["test_error"])

@@ -97,7 +97,8 @@ def test_fixed_point_reproduces_the_unrolled_factorisation_at_L3(sigma):
         assert r[k] == pytest.approx(ref, rel=1e-6), k
 
 
-@pytest.mark.parametrize("n", [1, 3, 17])
+# n ≤ 6 runs the straight-line factorisation, n ≥ 7 the looped one (linalg._UNROLL_MAX)
+@pytest.mark.parametrize("n", [1, 3, 6, 7, 17])
 def test_looped_cholesky_solves_and_inverts(n):
     import jax
     import jax.numpy as jnp

@@ -692,6 +692,32 @@ def test_prox_does_not_depend_on_the_chunk_size():
         np.testing.assert_allclose(a[k], b[k], rtol=1e-12, atol=1e-12)
 
 
+def test_prox_does_not_depend_on_the_number_of_threads(monkeypatch):
+    # chunks run in parallel threads (prox_threads): the same programs on the same rows, so the
+    # results must be bit-identical to one thread, with x64 in force in every thread
+    from slrpipe.theory.replica import prox as P
+
+    rng = np.random.default_rng(6)
+    N, L = 300, 3
+    wk, wv, y = rng.standard_normal((N, L)), rng.standard_normal((N, L)), rng.standard_normal(N)
+    out = {}
+    for n in (1, 3):
+        monkeypatch.setattr(P, "prox_threads", lambda n=n: n)
+        out[n] = P.prox("softmax", wk, wv, y, 2.0, 1.5, chunk=64, softmin=100.0)
+    assert out[1]["psi"].dtype == np.float64
+    for k in out[1]:
+        np.testing.assert_array_equal(out[1][k], out[3][k], err_msg=k)
+
+
+def test_prox_threads_follow_omp_num_threads(monkeypatch):
+    from slrpipe.theory.replica.prox import prox_threads
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert prox_threads() == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert prox_threads() >= 1
+
+
 def test_compilation_cache_cold_and_warm_give_identical_replica_results(tmp_path):
     """Replica jobs share the workflow's persistent compilation cache (workflow/rules/common.smk): a
     run that compiles the prox programs and one that loads them all write the same numbers, bit for bit."""

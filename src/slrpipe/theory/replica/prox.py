@@ -16,9 +16,11 @@ a few steps, then only the unconverged ones). Optionally (``softmin=β``) the st
 soft-min envelope over the distinct local minima found are returned too (docs/theory.md §4–5).
 The Jacobian of the prox in (ω, y) comes from implicit differentiation of ∇φ = 0:
 ∂h/∂ω = H⁻¹ V⁻¹, ∂h/∂y = H⁻¹ ∇_h f, H = ∇²φ (2L × 2L).
-Every factorisation is a looped Cholesky (:mod:`.linalg`): the compiled programs have the same
-size at every L (compile time independent of L), the work is O(L³) per Newton step and per
-sample's finish, and the lanes run in cache-sized blocks (``_blocked``).
+Every factorisation is a Cholesky of :mod:`.linalg` (written out entry by entry up to 6 × 6,
+looped above): the compiled programs have a size bounded at every L (compile time independent of
+L), the work is O(L³) per Newton step and per sample's finish. On CPU the lanes run in
+cache-sized blocks (``_blocked``) and the chunks of samples in parallel threads
+(:func:`prox_threads`).
 
 Everything runs in float64 JAX (``jax.enable_x64``), jit-compiled and vmapped over samples, on
 JAX's default device: a GPU when one is present (float64 is supported there; the samples go in
@@ -32,6 +34,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -238,21 +242,24 @@ def _batch_starts(obs: _Obs, warm, V, sigma, multistart, directions=MAX_DIRECTIO
     return st if warm is None else jnp.concatenate([st, warm], axis=1)
 
 
-#: lanes per block of :func:`_blocked`: a block's n × n arrays hold about _BLOCK_ELEMENTS numbers
-#: (256 KB: cache-resident). The looped factorisation sweeps its whole array once per column, so
-#: one vmap over all lanes is memory-bound; measured (CPU time, 16384 lanes, 8 Newton steps):
-#: L = 16 9.8 s unblocked, 3.5 s in blocks of 128 lanes, 5.7 s in blocks of 2048; L = 3 0.56 → 0.35 s.
-_BLOCK_ELEMENTS = 1 << 15
+#: lanes per block of :func:`_blocked` on CPU: a block's n × n arrays hold about _BLOCK_ELEMENTS
+#: numbers (32 KB: L1/L2-resident), and at least _BLOCK_MIN lanes. One vmap over all lanes is
+#: memory-bound; measured (CPU time of one full multi-start pass, soft-min, 4096 samples):
+#: L = 3 softmax 0.71 s unblocked, 0.59 s in blocks of 2¹⁵ numbers, 0.21 s in blocks of 2¹²;
+#: L = 16 15.1 s (2¹⁵) vs 8.8 s (2¹²). An accelerator runs all lanes in one vmap.
+_BLOCK_ELEMENTS = 1 << 12
+_BLOCK_MIN = 16
 
 
 def _blocked(fn, n, *args):
-    """vmap(fn) over the leading axis of args, in sequential blocks of lanes (``_BLOCK_ELEMENTS``
-    numbers of an n × n array per block; a power of two ≥ 16); pads with copies of lane 0."""
+    """vmap(fn) over the leading axis of args; on CPU in sequential blocks of lanes
+    (``_BLOCK_ELEMENTS`` numbers of an n × n array per block; a power of two ≥ _BLOCK_MIN), padded
+    with copies of lane 0."""
     M = args[0].shape[0]
-    b = 16
+    b = _BLOCK_MIN
     while 2 * b * n * n <= _BLOCK_ELEMENTS and 2 * b <= M:
         b *= 2
-    if b >= M:
+    if b >= M or jax.default_backend() != "cpu":
         return jax.vmap(fn)(*args)
     pad = -M % b
     blocks = [jnp.concatenate([x, jnp.repeat(x[:1], pad, 0)]) if pad else x for x in args]
@@ -313,6 +320,17 @@ def _run_lanes(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
 _CHUNK = {"cpu": 4096}
 _CHUNK_ACCELERATOR = 1 << 17
 _LANE_ELEMENTS = 1 << 24
+
+
+def prox_threads() -> int:
+    """Threads over which :func:`prox` spreads its chunks of samples: ``OMP_NUM_THREADS`` where
+    set (the workflow sets it to a job's cores), else the CPUs this process may run on. Each
+    chunk's programs run single-threaded on CPU (small lanes in sequential blocks), so on a
+    2-core machine two chunks at once take ~0.55× the wall time of one after the other."""
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def default_chunk(L: int | None = None) -> int:
@@ -435,9 +453,19 @@ def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, options: ProxOption
     pad = lambda a: np.concatenate([a, np.repeat(a[:1], n_pad, 0)]) if n_pad else a
     obs, warm = _Obs(*map(pad, obs)), pad(warm)
     V = (float(V_k), float(V_v))
-    out = []
-    with jax.enable_x64(True):
-        for a in range(0, len(obs.y), chunk):
-            sl = slice(a, a + chunk)
-            out.append(_prox_chunk(sigma, _Obs(*(x[sl] for x in obs)), warm[sl] if use_warm else None, V, opts))
+
+    def run(a):
+        sl = slice(a, a + chunk)
+        with jax.enable_x64(True):  # a thread-local setting: entered in the thread that runs
+            return _prox_chunk(sigma, _Obs(*(x[sl] for x in obs)), warm[sl] if use_warm else None, V, opts)
+
+    starts = range(0, len(obs.y), chunk)
+    workers = min(prox_threads(), len(starts))
+    if workers > 1:
+        # chunks are independent, the same compiled programs on their own rows: the result does
+        # not depend on the number of threads (XLA releases the GIL while a program runs)
+        with ThreadPoolExecutor(workers) as pool:
+            out = list(pool.map(run, starts))
+    else:
+        out = [run(a) for a in starts]
     return {k: np.concatenate([c[k] for c in out])[:N] for k in out[0]}

@@ -15,13 +15,13 @@ Prints
  (3) the wall time of one Fig. 3 panel: ``--panel-points`` α log-spaced in [0.5, 20], each σ of
      --sigmas, one λ, two-way continuation (``replica_sweep`` defaults).
 Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on this machine.
- (4) ``lowlam``: the λ = 0.01 sweep of issue #12 (spiked L = 3, ν = 2, α ∈ {1, 5}, 8192 samples,
+ (4) ``lowlam``: the λ = 0.01 sweep (spiked L = 3, ν = 2, α ∈ {1, 5}, 8192 samples,
      2 scrambles, two-way; --lowlam-sigmas) with the solver policies of ``--policy``: 'new'
      (exactly what ``slrpipe replica`` runs: ``SolverOptions()`` and ``SweepOptions(two_way=True,
      mc_seeds=2)`` — far_patience cap on cold starts, loose unpolished intermediate continuation
      points, prox warm starts reused along α, every try of a grid point a cheap probe first),
      'prev' (the previous policy: probes only on retries), 'noprobe' (prev without the probe) or
-     'old' (all off: the solver before issue #12). Prints wall
+     'old' (all off: the solver before these policies). Prints wall
      and CPU time, channel evaluations (in converged solves / wasted in failed ones) and the
      values (test error of seed 0, seed mean and s.d., order parameters).
  (5) ``default``: one default workflow replica job (config/config.yaml: spiked L = 3, ν = 1,
@@ -64,7 +64,7 @@ from slrpipe.theory.replica.options import SolverOptions, SweepOptions
 from slrpipe.theory.replica.prox import prox
 from slrpipe.theory.replica.solver import STATE
 
-#: the solver policies before issue #12 (no cap on far-from-root work, intermediate continuation
+#: the solver policies before the continuation policies (no cap on far-from-root work, intermediate continuation
 #: points solved like grid points, every solve starting with a cold prox search)
 OLD_POLICY = (
     SolverOptions.build(far_patience=None, far_stall=None),

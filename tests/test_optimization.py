@@ -1,4 +1,4 @@
-"""Gradient-based training and initialisation (issue 13): GD on a convex case against its closed
+"""Gradient-based training and initialisation: GD on a convex case against its closed
 form, reproducible random starts, the population risk along a trajectory, the store's ground state.
 """
 

@@ -56,8 +56,8 @@ def one(L, sigma, n, alpha, max_iter, criterion, state=None):
     """Run in a fresh process: the measurements of one (L, σ) as a dict."""
     import jax
 
+    from slrpipe.theory.replica import ReplicaTask, solve_replica
     from slrpipe.theory.replica import prox as P
-    from slrpipe.theory.replica import solve_replica
     from slrpipe.theory.replica.fields import draw_fields
     from slrpipe.theory.replica.solver import STATE
 
@@ -82,11 +82,7 @@ def one(L, sigma, n, alpha, max_iter, criterion, state=None):
     for _ in range(2):  # first: compile + run; second: the same solve on the compiled programs
         t, c = time.perf_counter(), time.process_time()
         r = solve_replica(
-            sigma,
-            TASK["model"],
-            TASK["nu"],
-            L,
-            TASK["delta"],
+            ReplicaTask(sigma, TASK["model"], TASK["nu"], L, TASK["delta"]),
             TASK["lam"],
             alpha,
             fields=fields,

@@ -29,7 +29,9 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+from slrpipe.threads import thread_env
+
+os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 
 TASK = {"model": "spiked", "nu": 16.0, "delta": 0.0, "lam": 0.1}
 P_BUDGET = 10  # prox.MAX_DIRECTIONS (not imported here: the parent process stays free of JAX)

@@ -23,7 +23,9 @@ import math
 import os
 import time
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+from slrpipe.threads import thread_env
+
+os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 
 from slrpipe.theory.replica import rsb1
 from slrpipe.theory.replica.fields import draw_fields

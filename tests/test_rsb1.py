@@ -58,7 +58,7 @@ def test_dq_zero_reproduces_the_rs_fixed_point():
     x = rsb1.rs_state(rs)
     inner = rsb1.draw_inner(2, 8)
     for s in (0.5, 4.0):
-        ch = rsb1.rsb1_channel("softmax", fields, inner, 5.0, s, x)
+        ch = rsb1.rsb1_channel("softmax", (fields, inner), 5.0, s, x)
         ref = channel("softmax", fields, 5.0, [rs[k] for k in STATE], softmin=None)
         for a in ("k", "v"):  # the same map, to rounding
             assert ch[f"dqhat_{a}"] == pytest.approx(0.0, abs=1e-14)
@@ -121,10 +121,10 @@ def test_complexity_is_s_squared_dphi_ds():
     assert mid["dq_k"] + mid["dq_v"] > 1e-2  # a genuine 1RSB point
     x, warm = np.array([mid[k] for k in rsb1.STATE1]), mid["prox_warm"]
     # explicit derivative: Φ(x, x̂, s ± ε) with Φ_out re-weighted at s ± ε on the same prox solutions
-    ch = rsb1.rsb1_channel("softmax", fields, inner, 1.0, s, x, warm=warm)
+    ch = rsb1.rsb1_channel("softmax", (fields, inner), 1.0, s, x, warm=warm)
     eps, phis = 1e-4, []
     for t in (s - eps, s + eps):
-        cht = rsb1.rsb1_channel("softmax", fields, inner, 1.0, t, x, warm=warm)
+        cht = rsb1.rsb1_channel("softmax", (fields, inner), 1.0, t, x, warm=warm)
         phis.append(rsb1.thermodynamics(0.1, 1.0, t, x, {**cht, **{k: ch[k] for k in rsb1.CONJ1}})["phi"])
     th = rsb1.thermodynamics(0.1, 1.0, s, x, ch)
     assert s * s * (phis[1] - phis[0]) / (2 * eps) == pytest.approx(th["sigma"], abs=1e-6 + 1e-3 * abs(th["sigma"]))

@@ -30,8 +30,9 @@ def _pos_int(name, v, low=1):
 
 class ReplicaTask(NamedTuple):
     """The setting of a replica computation, everything but (λ, α) (docs/theory.md §2–3): the first
-    argument of :func:`slrpipe.theory.replica.solve_replica`, :func:`~slrpipe.theory.replica.replica_sweep`,
-    :func:`~slrpipe.theory.replica.rsb1.solve_rsb1` and :func:`~slrpipe.theory.replica.rsb1.rsb1_ground_state`.
+    argument of :func:`~slrpipe.theory.replica.solve_replica`,
+    :func:`~slrpipe.theory.replica.replica_sweep`, :func:`~slrpipe.theory.replica.rsb1.solve_rsb1`
+    and :func:`~slrpipe.theory.replica.rsb1.rsb1_ground_state`.
 
     sigma: str, 'softmax' | 'linear' | 'softplus_norm'.  model: str, 'spiked' | 'max'.
     nu: float, signal strength ≥ 0 (max-SLR: inf allowed).  L: int, fixed sequence length ≥ 1.

@@ -240,12 +240,13 @@ def _n1_bias(pt: _Point, inner: Inner, tilt, est, alpha) -> dict:
     return out
 
 
-def rsb1_channel(sigma, fields: Fields, inner: Inner, alpha, s, x, *, warm=None, bias=True, **prox_kw) -> dict:
+def rsb1_channel(sigma, samples: tuple[Fields, Inner], alpha, s, x, *, warm=None, bias=True, **prox_kw) -> dict:
     """1RSB output channel at state x and Parisi parameter s (docs/theory.md §13), hard prox.
 
     Args:
-        sigma: score name (``prox.PROX_SIGMAS``).  fields: outer samples (N₀, the RS fields).
-        inner: :class:`Inner` (N₁).  alpha: n/D > 0.  s: Parisi parameter > 0.
+        sigma: score name (``prox.PROX_SIGMAS``).  samples: (fields, inner): the outer samples
+        (:class:`Fields`, N₀, the RS fields) and :class:`Inner` (N₁).  alpha: n/D > 0.
+        s: Parisi parameter > 0.
         x: (8,) state in the order ``STATE1`` (V > 0, δq ≥ 0, q₀ ≥ m²).
         warm: (N₀·N₁, W, L) prox warm starts (``out["warm"]`` of the previous pass) or None.
         bias: also compute the jackknife N₁-bias of δq̂, q̂₀ and Φ_out (``*_n1_bias``).
@@ -265,6 +266,7 @@ def rsb1_channel(sigma, fields: Fields, inner: Inner, alpha, s, x, *, warm=None,
         TypeError: an unknown prox option, or softmin among them.
     """
     _check_channel_args(sigma, alpha, s)
+    fields, inner = samples
     x = _check_state(x)
     p, (psi, fk, fv, loss), a, jac = _pair_prox(sigma, fields, inner, x, warm, prox_kw)
     tilt = (-s * psi, fk, fv, loss)
@@ -403,13 +405,12 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
     starts, converged, evaluations): those of the last full pass when converged, else of the best
     full pass."""
     sigma, lam, alpha = point[0], point[5], point[6]
-    fields, inner = samples
     best = (math.inf, x, None, warm)
     stall, it, conv = 0, 0, False
     ch = None
     for it in range(1, int(o.max_iter) + 1):
         full = it == 1 or it % o.full_every == 0 or best[0] < 5 * o.tol
-        ch = rsb1_channel(sigma, fields, inner, alpha, s, x, warm=warm, multistart=full, n_steps=o.n_steps, bias=False)
+        ch = rsb1_channel(sigma, samples, alpha, s, x, warm=warm, multistart=full, n_steps=o.n_steps, bias=False)
         warm = ch["warm"]
         fx = rsb1_prior(lam, s, ch)
         r = _residual(x, fx)
@@ -498,8 +499,8 @@ def solve_rsb1(
     fields, inner = samples
     _check_rsb1_task(point, s, fields)
     t0 = time.perf_counter()
-    resid, x, warm, conv, it = _iterate_rsb1(point, s, (fields, inner), _check_state(init), warm, o)
-    ch = rsb1_channel(point[0], fields, inner, alpha, s, x, warm=warm, multistart=True, n_steps=o.n_steps)
+    resid, x, warm, conv, it = _iterate_rsb1(point, s, samples, _check_state(init), warm, o)
+    ch = rsb1_channel(point[0], samples, alpha, s, x, warm=warm, multistart=True, n_steps=o.n_steps)
     out = _rsb1_outputs(point, s, x, ch)
     out.update(
         ess_median=ch["ess_median"],
@@ -696,7 +697,7 @@ def inner_size_check(sigma, fields: Fields, alpha, lam, s, x, n_inners=(8, 32), 
     out = []
     for n1 in n_inners:
         inner = draw_inner(fields.L, int(n1), inner_seed)
-        ch = rsb1_channel(sigma, fields, inner, alpha, s, x)
+        ch = rsb1_channel(sigma, (fields, inner), alpha, s, x)
         th = thermodynamics(lam, alpha, s, np.asarray(x, float), ch)
         fx = rsb1_prior(lam, s, ch)
         out.append(

@@ -18,8 +18,10 @@ import math
 import os
 import time
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, "1")
+from slrpipe.threads import BLAS_THREAD_VARS, thread_env
+
+for _v in BLAS_THREAD_VARS:
+    os.environ.setdefault(_v, thread_env(1)[_v])
 
 from slrpipe.theory.exact_length import ab_exact  # noqa: E402
 from slrpipe.theory.population import bayes_risk, optimal_risk  # noqa: E402

@@ -13,7 +13,9 @@ import argparse
 import os
 import time
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from slrpipe.threads import thread_env
+
+os.environ.setdefault("OMP_NUM_THREADS", thread_env(1)["OMP_NUM_THREADS"])
 
 import numpy as np
 

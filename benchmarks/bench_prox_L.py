@@ -30,7 +30,9 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+from slrpipe.threads import thread_env
+
+os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 
 TASK = {"model": "spiked", "nu": 16.0, "delta": 0.0, "lam": 0.1}
 P_BUDGET = 10  # prox.MAX_DIRECTIONS (not imported here: the parent process stays free of JAX)
@@ -57,8 +59,8 @@ def one(L, sigma, n, alpha, max_iter, criterion, state=None):
     """Run in a fresh process: the measurements of one (L, σ) as a dict."""
     import jax
 
+    from slrpipe.theory.replica import ReplicaTask, solve_replica
     from slrpipe.theory.replica import prox as P
-    from slrpipe.theory.replica import solve_replica
     from slrpipe.theory.replica.fields import draw_fields
     from slrpipe.theory.replica.solver import STATE
 
@@ -83,11 +85,7 @@ def one(L, sigma, n, alpha, max_iter, criterion, state=None):
     for _ in range(2):  # first: compile + run; second: the same solve on the compiled programs
         t, c = time.perf_counter(), time.process_time()
         r = solve_replica(
-            sigma,
-            TASK["model"],
-            TASK["nu"],
-            L,
-            TASK["delta"],
+            ReplicaTask(sigma, TASK["model"], TASK["nu"], L, TASK["delta"]),
             TASK["lam"],
             alpha,
             fields=fields,

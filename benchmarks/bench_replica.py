@@ -50,13 +50,15 @@ import math
 import os
 import time
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+from slrpipe.threads import thread_env
+
+os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 
 import numpy as np
 from scipy.optimize import minimize
 
 from slrpipe.scores import score
-from slrpipe.theory.replica import replica_sweep, solve_replica
+from slrpipe.theory.replica import Draw, ReplicaTask, replica_sweep, solve_replica
 from slrpipe.theory.replica import sweep as sweep_module
 from slrpipe.theory.replica.channel import centres, channel
 from slrpipe.theory.replica.fields import draw_fields
@@ -123,7 +125,11 @@ def bench_sweep(a):
     for sigma in a.sigmas.split(","):
         runs = [
             replica_sweep(
-                sigma, "spiked", a.nu, a.L, 0.0, [a.lam], alphas, n_samples=a.n_samples, seed=s, two_way=False
+                ReplicaTask(sigma, "spiked", a.nu, a.L, 0.0),
+                [a.lam],
+                alphas,
+                draw=Draw(n_samples=a.n_samples, seed=s),
+                two_way=False,
             )
             for s in range(a.seeds)
         ]
@@ -149,18 +155,12 @@ def bench_sweep(a):
             init = None
             for al in sorted([v for v in alphas if v >= alpha], reverse=True):
                 r = solve_replica(
-                    sigma,
-                    "spiked",
-                    a.nu,
-                    a.L,
-                    0.0,
+                    ReplicaTask(sigma, "spiked", a.nu, a.L, 0.0),
                     a.lam,
                     al,
-                    n_samples=a.n_samples,
-                    seed=s,
+                    fields=Draw(n_samples=a.n_samples, seed=s, qmc=False),
                     init=init,
                     method="damped",
-                    qmc=False,
                     mhat="general",
                     softmin=None,
                 )
@@ -181,7 +181,9 @@ def bench_panel(a):
     total = 0.0
     for sigma in a.sigmas.split(","):
         t = time.perf_counter()
-        ds = replica_sweep(sigma, "spiked", a.nu, a.L, 0.0, [a.lam], alphas, n_samples=a.n_samples, seed=0)
+        ds = replica_sweep(
+            ReplicaTask(sigma, "spiked", a.nu, a.L, 0.0), [a.lam], alphas, draw=Draw(n_samples=a.n_samples, seed=0)
+        )
         dt = time.perf_counter() - t
         total += dt
         print(
@@ -218,14 +220,18 @@ def _timed_sweep(a, sigma, model, nu, L, lam, alphas, n_samples, **sweep_kw):
 
     def counted(*args, **kw):
         r = inner(*args, **kw)
-        solves.append((float(args[6]), r["iterations"], bool(r["converged"]), r["wall_time"]))
+        solves.append((float(args[2]), r["iterations"], bool(r["converged"]), r["wall_time"]))
         return r
 
     sweep_module.solve_replica = counted
     try:
         t, c = time.perf_counter(), time.process_time()
         ds = replica_sweep(
-            sigma, model, nu, L, 0.0, [lam], alphas, n_samples=n_samples, seed=0, **_policy(a, **sweep_kw)
+            ReplicaTask(sigma, model, nu, L, 0.0),
+            [lam],
+            alphas,
+            draw=Draw(n_samples=n_samples, seed=0),
+            **_policy(a, **sweep_kw),
         )
         return ds, time.perf_counter() - t, time.process_time() - c, solves
     finally:

@@ -84,6 +84,7 @@ def main(argv=None) -> int:
         from slrpipe.commands.train_batch import members
         from slrpipe.jobs import TrainBatchJob
         from slrpipe.jobs import argv as job_argv
+        from slrpipe.threads import thread_env
 
         if a.batch:  # on a machine without the workflow's dependencies (e.g. a GPU node)
             saved = json.loads(Path(a.batch).read_text())
@@ -100,10 +101,7 @@ def main(argv=None) -> int:
             os.environ,
             PYTHONUNBUFFERED="1",
             XLA_PYTHON_CLIENT_PREALLOCATE="false",
-            XLA_FLAGS=f"--xla_cpu_multi_thread_eigen={'true' if a.threads > 1 else 'false'} "
-            f"intra_op_parallelism_threads={a.threads}",
-            OMP_NUM_THREADS=str(a.threads),
-            OPENBLAS_NUM_THREADS=str(a.threads),
+            **thread_env(a.threads, multi_thread_eigen=a.threads > 1),
         )
         if a.platform:
             env["JAX_PLATFORMS"] = a.platform

@@ -114,14 +114,9 @@ def main(argv=None):
         a.D, a.n, a.n_test = 100, 100, 2000
     if a.child:
         return child(a)
-    env = dict(
-        os.environ,
-        XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-        OMP_NUM_THREADS="1",
-        OPENBLAS_NUM_THREADS="1",
-        MKL_NUM_THREADS="1",
-        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-    )
+    from slrpipe.threads import thread_env
+
+    env = dict(os.environ, **thread_env(1), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
     args = [
         sys.executable,
         __file__,

@@ -19,12 +19,14 @@ import logging
 import os
 import time
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+from slrpipe.threads import thread_env
+
+os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 
 import numpy as np
 
 from slrpipe.store.aggregate import open_store
-from slrpipe.theory.replica import solve_replica
+from slrpipe.theory.replica import Draw, ReplicaTask, solve_replica
 from slrpipe.theory.replica.solver import STATE
 
 STAGES = (("anderson", 80), ("damped", 200), ("anderson", 100))
@@ -35,14 +37,10 @@ def from_erm(sigma, model, nu, L, delta, lam, alpha, init, n_samples):
     total = 0
     for method, max_iter in STAGES:
         r = solve_replica(
-            sigma,
-            model,
-            nu,
-            L,
-            delta,
+            ReplicaTask(sigma, model, nu, L, delta),
             lam,
             alpha,
-            n_samples=n_samples,
+            fields=Draw(n_samples=n_samples),
             init=init,
             method=method,
             max_iter=max_iter,

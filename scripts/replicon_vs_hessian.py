@@ -24,7 +24,7 @@ import numpy as np
 
 from slrpipe.data.sampling import SLRTask, sample_chunk
 from slrpipe.data.teacher import make_teacher
-from slrpipe.theory.replica import solve_replica
+from slrpipe.theory.replica import ReplicaTask, solve_replica
 from slrpipe.theory.replica import stability as S
 from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.train.erm import minimize, objective
@@ -34,7 +34,7 @@ STATE = ("m_k", "q_k", "V_k", "m_v", "q_v", "V_v")
 
 def theory(a):
     f = draw_fields("spiked", a.nu, a.L, a.delta, a.n_theory, 0, qmc=True)
-    r = solve_replica(a.sigma, "spiked", a.nu, a.L, a.delta, a.lam, a.alpha, fields=f)
+    r = solve_replica(ReplicaTask(a.sigma, "spiked", a.nu, a.L, a.delta), a.lam, a.alpha, fields=f)
     x = [r[k] for k in STATE]
     captured = {}
     smooth = S.smooth_operator

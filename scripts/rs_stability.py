@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from slrpipe.theory.replica import solve_replica
+from slrpipe.theory.replica import ReplicaTask, solve_replica
 from slrpipe.theory.replica import stability as S
 from slrpipe.theory.replica.fields import draw_fields
 
@@ -50,7 +50,7 @@ def main(argv=None):
     f0 = draw_fields(a.model, a.nu, a.L, a.delta, a.n, 0, qmc=True)
     for alpha in a.alphas:
         t = time.process_time()
-        r = solve_replica(a.sigma, a.model, a.nu, a.L, a.delta, a.lam, alpha, fields=f0)
+        r = solve_replica(ReplicaTask(a.sigma, a.model, a.nu, a.L, a.delta), a.lam, alpha, fields=f0)
         x = [r[k] for k in STATE]
         print(
             f"{a.sigma} {a.model} nu={a.nu:g} L={a.L} lam={a.lam:g} alpha={alpha:g}: converged={r['converged']} "

@@ -23,10 +23,13 @@ import math
 import os
 import time
 
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+from slrpipe.threads import thread_env
+
+os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 
 from slrpipe.theory.replica import rsb1
 from slrpipe.theory.replica.fields import draw_fields
+from slrpipe.theory.replica.options import ReplicaTask
 from slrpipe.theory.replica.solver import STATE, solve_replica
 
 log = logging.getLogger("rsb1_table")
@@ -42,14 +45,15 @@ ERM = {
 }
 
 
-def rs_solutions(task, fields, init):
-    """(soft RS, hard RS) on ``fields``: soft from ``init`` (Anderson, then damped), hard from soft."""
-    soft = solve_replica(*task, fields=fields, init=init, max_iter=80)
+def rs_solutions(point, fields, init):
+    """(soft RS, hard RS) on ``fields`` at ``point`` = (task, λ, α): soft from ``init`` (Anderson,
+    then damped), hard from soft."""
+    soft = solve_replica(*point, fields=fields, init=init, max_iter=80)
     if not soft["converged"]:
         soft = solve_replica(
-            *task, fields=fields, init={k: soft[k] for k in STATE}, method="damped", max_iter=200, patience=200
+            *point, fields=fields, init={k: soft[k] for k in STATE}, method="damped", max_iter=200, patience=200
         )
-    hard = solve_replica(*task, fields=fields, init={k: soft[k] for k in STATE}, softmin=None, max_iter=60)
+    hard = solve_replica(*point, fields=fields, init={k: soft[k] for k in STATE}, softmin=None, max_iter=60)
     return soft, hard
 
 
@@ -66,10 +70,10 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    task = ("softmax", "spiked", a.nu, a.L, 0.0, a.lam, a.alpha)
+    point = (ReplicaTask("softmax", "spiked", a.nu, a.L, 0.0), a.lam, a.alpha)
     t0 = time.perf_counter()
     fields = draw_fields("spiked", a.nu, a.L, 0.0, a.n_outer, 0, qmc=True)
-    soft, hard = rs_solutions(task, fields, dict(zip(STATE, map(float, a.init.split(",")))))
+    soft, hard = rs_solutions(point, fields, dict(zip(STATE, map(float, a.init.split(",")))))
     rs = hard if hard["converged"] else soft
     for name, r in (("soft", soft), ("hard", hard)):
         log.info(
@@ -83,7 +87,10 @@ def main(argv=None):
             {k: round(r[k], 5) for k in STATE},
         )
     res = rsb1.rsb1_ground_state(
-        task, n_outer=a.n_outer, n_inner=a.n_inner, s_grid=[float(v) for v in a.s_grid.split(",")], rs=rs
+        *point,
+        draw=rsb1.Rsb1Draw(n_outer=a.n_outer, n_inner=a.n_inner),
+        s_grid=[float(v) for v in a.s_grid.split(",")],
+        rs=rs,
     )
     erm = ERM.get((a.nu, a.alpha, a.lam))
     print(

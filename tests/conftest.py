@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from slrpipe.threads import thread_env
+
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW_PARTS = ["Snakefile", "workflow", "config", "profiles", "src"]
 
 # Single-threaded XLA/BLAS in every test process: CI has 2 cores and parallel jobs.
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
-for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(var, "1")
+for _var, _value in thread_env(1).items():
+    os.environ.setdefault(_var, _value)
 
 
 def copy_workflow(dest: Path) -> Path:

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from slrpipe.threads import thread_env
+
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = sorted(p.name for p in (REPO / "benchmarks").glob("bench_*.py"))
 WORKERS = 2
@@ -87,10 +89,7 @@ FIRST = ("bench_replica.py", "bench_prox_L.py", "bench_population.py")
 def _quick(name: str) -> tuple[subprocess.CompletedProcess, float]:
     env = dict(
         os.environ,
-        OMP_NUM_THREADS="1",
-        OPENBLAS_NUM_THREADS="1",
-        MKL_NUM_THREADS="1",
-        XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+        **thread_env(1),
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])),
         PYTHONUNBUFFERED="1",
     )

@@ -15,6 +15,7 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "slrpipe"
 #: parts of equal rank only within the same part (data, models and theory are independent).
 RANK = {
     "vocabulary": 0,
+    "threads": 0,
     "lengths": 1,
     "io": 1,
     "provenance": 1,

@@ -11,7 +11,7 @@ import yaml
 from conftest import REPO
 
 from slrpipe.theory import population as pop
-from slrpipe.theory.length_sweep import length_sweep, nu_for_risk
+from slrpipe.theory.length_sweep import LengthOptions, length_sweep, nu_for_risk
 from slrpipe.workflow import ConfigError, plan, validate
 
 U1000 = {k: 1 / 1000 for k in range(1, 1001)}
@@ -33,7 +33,8 @@ def test_nu_for_risk_linear_inverts_closed_form():
 
 
 def test_length_sweep_dataset():
-    ds = length_sweep("bayes", "spiked", [2, 64], [1.0, 4.0], target_risk=0.2, var_L_max=5, var_nus=[2.0])
+    opts = LengthOptions(target_risk=0.2, var_L_max=5, var_nus=[2.0])
+    ds = length_sweep("bayes", "spiked", [2, 64], [1.0, 4.0], options=opts)
     assert ds.risk.dims == ("L", "nu") and ds.risk.shape == (2, 2)
     assert ds.risk.sel(L=64, nu=4.0) == pytest.approx(pop.bayes_risk("spiked", 4.0, 64), abs=1e-14)
     assert np.all(np.diff(ds.risk.values, axis=0) > 0) and np.all(np.diff(ds.risk.values, axis=1) < 0)
@@ -43,6 +44,10 @@ def test_length_sweep_dataset():
     assert ds.risk_var.item() == pytest.approx(pop.bayes_risk("spiked", 2.0, law), abs=1e-14)
     with pytest.raises(ValueError, match="target"):
         nu_for_risk("linear", "spiked", 10, 1.5)
+    with pytest.raises(ValueError, match="target_risk"):
+        LengthOptions(target_risk=1.5)
+    with pytest.raises(ValueError, match="var_L_max"):
+        LengthOptions(var_L_max=0)
 
 
 def test_cli_length(tmp_path):

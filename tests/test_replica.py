@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from slrpipe.theory.population import optimal_risk
-from slrpipe.theory.replica import solve_replica
+from slrpipe.theory.replica import Draw, ReplicaTask, solve_replica
 from slrpipe.theory.replica.channel import channel
 from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.theory.replica.prox import _psi, prox
@@ -35,7 +35,9 @@ def test_L1_softmax_is_ridge_regression(alpha):
     # is Monte Carlo (4000 samples): relative MC error of q̂ ~ √(2/4000) ≈ 2 %, so 4 % on e_test.
     lam, delta = 0.3, 0.5
     V, m, q, e = _ridge_closed_form(alpha, lam, delta)
-    r = solve_replica("softmax", "spiked", 1.0, 1, delta, lam, alpha, n_samples=4000, seed=1, tol=1e-7)
+    r = solve_replica(
+        ReplicaTask("softmax", "spiked", 1.0, 1, delta), lam, alpha, fields=Draw(n_samples=4000, seed=1), tol=1e-7
+    )
     assert r["converged"]
     assert r["m_k"] == pytest.approx(0.0, abs=1e-8) and r["q_k"] == pytest.approx(0.0, abs=1e-8)
     assert r["V_v"] == pytest.approx(V, rel=0.03)
@@ -154,7 +156,9 @@ def test_large_alpha_reaches_population_optimum(sigma, model, nu, init):
     pop = optimal_risk(sigma, model, nu, L)["risk"]
     e = {}
     for a in (100.0, 200.0):
-        r = solve_replica(sigma, model, nu, L, 0.0, lam, a, n_samples=4000, seed=2, init=init, n_steps=12)
+        r = solve_replica(
+            ReplicaTask(sigma, model, nu, L, 0.0), lam, a, fields=Draw(n_samples=4000, seed=2), init=init, n_steps=12
+        )
         assert r["converged"]
         init = {k: r[k] for k in ("m_k", "q_k", "V_k", "m_v", "q_v", "V_v")}
         e[a] = r["test_error"]
@@ -163,7 +167,14 @@ def test_large_alpha_reaches_population_optimum(sigma, model, nu, init):
 
 
 def test_non_convergence_is_flagged():
-    r = solve_replica("softmax", "spiked", 1.0, 1, 0.5, 0.3, 3.0, n_samples=4000, seed=1, max_iter=2, polish=False)
+    r = solve_replica(
+        ReplicaTask("softmax", "spiked", 1.0, 1, 0.5),
+        0.3,
+        3.0,
+        fields=Draw(n_samples=4000, seed=1),
+        max_iter=2,
+        polish=False,
+    )
     assert r["converged"] is False
     assert r["residual"] > 1e-5 and r["iterations"] == 2
     assert np.isfinite(r["test_error"])  # a number is returned, but flagged
@@ -174,8 +185,8 @@ def test_polish_finishes_a_near_miss_at_the_same_fixed_point():
     # converged, at the fixed point the full iteration reaches (same map, same common random
     # numbers: |Δx| ≲ |(I − J)⁻¹| tol ≈ 1e-6, bound 1e-5 relative), which is the ridge closed form
     # within its Monte Carlo error (4 %, test above). Without the polish the same solve is flagged.
-    kw = dict(n_samples=4000, seed=1, tol=1e-7)
-    args = ("softmax", "spiked", 1.0, 1, 0.5, 0.3, 3.0)
+    kw = dict(fields=Draw(n_samples=4000, seed=1), tol=1e-7)
+    args = (ReplicaTask("softmax", "spiked", 1.0, 1, 0.5), 0.3, 3.0)
     full = solve_replica(*args, **kw)
     cut = solve_replica(*args, max_iter=4, polish=False, **kw)
     pol = solve_replica(*args, max_iter=4, **kw)
@@ -202,16 +213,8 @@ def test_bad_arguments_raise(kw, match):
     args = dict(sigma="softmax", model="spiked", nu=1.0, L=2, delta=0.0, lam=0.1, alpha=1.0)
     args.update(kw)
     with pytest.raises(ValueError, match=match):
-        solve_replica(
-            args.pop("sigma"),
-            args.pop("model"),
-            args.pop("nu"),
-            args.pop("L"),
-            args.pop("delta"),
-            args.pop("lam"),
-            args.pop("alpha"),
-            n_samples=100,
-        )
+        task = ReplicaTask(args.pop("sigma"), args.pop("model"), args.pop("nu"), args.pop("L"), args.pop("delta"))
+        solve_replica(task, args.pop("lam"), args.pop("alpha"), fields=Draw(n_samples=100))
 
 
 def test_cli_writes_sweep(tmp_path):
@@ -310,8 +313,8 @@ def test_anderson_reaches_the_damped_fixed_point():
     # (measured 19 vs 75).
     f = draw_fields("spiked", 1.0, 2, 0.0, 1024, seed=3, qmc=True)
     kw = dict(fields=f, tol=1e-8, max_iter=400)
-    ra = solve_replica("softmax", "spiked", 1.0, 2, 0.0, 0.1, 3.0, method="anderson", **kw)
-    rd = solve_replica("softmax", "spiked", 1.0, 2, 0.0, 0.1, 3.0, method="damped", **kw)
+    ra = solve_replica(ReplicaTask("softmax", "spiked", 1.0, 2, 0.0), 0.1, 3.0, method="anderson", **kw)
+    rd = solve_replica(ReplicaTask("softmax", "spiked", 1.0, 2, 0.0), 0.1, 3.0, method="damped", **kw)
     assert ra["converged"] and rd["converged"]
     for k in ("m_k", "q_k", "V_k", "m_v", "q_v", "V_v"):
         assert ra[k] == pytest.approx(rd[k], rel=1e-6, abs=1e-9)
@@ -335,7 +338,7 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
     def obj(branch, alpha):
         return {"A": 1.0, "B": 0.9 if alpha >= 5 else 1.1}[branch] * alpha
 
-    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
+    def fake(task, lam, alpha, *, fields=None, init=None, **kw):
         want = "B" if init is None or init["m_k"] < 0 else "A"
         exists = {"A": alpha >= 4, "B": alpha <= 6}
         b = want if exists[want] else ("A" if want == "B" else None)
@@ -357,7 +360,9 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
 
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
-    ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [2, 3, 4, 5, 6, 10, 20], n_samples=64)
+    ds = S.replica_sweep(
+        ReplicaTask("linear", "spiked", 1.0, 3, 0.0), [0.1], [2, 3, 4, 5, 6, 10, 20], draw=Draw(n_samples=64)
+    )
     nb = ds.n_branches.sel(lam=0.1).values.tolist()
     assert nb == [1, 1, 2, 2, 2, 1, 1]
     assert ds.branch.sel(lam=0.1).values.tolist() == [1, 1, 0, 1, 1, 0, 0]  # 1: up pass
@@ -371,7 +376,13 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
     assert ds.alpha_reached_down.sel(lam=0.1).values.tolist() == [4, 4, 4, 5, 6, 10, 20]
     # one-way continuation sees one branch everywhere and misses B at α = 5, 6; past the fold
     # (α = 3: not converged, the branch reached α = 4) the next point gets a cold start (B at α = 2)
-    ds1 = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [2, 3, 4, 5, 6, 10, 20], n_samples=64, two_way=False)
+    ds1 = S.replica_sweep(
+        ReplicaTask("linear", "spiked", 1.0, 3, 0.0),
+        [0.1],
+        [2, 3, 4, 5, 6, 10, 20],
+        draw=Draw(n_samples=64),
+        two_way=False,
+    )
     assert ds1.n_branches.sel(lam=0.1).values.tolist() == [1, 0, 1, 1, 1, 1, 1]
     assert ds1.alpha_reached_down.sel(lam=0.1).values.tolist()[:2] == [2, 4]
 
@@ -381,7 +392,9 @@ def test_sweep_measures_the_monte_carlo_error():
     # is finite and below the 4 % accuracy of the closed form at 4000 samples (test above).
     from slrpipe.theory.replica import replica_sweep
 
-    ds = replica_sweep("softmax", "spiked", 1.0, 1, 0.5, [0.3], [3.0], n_samples=4096, seed=1, mc_seeds=3)
+    ds = replica_sweep(
+        ReplicaTask("softmax", "spiked", 1.0, 1, 0.5), [0.3], [3.0], draw=Draw(n_samples=4096, seed=1), mc_seeds=3
+    )
     sd = float(ds.test_error_mc_sd.sel(lam=0.3, alpha=3.0))
     e = _ridge_closed_form(3.0, 0.3, 0.5)[3]
     assert 0 < sd < 0.04 * e
@@ -395,7 +408,7 @@ def test_cold_start_retries_larger_key_scales(monkeypatch):
     # down in α works. The sweep must find it from its key-scale ladder and say which start.
     from slrpipe.theory.replica import sweep as S
 
-    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
+    def fake(task, lam, alpha, *, fields=None, init=None, **kw):
         ok = init is not None and init["q_k"] >= 50
         r = {k: 0.0 for k in S.OUTPUTS}
         r.update(
@@ -415,7 +428,9 @@ def test_cold_start_retries_larger_key_scales(monkeypatch):
 
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
-    ds = S.replica_sweep("softmax", "spiked", 1.0, 3, 0.0, [0.01], [5, 10, 20], n_samples=64, two_way=False)
+    ds = S.replica_sweep(
+        ReplicaTask("softmax", "spiked", 1.0, 3, 0.0), [0.01], [5, 10, 20], draw=Draw(n_samples=64), two_way=False
+    )
     assert ds.converged.values.tolist() == [[True, True, True]]
     assert ds.key_scale.values.tolist() == [next(c for c in S.KEY_SCALES if c * c >= 50)]
     assert ds.q_k.values.tolist() == [[70.0, 70.0, 70.0]]
@@ -426,7 +441,7 @@ def test_cold_start_tries_the_small_alpha_start(monkeypatch):
     # spiked ν = 1, α = 0.5: V_k = 99): reachable only from the α → 0 start, the last of the ladder.
     from slrpipe.theory.replica import sweep as S
 
-    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
+    def fake(task, lam, alpha, *, fields=None, init=None, **kw):
         ok = init is not None and init.get("V_k", 1.0) >= 0.5 / lam
         r = {k: 0.0 for k in S.OUTPUTS}
         r.update(
@@ -446,7 +461,9 @@ def test_cold_start_tries_the_small_alpha_start(monkeypatch):
 
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
-    ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.01], [0.5, 1.0], n_samples=64, two_way=False)
+    ds = S.replica_sweep(
+        ReplicaTask("linear", "spiked", 1.0, 3, 0.0), [0.01], [0.5, 1.0], draw=Draw(n_samples=64), two_way=False
+    )
     assert ds.converged.values.tolist() == [[True, True]]
     assert ds.key_scale.values.tolist() == [0.0] and S.KEY_SCALES[-1] == 0.0
     assert ds.V_k.values.tolist() == [[99.0, 99.0]]
@@ -460,7 +477,7 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
 
     calls = []
 
-    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
+    def fake(task, lam, alpha, *, fields=None, init=None, **kw):
         calls.append(alpha)
         ok = alpha >= 3 and (alpha == 10 if init is None else abs(init["m_k"] - alpha) <= 2)
         r = {k: 0.0 for k in S.OUTPUTS}
@@ -481,7 +498,9 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
 
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
-    ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [1, 5, 10], n_samples=64, two_way=False)
+    ds = S.replica_sweep(
+        ReplicaTask("linear", "spiked", 1.0, 3, 0.0), [0.1], [1, 5, 10], draw=Draw(n_samples=64), two_way=False
+    )
     assert ds.converged.values.tolist() == [[False, True, True]]
     assert ds.m_k.sel(lam=0.1, alpha=5).item() == 5.0
     assert ds.alpha_reached_down.values.tolist() == [[3.0, 5.0, 10.0]]
@@ -595,7 +614,7 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
 
     calls = []
 
-    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, options=None, warm=None, **kw):
+    def fake(task, lam, alpha, *, fields=None, init=None, options=None, warm=None, **kw):
         calls.append((alpha, options, warm))
         ok = init is None or abs(init["m_k"] - alpha) <= 2
         r = {k: 0.0 for k in S.OUTPUTS}
@@ -618,7 +637,14 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     opts = SolverOptions.build(tol=1e-6)
-    ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.1], [5, 10], n_samples=64, two_way=False, options=opts)
+    ds = S.replica_sweep(
+        ReplicaTask("linear", "spiked", 1.0, 3, 0.0),
+        [0.1],
+        [5, 10],
+        draw=Draw(n_samples=64),
+        two_way=False,
+        options=opts,
+    )
     assert ds.converged.values.tolist() == [[True, True]]
     cheap = opts.replace(tol=1e-4, polish=False, patience=15, cheap_finish=True, full_every=10)
     probe = cheap  # probe_far_patience is off by default
@@ -651,7 +677,7 @@ def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
 
     calls = []
 
-    def fake(sigma, model, nu, L, delta, lam, alpha, *, fields=None, init=None, **kw):
+    def fake(task, lam, alpha, *, fields=None, init=None, **kw):
         calls.append(alpha)
         ok = alpha == 1.0 and init is not None and init.get("V_k", 1.0) >= 0.5 / lam
         r = {k: 0.0 for k in S.OUTPUTS}
@@ -672,7 +698,7 @@ def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
 
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
-    ds = S.replica_sweep("linear", "spiked", 1.0, 3, 0.0, [0.01], [1.0, 5.0], n_samples=64)
+    ds = S.replica_sweep(ReplicaTask("linear", "spiked", 1.0, 3, 0.0), [0.01], [1.0, 5.0], draw=Draw(n_samples=64))
     assert ds.converged.values.tolist() == [[True, False]]
     assert calls.count(1.0) == len(S.KEY_SCALES)
 

@@ -14,6 +14,7 @@ import pytest
 from slrpipe.theory.replica import rsb1
 from slrpipe.theory.replica.channel import channel
 from slrpipe.theory.replica.fields import draw_fields
+from slrpipe.theory.replica.options import ReplicaTask
 from slrpipe.theory.replica.solver import STATE, solve_replica
 
 # RS fixed point (hard channel) of softmax, spiked ν = 1, L = 2, Δ = 0, λ = 0.1, α = 5 at
@@ -49,15 +50,15 @@ def test_prior_rejects_a_nonpositive_a():
 
 def test_dq_zero_reproduces_the_rs_fixed_point():
     """(a) at a softmax point with competing minima: map, fixed point, Φ = objective, Σ = 0."""
-    task = ("softmax", "spiked", 1.0, 2, 0.0, 0.1, 5.0)
+    task = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0)
     fields = draw_fields("spiked", 1.0, 2, 0.0, 1024, 0, qmc=True)
     tol = 1e-6
-    rs = solve_replica(*task, fields=fields, softmin=None, tol=tol, init=RS_START)
+    rs = solve_replica(task, 0.1, 5.0, fields=fields, softmin=None, tol=tol, init=RS_START)
     assert rs["converged"], rs["residual"]
     x = rsb1.rs_state(rs)
     inner = rsb1.draw_inner(2, 8)
     for s in (0.5, 4.0):
-        ch = rsb1.rsb1_channel("softmax", fields, inner, 5.0, s, x)
+        ch = rsb1.rsb1_channel("softmax", (fields, inner), 5.0, s, x)
         ref = channel("softmax", fields, 5.0, [rs[k] for k in STATE], softmin=None)
         for a in ("k", "v"):  # the same map, to rounding
             assert ch[f"dqhat_{a}"] == pytest.approx(0.0, abs=1e-14)
@@ -89,15 +90,13 @@ def test_ridge_regression_has_no_rsb(s):
     inner = rsb1.draw_inner(1, 16)
     x0 = np.array([0.0, 0.0, 0.0, 1 / lam, 0.5, 0.6, 0.3, 0.5])
     r = rsb1.solve_rsb1(
-        ("softmax", "spiked", 1.0, 1, delta, lam, alpha),
+        ReplicaTask("softmax", "spiked", 1.0, 1, delta),
+        lam,
+        alpha,
         s,
-        fields=fields,
-        inner=inner,
+        samples=(fields, inner),
         init=x0,
-        tol=1e-9,
-        damping=1.0,
-        max_iter=150,
-        patience=150,
+        options=rsb1.Rsb1Options(tol=1e-9, damping=1.0, max_iter=150, patience=150),
     )
     assert r["converged"], r["residual"]
     assert r["dq_v"] < 1e-8 and r["dq_k"] == 0.0
@@ -111,27 +110,27 @@ def test_complexity_is_s_squared_dphi_ds():
     """(c) Σ(s) (closed form, docs/theory.md §13) against s² (Φ(s + h) − Φ(s − h))/(2h) of the solved
     potential, at a softmax point where RS is unstable (δq > 0), within 3 Monte Carlo s.e.; and the
     explicit ∂Φ/∂s at the saddle (conjugates and state held, the tilt re-weighted) to 1e-6."""
-    task = ("softmax", "spiked", 1.0, 2, 0.0, 0.1, 1.0)
+    task, lam, alpha = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0), 0.1, 1.0
     fields = draw_fields("spiked", 1.0, 2, 0.0, 512, 0, qmc=True)
     inner = rsb1.draw_inner(2, 8)
-    rs = solve_replica(*task, fields=fields, softmin=None, tol=1e-5)
+    rs = solve_replica(task, lam, alpha, fields=fields, softmin=None, tol=1e-5)
     s, h = 4.0, 1.0
-    kw = {"fields": fields, "inner": inner, "tol": 1e-5, "max_iter": 120, "patience": 40}
-    mid = rsb1.solve_rsb1(task, s, init=rsb1.rs_state(rs, 0.3), **kw)
+    kw = {"samples": (fields, inner), "options": rsb1.Rsb1Options(tol=1e-5, max_iter=120, patience=40)}
+    mid = rsb1.solve_rsb1(task, lam, alpha, s, init=rsb1.rs_state(rs, 0.3), **kw)
     assert mid["converged"], mid["residual"]
     assert mid["dq_k"] + mid["dq_v"] > 1e-2  # a genuine 1RSB point
     x, warm = np.array([mid[k] for k in rsb1.STATE1]), mid["prox_warm"]
     # explicit derivative: Φ(x, x̂, s ± ε) with Φ_out re-weighted at s ± ε on the same prox solutions
-    ch = rsb1.rsb1_channel("softmax", fields, inner, 1.0, s, x, warm=warm)
+    ch = rsb1.rsb1_channel("softmax", (fields, inner), 1.0, s, x, warm=warm)
     eps, phis = 1e-4, []
     for t in (s - eps, s + eps):
-        cht = rsb1.rsb1_channel("softmax", fields, inner, 1.0, t, x, warm=warm)
+        cht = rsb1.rsb1_channel("softmax", (fields, inner), 1.0, t, x, warm=warm)
         phis.append(rsb1.thermodynamics(0.1, 1.0, t, x, {**cht, **{k: ch[k] for k in rsb1.CONJ1}})["phi"])
     th = rsb1.thermodynamics(0.1, 1.0, s, x, ch)
     assert s * s * (phis[1] - phis[0]) / (2 * eps) == pytest.approx(th["sigma"], abs=1e-6 + 1e-3 * abs(th["sigma"]))
     # total derivative along the solved saddle (envelope theorem)
-    lo = rsb1.solve_rsb1(task, s - h, init=x, warm=warm, **kw)
-    hi = rsb1.solve_rsb1(task, s + h, init=x, warm=warm, **kw)
+    lo = rsb1.solve_rsb1(task, lam, alpha, s - h, init=x, warm=warm, **kw)
+    hi = rsb1.solve_rsb1(task, lam, alpha, s + h, init=x, warm=warm, **kw)
     assert lo["converged"] and hi["converged"]
     fd = s * s * (hi["phi"] - lo["phi"]) / (2 * h)
     assert abs(fd - mid["sigma"]) < 3 * mid["sigma_se"], (fd, mid["sigma"], mid["sigma_se"])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
-from slrpipe.theory.replica import solve_replica
+from slrpipe.theory.replica import ReplicaTask, solve_replica
 from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.theory.replica.stability import (
     STABILITY,
@@ -46,7 +46,7 @@ def test_ridge_replicon_closed_form(lam, alpha):
     The identity holds exactly at the solver's V_v; V_v itself agrees with the closed-form root of
     λV² + (λ + α − 1)V − 1 = 0 within 4 of its Monte Carlo standard errors (V = 1/(λ + V̂))."""
     f = draw_fields("spiked", 1.0, 1, 0.5, 4096, 0, qmc=True)
-    r = solve_replica("softmax", "spiked", 1.0, 1, 0.5, lam, alpha, fields=f, softmin=None)
+    r = solve_replica(ReplicaTask("softmax", "spiked", 1.0, 1, 0.5), lam, alpha, fields=f, softmin=None)
     assert r["converged"]
     st = rs_stability("softmax", f, alpha, [r[k] for k in STATE])
     assert set(STABILITY) <= set(st)
@@ -165,7 +165,7 @@ def test_replicon_operator_predicts_the_erm_susceptibility():
 
     L, lam, alpha, D = 2, 0.1, 10.0, 200
     f = draw_fields("spiked", 1.0, L, 0.0, 4096, 0, qmc=True)
-    r = solve_replica("linear", "spiked", 1.0, L, 0.0, lam, alpha, fields=f)
+    r = solve_replica(ReplicaTask("linear", "spiked", 1.0, L, 0.0), lam, alpha, fields=f)
     assert r["converged"]
     x = [r[k] for k in STATE]
     captured = {}

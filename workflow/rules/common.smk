@@ -8,6 +8,7 @@ from slrpipe.fingerprint import fingerprint
 from slrpipe.commands._config import plan_text
 from slrpipe.io import write_text
 from slrpipe.jobs import command_line
+from slrpipe.threads import thread_env
 from slrpipe.workflow import ConfigError, batch_resources, plan, validate
 
 try:
@@ -20,11 +21,11 @@ except ConfigError as err:  # one line, before any job exists
 # The CLI through this workflow's own interpreter: jobs need no venv on PATH (Slurm nodes included).
 SLRPIPE = f"{shlex.quote(sys.executable)} -m slrpipe"
 
-# Compute jobs are single-threaded: XLA and BLAS are pinned to the cores Snakemake gives them.
-THREAD_ENV = (
-    "XLA_FLAGS='--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={threads}' "
-    "OMP_NUM_THREADS={threads} OPENBLAS_NUM_THREADS={threads} MKL_NUM_THREADS={threads} "
-    "PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false"
+# Compute jobs are single-threaded: XLA and BLAS are pinned to the cores Snakemake gives them
+# (slrpipe.threads.thread_env, with Snakemake's {threads} filled in per job).
+THREAD_ENV = " ".join(
+    [f"{k}={shlex.quote(v) if ' ' in v else v}" for k, v in thread_env("{threads}").items()]
+    + ["PYTHONUNBUFFERED=1", "XLA_PYTHON_CLIENT_PREALLOCATE=false"]
 )
 
 # JAX's persistent compilation cache, shared by every JAX job (train and replica; concurrent jobs

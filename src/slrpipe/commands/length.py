@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     Raises:
         ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
-    from slrpipe.theory.length_sweep import length_sweep
+    from slrpipe.theory.length_sweep import LengthOptions, length_sweep
 
     if (args.var_L_max is None) != (args.var_nu_grid is None):
         raise ValueError("var-L-max, var-nu-grid: give both or neither")
@@ -70,9 +70,7 @@ def run(args: argparse.Namespace) -> int:
         list(job.L_grid),
         list(job.nu_grid),
         job.delta,
-        target_risk=job.target_risk,
-        var_L_max=job.var_L_max,
-        var_nus=job.var_nu_grid or (),
+        options=LengthOptions(target_risk=job.target_risk, var_L_max=job.var_L_max, var_nus=job.var_nu_grid or ()),
     )
     ds.attrs.update(
         provenance(

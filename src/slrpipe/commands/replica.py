@@ -56,7 +56,7 @@ def run(args) -> int:
 
     Raises:
         ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
-    from slrpipe.theory.replica import bayes_optimal_sweep, replica_sweep
+    from slrpipe.theory.replica import Draw, ReplicaTask, bayes_optimal_sweep, replica_sweep
     from slrpipe.theory.replica.options import SolverOptions, SweepOptions
 
     job = from_namespace(ReplicaJob, args)
@@ -74,16 +74,10 @@ def run(args) -> int:
         options = SolverOptions()
         sweep = SweepOptions(two_way=not args.one_way, mc_seeds=job.mc_seeds or 1)
         ds = replica_sweep(
-            job.sigma or "softmax",
-            job.model,
-            job.nu,
-            L,
-            job.delta,
+            ReplicaTask(job.sigma or "softmax", job.model, job.nu, L, job.delta),
             list(job.lam_grid or (0.1,)),
             list(job.alpha_grid),
-            n_samples=job.n_samples,
-            seed=job.seed,
-            qmc=not args.no_qmc,
+            draw=Draw(n_samples=job.n_samples, seed=job.seed, qmc=not args.no_qmc),
             options=options,
             sweep=sweep,
         )

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # annotations only: xarray is imported where a Dataset is bui
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import brentq
@@ -55,6 +56,31 @@ def nu_for_risk(sigma, model, L, target: float, *, quad: QuadSpec | None = None)
         if hi > math.log(_NU_MAX):
             return math.nan
     return float(math.exp(brentq(f, lo, hi, xtol=1e-9, rtol=1e-9)))
+
+
+@dataclass(frozen=True)
+class LengthOptions:
+    """The optional outputs of :func:`length_sweep` (docs/theory.md §12; Cor. 4.3, 4.4).
+
+    target_risk: float in (0, 1) or None: also the ν at which the optimal excess risk R* − Δ²
+    equals it, per L (:func:`nu_for_risk`).  var_L_max: int ≥ 1 or None: also the optimum for
+    L ~ Uniform{1, …, var_L_max} with shared (k, v), on the ν grid ``var_nus`` (a sequence of
+    floats ≥ 0, max-SLR: inf allowed; stored as a tuple).
+
+    Raises:
+        ValueError: target_risk outside (0, 1), or var_L_max not an integer ≥ 1.
+    """
+
+    target_risk: float | None = None
+    var_L_max: int | None = None
+    var_nus: Sequence[float] = ()
+
+    def __post_init__(self):
+        if self.target_risk is not None and not 0 < self.target_risk < 1:
+            raise ValueError(f"target_risk: must be in (0, 1), got {self.target_risk}")
+        if self.var_L_max is not None and (int(self.var_L_max) != self.var_L_max or self.var_L_max < 1):
+            raise ValueError(f"var_L_max: must be an integer ≥ 1, got {self.var_L_max}")
+        object.__setattr__(self, "var_nus", tuple(self.var_nus))
 
 
 def _grid_risks(sigma, model, Ls, nus, delta, quad):
@@ -100,16 +126,21 @@ def length_sweep(
     nus: Sequence[float],
     delta: float = 0.0,
     *,
-    target_risk: float | None = None,
-    var_L_max: int | None = None,
-    var_nus: Sequence[float] = (),
+    options: LengthOptions | None = None,
     quad: QuadSpec | None = None,
 ) -> xarray.Dataset:
-    """Dataset with risk, m_k, risk_err (dims L, nu); nu_target (dim L) when ``target_risk`` is
-    given (the ν at which the excess risk R* − Δ² equals it, :func:`nu_for_risk`); risk_var
-    (dim nu_var) when ``var_L_max`` is given: the optimum for L ~ Uniform{1, …, var_L_max} with
-    shared (k, v) (Cor. 4.4). Scalar coords sigma, model, delta. sigma: one of SIGMAS or "bayes".
+    """Dataset with risk, m_k, risk_err (dims L, nu); nu_target (dim L) when
+    ``options.target_risk`` is given (the ν at which the excess risk R* − Δ² equals it,
+    :func:`nu_for_risk`); risk_var (dim nu_var) when ``options.var_L_max`` is given: the optimum
+    for L ~ Uniform{1, …, var_L_max} with shared (k, v) (Cor. 4.4). Scalar coords sigma, model,
+    delta. Source: docs/theory.md §12 (the paper's Cor. 4.3, 4.4).
 
+    Args:
+        sigma: str, one of SIGMAS or "bayes".  model: str, 'spiked' | 'max'.
+        lengths: 1-D sequence of ints ≥ 1 (the L grid).  nus: 1-D sequence of floats ≥ 0 (the ν
+            grid; max-SLR: inf allowed).  delta: label-noise std Δ ≥ 0 (float).
+        options: :class:`LengthOptions` (target_risk, var_L_max, var_nus; None: neither output).
+        quad: :class:`~slrpipe.theory.quadrature.QuadSpec` of every expectation (default if None).
     Raises:
         ValueError: unknown sigma, bad model/ν/L/Δ, empty grids.
     """
@@ -118,6 +149,7 @@ def length_sweep(
     if sigma != BAYES:
         check_sigma(sigma)
     delta = check_delta(delta)
+    o = options or LengthOptions()
     Ls = np.asarray(lengths, dtype=np.int64)
     nus = np.asarray([check_model_nu(model, v) for v in nus], dtype=float)
     if Ls.size == 0 or nus.size == 0 or np.any(Ls < 1):
@@ -128,13 +160,13 @@ def length_sweep(
         {"risk": (("L", "nu"), risk), "m_k": (("L", "nu"), m_k), "risk_err": (("L", "nu"), err)},
         coords={"L": Ls, "nu": nus, "sigma": sigma, "model": model, "delta": delta},
     )
-    if target_risk is not None:
-        nt = np.array([nu_for_risk(sigma, model, int(L), target_risk, quad=quad) for L in Ls])
+    if o.target_risk is not None:
+        nt = np.array([nu_for_risk(sigma, model, int(L), o.target_risk, quad=quad) for L in Ls])
         ds["nu_target"] = ("L", nt)
-        ds["nu_target"].attrs["description"] = f"ν at which the optimal excess risk R* − Δ² equals {target_risk:g}"
-        ds.attrs["target_risk"] = float(target_risk)
-    if var_L_max is not None:
-        ds = _variable_length(ds, sigma, model, delta, (var_L_max, var_nus), quad)
+        ds["nu_target"].attrs["description"] = f"ν at which the optimal excess risk R* − Δ² equals {o.target_risk:g}"
+        ds.attrs["target_risk"] = float(o.target_risk)
+    if o.var_L_max is not None:
+        ds = _variable_length(ds, sigma, model, delta, (o.var_L_max, o.var_nus), quad)
     ds["risk_err"].attrs["description"] = "quadrature error estimate (change under 1.5x refinement); NaN for bayes"
     ds.attrs.update(
         {"method": "population optimum vs L, exact-in-L reductions (docs/theory.md §12)", "quad_spec": repr(quad)}

@@ -1,6 +1,7 @@
 """Finite-α replica theory of ridge ERM on SLR (RS, zero temperature); see docs/theory.md.
 
-Modules: ``fields`` (common random numbers), ``prox`` (per-sample global proximal point and its
+Modules: ``options`` (the task ``ReplicaTask`` and the solver options), ``fields`` (common random
+numbers, drawn as a ``Draw`` says), ``prox`` (per-sample global proximal point and its
 implicit Jacobian, JAX), ``channel`` (output-channel expectations → conjugates), ``prior`` (ridge
 channel, closed form), ``solver`` (Anderson-accelerated fixed point, damped fallback), ``sweep`` ((λ, α) grids),
 ``bayes_optimal`` (Nishimori state evolution: the Bayes-optimal error at finite α), ``rsb1``
@@ -8,7 +9,9 @@ channel, closed form), ``solver`` (Anderson-accelerated fixed point, damped fall
 """
 
 from slrpipe.theory.replica.bayes_optimal import bayes_optimal_sweep
+from slrpipe.theory.replica.fields import Draw
+from slrpipe.theory.replica.options import ReplicaTask
 from slrpipe.theory.replica.solver import solve_replica
 from slrpipe.theory.replica.sweep import replica_sweep
 
-__all__ = ["solve_replica", "replica_sweep", "bayes_optimal_sweep"]
+__all__ = ["ReplicaTask", "Draw", "solve_replica", "replica_sweep", "bayes_optimal_sweep"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import ndtri
@@ -149,3 +150,24 @@ def draw_fields(
         dlogg=dup(dlogg),
         qmc=bool(qmc),
     )
+
+
+class Draw(NamedTuple):
+    """How the common random numbers of a replica solve are drawn (:func:`draw_fields`):
+    n_samples: int, channel samples N (rounded up to even; antithetic pairs).  seed: int, of the
+    draw.  qmc: bool, scrambled-Sobol' points (module docstring) instead of iid draws.
+    Source: docs/theory.md §9 (variance reduction)."""
+
+    n_samples: int = 20000
+    seed: int = 0
+    qmc: bool = True
+
+    def fields(self, task) -> Fields:
+        """The :class:`Fields` of ``task`` (a :class:`~slrpipe.theory.replica.options.ReplicaTask`;
+        its model, ν, L and Δ) drawn this way.
+
+        Raises:
+            ValueError: as :func:`draw_fields`.
+        """
+        _, model, nu, L, delta = task
+        return draw_fields(model, float(nu), int(L), float(delta), self.n_samples, self.seed, qmc=self.qmc)

@@ -1,5 +1,8 @@
-"""Options of the replica solver, grouped by what they control (built once, e.g. by the CLI).
+"""The task of the replica solver and its options, grouped by what they control (built once, e.g.
+by the CLI).
 
+``ReplicaTask``: the setting (σ, model, ν, L, Δ) that every replica solve takes first
+(docs/theory.md §2–3).
 ``ChannelOptions``: how one channel pass is estimated (docs/theory.md §4–5, §9).
 ``IterateOptions``: the fixed-point iteration and when it gives up (docs/theory.md §9).
 ``PolishOptions``: the root-finding finish of a near miss (docs/theory.md §9, "Polish").
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 METHODS = ("anderson", "damped")
 VHAT_ESTIMATORS = ("stein", "jacobian")
@@ -22,6 +26,29 @@ MHAT_ESTIMATORS = ("rb", "general")
 def _pos_int(name, v, low=1):
     if int(v) != v or v < low:
         raise ValueError(f"{name}: must be an integer ≥ {low}, got {v}")
+
+
+class ReplicaTask(NamedTuple):
+    """The setting of a replica computation, everything but (λ, α) (docs/theory.md §2–3): the first
+    argument of :func:`~slrpipe.theory.replica.solve_replica`,
+    :func:`~slrpipe.theory.replica.replica_sweep`, :func:`~slrpipe.theory.replica.rsb1.solve_rsb1`
+    and :func:`~slrpipe.theory.replica.rsb1.rsb1_ground_state`.
+
+    sigma: str, 'softmax' | 'linear' | 'softplus_norm'.  model: str, 'spiked' | 'max'.
+    nu: float, signal strength ≥ 0 (max-SLR: inf allowed).  L: int, fixed sequence length ≥ 1.
+    delta: float, label-noise std Δ ≥ 0.
+    A plain tuple; the functions that take it check the ranges (ValueError naming the field).
+    """
+
+    sigma: str
+    model: str
+    nu: float
+    L: int
+    delta: float
+
+    def normalised(self) -> ReplicaTask:
+        """The same task with ν and Δ as float and L as int (as the solvers use them)."""
+        return ReplicaTask(self.sigma, self.model, float(self.nu), int(self.L), float(self.delta))
 
 
 @dataclass(frozen=True)
@@ -117,8 +144,8 @@ _FLAT.update(polish=("polish", "enabled"), polish_below=("polish", "below"), pol
 
 @dataclass(frozen=True)
 class SolverOptions:
-    """Everything :func:`slrpipe.theory.replica.solve_replica` needs besides the task, λ, α, the
-    common random numbers and the start."""
+    """Everything :func:`slrpipe.theory.replica.solve_replica` needs besides the task
+    (:class:`ReplicaTask`), λ, α, the common random numbers and the start."""
 
     iterate: IterateOptions = field(default_factory=IterateOptions)
     channel: ChannelOptions = field(default_factory=ChannelOptions)

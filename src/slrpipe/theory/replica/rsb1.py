@@ -22,7 +22,7 @@ the RS solution on the same samples. Everything is float64 numpy around the JAX 
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import logging
 import math
 import time
@@ -34,7 +34,8 @@ from scipy.special import logsumexp, ndtri
 from scipy.stats import qmc as _qmc
 
 from slrpipe.theory.replica.channel import _mean_se
-from slrpipe.theory.replica.fields import Fields, check_task, draw_fields
+from slrpipe.theory.replica.fields import Draw, Fields, check_task
+from slrpipe.theory.replica.options import ReplicaTask
 from slrpipe.theory.replica.prox import check_sigma, prox
 from slrpipe.theory.replica.solver import test_error as rs_test_error
 
@@ -90,6 +91,28 @@ def draw_inner(L: int, n_inner: int, seed: int = 1) -> Inner:
     g = ndtri(np.clip(u, 2.0**-60, 1 - 2.0**-53))
     g = np.concatenate([g, -g])
     return Inner(xi_k=g[:, :L], xi_v=g[:, L:], seed=int(seed))
+
+
+class Rsb1Draw(NamedTuple):
+    """How the samples of :func:`rsb1_ground_state` are drawn: n_outer: int, N₀ (outer samples, the
+    RS fields: scrambled Sobol', :class:`~slrpipe.theory.replica.fields.Draw`); n_inner: int, N₁
+    (a multiple of 4, :func:`draw_inner`); seed / inner_seed: int, their seeds
+    (docs/theory.md §13)."""
+
+    n_outer: int = 2048
+    n_inner: int = 16
+    seed: int = 0
+    inner_seed: int = 1
+
+    def samples(self, task) -> tuple[Fields, Inner]:
+        """(outer fields, inner set) of ``task`` (a :class:`ReplicaTask`) drawn this way.
+
+        Raises:
+            ValueError: as :func:`~slrpipe.theory.replica.fields.draw_fields` / :func:`draw_inner`.
+        """
+        L = ReplicaTask(*task).L
+        fields = Draw(int(self.n_outer), int(self.seed), qmc=True).fields(task)
+        return fields, draw_inner(int(L), int(self.n_inner), int(self.inner_seed))
 
 
 def _check_state(x):
@@ -217,12 +240,13 @@ def _n1_bias(pt: _Point, inner: Inner, tilt, est, alpha) -> dict:
     return out
 
 
-def rsb1_channel(sigma, fields: Fields, inner: Inner, alpha, s, x, *, warm=None, bias=True, **prox_kw) -> dict:
+def rsb1_channel(sigma, samples: tuple[Fields, Inner], alpha, s, x, *, warm=None, bias=True, **prox_kw) -> dict:
     """1RSB output channel at state x and Parisi parameter s (docs/theory.md §13), hard prox.
 
     Args:
-        sigma: score name (``prox.PROX_SIGMAS``).  fields: outer samples (N₀, the RS fields).
-        inner: :class:`Inner` (N₁).  alpha: n/D > 0.  s: Parisi parameter > 0.
+        sigma: score name (``prox.PROX_SIGMAS``).  samples: (fields, inner): the outer samples
+        (:class:`Fields`, N₀, the RS fields) and :class:`Inner` (N₁).  alpha: n/D > 0.
+        s: Parisi parameter > 0.
         x: (8,) state in the order ``STATE1`` (V > 0, δq ≥ 0, q₀ ≥ m²).
         warm: (N₀·N₁, W, L) prox warm starts (``out["warm"]`` of the previous pass) or None.
         bias: also compute the jackknife N₁-bias of δq̂, q̂₀ and Φ_out (``*_n1_bias``).
@@ -242,6 +266,7 @@ def rsb1_channel(sigma, fields: Fields, inner: Inner, alpha, s, x, *, warm=None,
         TypeError: an unknown prox option, or softmin among them.
     """
     _check_channel_args(sigma, alpha, s)
+    fields, inner = samples
     x = _check_state(x)
     p, (psi, fk, fv, loss), a, jac = _pair_prox(sigma, fields, inner, x, warm, prox_kw)
     tilt = (-s * psi, fk, fv, loss)
@@ -351,8 +376,8 @@ class Rsb1Options:
     patience: int = 20
 
 
-def _check_rsb1_task(task, s, fields: Fields) -> None:
-    sigma, model, nu, L, delta, lam, alpha = task
+def _check_rsb1_task(point, s, fields: Fields) -> None:
+    sigma, model, nu, L, delta, lam, alpha = point
     check_sigma(sigma)
     check_task(model, nu, L, delta)
     if not (lam > 0 and alpha > 0 and s > 0):
@@ -374,18 +399,18 @@ def _damped(x, fx, damping):
     return xn
 
 
-def _iterate_rsb1(task, s, samples, x, warm, o: Rsb1Options):
-    """The damped iteration of :func:`solve_rsb1` from x on ``samples`` = (fields, inner).
-    Returns (residual, state, prox warm starts, converged, evaluations): those of the last full
-    pass when converged, else of the best full pass."""
-    sigma, lam, alpha = task[0], task[5], task[6]
-    fields, inner = samples
+def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
+    """The damped iteration of :func:`solve_rsb1` from x on ``samples`` = (fields, inner);
+    ``point`` = (sigma, model, nu, L, delta, lam, alpha). Returns (residual, state, prox warm
+    starts, converged, evaluations): those of the last full pass when converged, else of the best
+    full pass."""
+    sigma, lam, alpha = point[0], point[5], point[6]
     best = (math.inf, x, None, warm)
     stall, it, conv = 0, 0, False
     ch = None
     for it in range(1, int(o.max_iter) + 1):
         full = it == 1 or it % o.full_every == 0 or best[0] < 5 * o.tol
-        ch = rsb1_channel(sigma, fields, inner, alpha, s, x, warm=warm, multistart=full, n_steps=o.n_steps, bias=False)
+        ch = rsb1_channel(sigma, samples, alpha, s, x, warm=warm, multistart=full, n_steps=o.n_steps, bias=False)
         warm = ch["warm"]
         fx = rsb1_prior(lam, s, ch)
         r = _residual(x, fx)
@@ -403,10 +428,10 @@ def _iterate_rsb1(task, s, samples, x, warm, o: Rsb1Options):
     return resid, x, warm, conv, it
 
 
-def _rsb1_outputs(task, s, x, ch) -> dict:
+def _rsb1_outputs(point, s, x, ch) -> dict:
     """State (+ q₁), conjugates (+ ``*_se``), :func:`thermodynamics`, test error and N₁ biases of
     :func:`solve_rsb1` at x from the full channel pass ``ch`` there."""
-    sigma, model, nu, L, delta, lam, alpha = task
+    sigma, model, nu, L, delta, lam, alpha = point
     out = dict(zip(STATE1, x.tolist()))
     out.update(q1_k=x[1] + x[2], q1_v=x[5] + x[6])
     for k in CONJ1:
@@ -417,12 +442,12 @@ def _rsb1_outputs(task, s, x, ch) -> dict:
     return out
 
 
-def _log_rsb1(task, s, out) -> None:
+def _log_rsb1(point, s, out) -> None:
     log.info(
         "1RSB %s α=%g λ=%g s=%g: δq=(%.3g, %.3g) Φ=%.5f Σ=%.3g e=%.5f e_test=%.4f resid=%.1e conv=%s (%.0fs)",
-        task[0],
-        task[6],
-        task[5],
+        point[0],
+        point[6],
+        point[5],
         s,
         out["dq_k"],
         out["dq_v"],
@@ -437,17 +462,28 @@ def _log_rsb1(task, s, out) -> None:
 
 
 def solve_rsb1(
-    task, s, *, fields: Fields, inner: Inner, init, warm=None, options: Rsb1Options | None = None, **flat
+    task: ReplicaTask,
+    lam,
+    alpha,
+    s,
+    *,
+    samples: tuple[Fields, Inner],
+    init,
+    warm=None,
+    options: Rsb1Options | None = None,
 ) -> dict:
     """The 1RSB saddle point at Parisi parameter s by damped iteration (docs/theory.md §13).
 
     Args:
-        task: (sigma, model, nu, L, delta, lam, alpha), as the arguments of ``solve_replica``.
-            s: Parisi parameter > 0.  fields: outer samples (N₀).  inner: :class:`Inner` (N₁).
+        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (sigma, model, nu, L, delta),
+            or a plain tuple of those five, as for ``solve_replica``.
+        lam: ridge λ > 0.  alpha: n/D > 0.  s: Parisi parameter > 0 (floats).
+        samples: (fields, inner): outer samples (:class:`Fields`, N₀, drawn for the task's model
+            and L) and :class:`Inner` (N₁); e.g. ``Rsb1Draw().samples(task)``.
         init: (8,) starting state (``STATE1`` order), e.g. the RS solution with δq = 0.05 q.
         warm: (N₀·N₁, W, L) prox warm starts from an earlier solve on the same samples.
-        options: :class:`Rsb1Options` (defaults if None); ``flat``: its fields by name (tol,
-            damping, max_iter, full_every, n_steps, patience), replacing those of ``options``.
+        options: :class:`Rsb1Options` (defaults if None): tol, damping, max_iter, full_every,
+            n_steps, patience.
     Returns:
         dict: the state ``STATE1`` (and q1_k, q1_v), the conjugates ``CONJ1`` with ``*_se``,
         :func:`thermodynamics` (phi, sigma, sigma_se, energy, energy_direct, objective,
@@ -456,14 +492,16 @@ def solve_rsb1(
         prox_warm. Reported at the last full pass's state when converged, else at the best one.
     Raises:
         ValueError: any argument outside its range.
-        TypeError: an unknown option name.
+        TypeError: ``task`` not of five fields.
     """
-    o = dataclasses.replace(options or Rsb1Options(), **flat)
-    _check_rsb1_task(task, s, fields)
+    o = options or Rsb1Options()
+    point = (*ReplicaTask(*task), lam, alpha)
+    fields, inner = samples
+    _check_rsb1_task(point, s, fields)
     t0 = time.perf_counter()
-    resid, x, warm, conv, it = _iterate_rsb1(task, s, (fields, inner), _check_state(init), warm, o)
-    ch = rsb1_channel(task[0], fields, inner, task[6], s, x, warm=warm, multistart=True, n_steps=o.n_steps)
-    out = _rsb1_outputs(task, s, x, ch)
+    resid, x, warm, conv, it = _iterate_rsb1(point, s, samples, _check_state(init), warm, o)
+    ch = rsb1_channel(point[0], samples, alpha, s, x, warm=warm, multistart=True, n_steps=o.n_steps)
+    out = _rsb1_outputs(point, s, x, ch)
     out.update(
         ess_median=ch["ess_median"],
         residual=resid,
@@ -476,7 +514,7 @@ def solve_rsb1(
         train_loss_se=ch["train_loss_se"],
         prox_warm=ch["warm"],
     )
-    _log_rsb1(task, s, out)
+    _log_rsb1(point, s, out)
     return out
 
 
@@ -555,14 +593,14 @@ def _log_scan(s, r) -> None:
     )
 
 
-def _scan(task, grid, samples, rs, frac, solve_kw):
-    """Solve :func:`solve_rsb1` at each s of the ascending ``grid``, each from the previous one's
-    state and warm starts (the first, and any after a collapse to RS, from the RS state with
-    δq = frac·(q − m²)). Returns (summaries ``_SUMMARY``, full results)."""
-    fields, inner = samples
+def _scan(solve, grid, rs, frac):
+    """Solve at each s of the ascending ``grid`` (``solve(s, init=, warm=)``: :func:`solve_rsb1` at
+    the point), each from the previous one's state and warm starts (the first, and any after a
+    collapse to RS, from the RS state with δq = frac·(q − m²)). Returns (summaries ``_SUMMARY``,
+    full results)."""
     x, warm, scan, sols = rs_state(rs, frac), None, [], []
     for s in grid:
-        r = solve_rsb1(task, s, fields=fields, inner=inner, init=x, warm=warm, **solve_kw)
+        r = solve(s, init=x, warm=warm)
         sols.append(r)
         _log_scan(s, r)
         scan.append({k: r[k] for k in _SUMMARY})
@@ -572,39 +610,30 @@ def _scan(task, grid, samples, rs, frac, solve_kw):
     return scan, sols
 
 
-def _star(task, scan, sols, samples, solve_kw) -> dict | None:
+def _star(solve, scan, sols) -> dict | None:
     """The summary at s*, where Σ crosses zero from above between two converged grid points (s* by
-    linear interpolation, solved from the nearer one); None where it does not."""
-    fields, inner = samples
+    linear interpolation, solved from the nearer one by ``solve`` as in :func:`_scan`); None where
+    it does not."""
     for i in range(1, len(scan)):
         a, b = scan[i - 1], scan[i]
         if a["converged"] and b["converged"] and a["sigma"] > 0 >= b["sigma"]:
             s_star = a["s"] + (b["s"] - a["s"]) * a["sigma"] / (a["sigma"] - b["sigma"])
             near = sols[i - 1] if s_star - a["s"] < b["s"] - s_star else sols[i]
-            r = solve_rsb1(
-                task,
-                s_star,
-                fields=fields,
-                inner=inner,
-                init=np.array([near[k] for k in STATE1]),
-                warm=near["prox_warm"],
-                **solve_kw,
-            )
+            r = solve(s_star, init=np.array([near[k] for k in STATE1]), warm=near["prox_warm"])
             return {k: r[k] for k in _SUMMARY}
     return None
 
 
 def rsb1_ground_state(
-    task,
+    task: ReplicaTask,
+    lam,
+    alpha,
     *,
-    n_outer=2048,
-    n_inner=16,
-    seed=0,
-    inner_seed=1,
+    draw: Rsb1Draw | None = None,
     s_grid=(0.5, 1.0, 2.0, 4.0, 8.0),
     frac=0.05,
     rs: dict | None = None,
-    **solve_kw,
+    options: Rsb1Options | None = None,
 ) -> dict:
     """RS and 1RSB ground state of ridge ERM at one (λ, α) on the same samples (docs/theory.md §13).
 
@@ -616,31 +645,34 @@ def rsb1_ground_state(
     the grid is then only a lower bound of e_gs).
 
     Args:
-        task: (sigma, model, nu, L, delta, lam, alpha), as the arguments of ``solve_replica``.
-        n_outer: N₀ (outer QMC samples, the RS sample size).  n_inner: N₁ (multiple of 4).
-        seed / inner_seed: their seeds.
-        s_grid: Parisi parameters (> 0).  rs: an RS solution on the same fields to reuse.
-        solve_kw: options of :func:`solve_rsb1` (tol, damping, max_iter, …, or options=).
+        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (sigma, model, nu, L, delta),
+            or a plain tuple of those five, as for ``solve_replica``.
+        lam: ridge λ > 0.  alpha: n/D > 0 (floats).
+        draw: :class:`Rsb1Draw` (None: ``Rsb1Draw()``): n_outer N₀ (outer QMC samples, the RS
+            sample size), n_inner N₁ (multiple of 4), seed / inner_seed their seeds.
+        s_grid: Parisi parameters (> 0), a sequence of floats.  frac: δq/(q − m²) of the first
+            start (float).  rs: an RS solution on the same fields to reuse.
+        options: :class:`Rsb1Options` of every :func:`solve_rsb1` (defaults if None).
     Returns:
         dict: rs (the RS solution: objective, test_error, train_loss(+_se), order parameters,
         residual, converged), scan (list of per-s summaries, keys ``_SUMMARY``), star (the summary at
         s*, or None), e_gs (Φ(s*) or NaN), test_error_gs, n_outer, n_inner.
     Raises:
         ValueError: as :func:`solve_rsb1`, or an empty / non-positive s_grid.
+        TypeError: ``task`` not of five fields.
     """
     from slrpipe.theory.replica.solver import solve_replica
 
-    sigma, model, nu, L, delta, lam, alpha = task
+    task = ReplicaTask(*task).normalised()
     grid = sorted(float(v) for v in s_grid)
     if not grid or grid[0] <= 0:
         raise ValueError(f"s_grid: need Parisi parameters > 0, got {list(s_grid)}")
-    fields = draw_fields(model, float(nu), int(L), float(delta), int(n_outer), int(seed), qmc=True)
-    inner = draw_inner(int(L), int(n_inner), int(inner_seed))
+    fields, inner = Rsb1Draw(*(draw or ())).samples(task)
     if rs is None:
-        rs = solve_replica(sigma, model, nu, L, delta, lam, alpha, fields=fields, softmin=None)
-    task = (sigma, model, float(nu), int(L), float(delta), float(lam), float(alpha))
-    scan, sols = _scan(task, grid, (fields, inner), rs, frac, solve_kw)
-    star = _star(task, scan, sols, (fields, inner), solve_kw)
+        rs = solve_replica(task, lam, alpha, fields=fields, softmin=None)
+    solve = functools.partial(solve_rsb1, task, float(lam), float(alpha), samples=(fields, inner), options=options)
+    scan, sols = _scan(solve, grid, rs, frac)
+    star = _star(solve, scan, sols)
     return {
         "rs": {k: rs[k] for k in _RS_KEYS},
         "scan": scan,
@@ -665,7 +697,7 @@ def inner_size_check(sigma, fields: Fields, alpha, lam, s, x, n_inners=(8, 32), 
     out = []
     for n1 in n_inners:
         inner = draw_inner(fields.L, int(n1), inner_seed)
-        ch = rsb1_channel(sigma, fields, inner, alpha, s, x)
+        ch = rsb1_channel(sigma, (fields, inner), alpha, s, x)
         th = thermodynamics(lam, alpha, s, np.asarray(x, float), ch)
         fx = rsb1_prior(lam, s, ch)
         out.append(

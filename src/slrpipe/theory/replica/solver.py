@@ -49,8 +49,8 @@ from scipy.optimize import root
 
 from slrpipe.theory import population
 from slrpipe.theory.replica.channel import channel
-from slrpipe.theory.replica.fields import Fields, check_task, draw_fields
-from slrpipe.theory.replica.options import METHODS, SolverOptions  # noqa: F401  (METHODS: re-export)
+from slrpipe.theory.replica.fields import Draw, Fields, check_task
+from slrpipe.theory.replica.options import METHODS, ReplicaTask, SolverOptions  # noqa: F401  (METHODS: re-export)
 from slrpipe.theory.replica.prior import ridge_prior
 from slrpipe.theory.replica.prox import check_sigma
 
@@ -400,18 +400,11 @@ def _start_point(init, warm, fields: Fields) -> np.ndarray:
 
 
 def solve_replica(
-    sigma,
-    model,
-    nu,
-    L,
-    delta,
+    task: ReplicaTask,
     lam,
     alpha,
     *,
-    n_samples=20000,
-    seed=0,
-    qmc=True,
-    fields: Fields | None = None,
+    fields: Fields | Draw | None = None,
     init=None,
     warm=None,
     options: SolverOptions | None = None,
@@ -420,12 +413,15 @@ def solve_replica(
     """Solve the RS fixed point of ridge ERM on SLR at one (λ, α) (docs/theory.md §2–6, §9).
 
     Args:
-        sigma: 'softmax' | 'linear' | 'softplus_norm'.  model: 'spiked' | 'max'.
-        nu: signal strength ≥ 0 (max-SLR: inf allowed).  L: fixed sequence length ≥ 1.
-        delta: label-noise std Δ ≥ 0.  lam: ridge λ > 0.  alpha: n/D > 0.
-        n_samples: Monte Carlo samples of the channel (even; antithetic pairs).  seed: their seed.
-        qmc: scrambled-Sobol fields (:func:`draw_fields`).
-        fields: pre-drawn common random numbers (overrides n_samples/seed/qmc).
+        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (sigma, model, nu, L, delta),
+            or a plain tuple of those five: sigma 'softmax' | 'linear' | 'softplus_norm', model
+            'spiked' | 'max', nu signal strength ≥ 0 (max-SLR: inf allowed), L fixed sequence
+            length ≥ 1, delta label-noise std Δ ≥ 0.
+        lam: ridge λ > 0 (float).  alpha: n/D > 0 (float).
+        fields: the common random numbers: pre-drawn :class:`Fields` (N samples), or the
+            :class:`~slrpipe.theory.replica.fields.Draw` (n_samples: Monte Carlo samples of the
+            channel, even, antithetic pairs; seed; qmc: scrambled-Sobol fields, :func:`draw_fields`)
+            by which to draw them; None: ``Draw()`` (20 000 scrambled-Sobol samples, seed 0).
         init: dict of starting order parameters (keys ``STATE``; e.g. a neighbour's solution).
         warm: (N, W, L) prox warm starts of an earlier solve on the same ``fields`` (its
             ``prox_warm``); None: the first pass is a full multi-start search.
@@ -446,14 +442,17 @@ def solve_replica(
         and train loss are those of the last (full) pass, at the returned state.
     Raises:
         ValueError: any argument or option outside its range (one line naming it).
+        TypeError: ``task`` not of five fields.
     """
-    nu, L, delta, lam, alpha = float(nu), int(L), float(delta), float(lam), float(alpha)
-    _check(sigma, model, nu, L, delta, lam, alpha)
+    task = ReplicaTask(*task).normalised()
+    lam, alpha = float(lam), float(alpha)
+    _check(*task, lam, alpha)
     opts = SolverOptions.build(options, **flat)
     t0 = time.perf_counter()
-    if fields is None:
-        fields = draw_fields(model, nu, L, delta, n_samples, seed, qmc=qmc)
+    if not isinstance(fields, Fields):
+        fields = Draw(*(fields or ())).fields(task)
     x = _start_point(init, warm, fields)
+    sigma = task.sigma
     run = _iterate(sigma, fields, alpha, lam, x, opts, warm=warm)
     run, polished = _polish_near_miss(sigma, fields, alpha, lam, run, opts)
-    return _report((sigma, model, nu, L, delta, lam, alpha), fields, run, polished, opts, t0)
+    return _report((*task, lam, alpha), fields, run, polished, opts, t0)

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from slrpipe.theory.replica.fields import Fields, draw_fields
-from slrpipe.theory.replica.options import SolverOptions, SweepOptions
+from slrpipe.theory.replica.fields import Draw, Fields
+from slrpipe.theory.replica.options import ReplicaTask, SolverOptions, SweepOptions
 from slrpipe.theory.replica.solver import CONJ, STATE, solve_replica
 from slrpipe.theory.replica.stability import STABILITY, rs_stability
 
@@ -83,30 +83,27 @@ def _start(c: float, lam: float) -> dict | None:
 
 @dataclass(frozen=True)
 class _Setup:
-    """What every solve of one sweep shares: the task (sigma, model, nu, L, delta), the common
-    random numbers, how they were drawn ((n_samples, seed, qmc): the extra seeds of
-    :func:`_mc_sd` are drawn the same way) and the options."""
+    """What every solve of one sweep shares: the task, the common random numbers, how they were
+    drawn (the extra seeds of :func:`_mc_sd` are drawn the same way) and the options."""
 
-    task: tuple
+    task: ReplicaTask
     fields: Fields
-    draw: tuple
+    draw: Draw
     opts: SolverOptions
     sw: SweepOptions
 
     @property
     def sigma(self) -> str:
-        return self.task[0]
+        return self.task.sigma
 
     def draw_fields(self, seed: int) -> Fields:
-        """The common random numbers of seed ``seed`` (:func:`draw_fields` as the sweep's own)."""
-        _, model, nu, L, delta = self.task
-        n_samples, _, qmc = self.draw
-        return draw_fields(model, float(nu), int(L), float(delta), n_samples, seed, qmc=qmc)
+        """The common random numbers of seed ``seed`` (drawn as the sweep's own)."""
+        return self.draw._replace(seed=seed).fields(self.task)
 
     def solve(self, lam, alpha, options, init, warm=None, fields=None) -> dict:
         """One :func:`solve_replica` at (λ, α) on ``fields`` (default: the sweep's)."""
         fields = self.fields if fields is None else fields
-        return solve_replica(*self.task, lam, alpha, fields=fields, init=init, options=options, warm=warm)
+        return solve_replica(self.task, lam, alpha, fields=fields, init=init, options=options, warm=warm)
 
 
 def _cold_start(setup: _Setup, lam, alpha) -> dict:
@@ -410,8 +407,8 @@ def _dataset(setup: _Setup, res: _Results, lams, alphas) -> xr.Dataset:
     ds["lam_opt"] = ("alpha", np.where(np.isfinite(opt), lams[best], np.nan))
     ds.attrs.update(
         n_samples=int(setup.fields.n),
-        seed=int(setup.draw[1]),
-        qmc=int(bool(setup.draw[2])),
+        seed=int(setup.draw.seed),
+        qmc=int(bool(setup.draw.qmc)),
         mc_seeds=int(sw.mc_seeds),
         two_way=int(bool(sw.two_way)),
         theory="replica-symmetric, zero temperature",
@@ -438,25 +435,24 @@ def _split_options(options, sweep, flat) -> tuple[SolverOptions, SweepOptions]:
 
 
 def replica_sweep(
-    sigma,
-    model,
-    nu,
-    L,
-    delta,
+    task: ReplicaTask,
     lams,
     alphas,
     *,
-    n_samples=20000,
-    seed=0,
-    qmc=True,
+    draw: Draw | None = None,
     options: SolverOptions | None = None,
     sweep: SweepOptions | None = None,
     **flat,
 ) -> xr.Dataset:
     """RS fixed points on the grid lams × alphas (docs/theory.md §9–10).
 
-    Args: as :func:`solve_replica`; ``lams``, ``alphas``: 1-D sequences of positive floats.
-        qmc: scrambled-Sobol common random numbers (one draw, ``seed``, shared by every point).
+    Args:
+        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (sigma, model, nu, L, delta),
+            or a plain tuple of those five, as for :func:`solve_replica`.
+        lams, alphas: 1-D sequences of positive floats (λ and α grids; sorted here).
+        draw: :class:`~slrpipe.theory.replica.fields.Draw` (n_samples, seed, qmc) of the common
+            random numbers: one draw, shared by every point (None: ``Draw()``; qmc: scrambled
+            Sobol').
         options: :class:`SolverOptions` of every solve (defaults if None).
         sweep: :class:`SweepOptions` (defaults if None), among them
             two_way: also continue from the smallest α upwards and keep the lower-objective
@@ -484,11 +480,12 @@ def replica_sweep(
     Raises:
         ValueError: empty or non-positive grids, mc_seeds < 1, or any argument of
             ``solve_replica``.
+        TypeError: ``task`` not of five fields.
     """
     lams, alphas = _grid("lams", "λ", lams), _grid("alphas", "α", alphas)
     opts, sw = _split_options(options, sweep, flat)
-    fields = draw_fields(model, float(nu), int(L), float(delta), n_samples, seed, qmc=qmc)
-    setup = _Setup((sigma, model, nu, L, delta), fields, (n_samples, seed, qmc), opts, sw)
+    task, draw = ReplicaTask(*task).normalised(), Draw(*(draw or ()))
+    setup = _Setup(task, draw.fields(task), draw, opts, sw)
     res = _Results.empty(lams.size, alphas.size)
     for i, lam in enumerate(lams):
         passes = _passes(setup, lam, alphas)
@@ -503,7 +500,7 @@ def _mc_sd(setup: _Setup, lam, alpha, r0) -> tuple[float, float]:
     """(mean, s.d.) of test_error over seeds seed, …, seed + mc_seeds − 1 (the others
     warm-started from r0, the seed-``seed`` solution; with ``sw.probe`` through a cheap probe
     first, as a continuation step); NaN if any of them does not converge."""
-    sw, opts, seed = setup.sw, setup.opts, setup.draw[1]
+    sw, opts, seed = setup.sw, setup.opts, setup.draw.seed
     init = {k: r0[k] for k in STATE}
     errs = [r0["test_error"]]
     for s in range(seed + 1, seed + int(sw.mc_seeds)):

@@ -1,0 +1,37 @@
+"""The environment that pins XLA and the BLAS/OpenMP libraries to a number of threads, defined once.
+
+Used by the workflow's rules (workflow/rules/common.smk builds its shell prefix from it, with
+Snakemake's ``{threads}`` as n), the benchmarks and the tests. It takes effect only in a process
+that has it before JAX or numpy start their thread pools: set it in a child's environment, or in
+``os.environ`` (``setdefault``: a value set by the caller wins) before those imports. This module
+imports neither (nor anything of slrpipe), so it can be imported first.
+"""
+
+from __future__ import annotations
+
+#: the variables of the BLAS and OpenMP thread pools (numpy/scipy; the replica prox reads
+#: OMP_NUM_THREADS as its number of chunk threads, slrpipe.theory.replica.prox.prox_threads)
+BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def thread_env(n: int | str = 1, *, multi_thread_eigen: bool = False) -> dict[str, str]:
+    """The variables that pin XLA (CPU) and BLAS/OpenMP to ``n`` threads, in this order:
+    ``XLA_FLAGS`` ('--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=n'), then
+    ``BLAS_THREAD_VARS`` = n.
+
+    Args:
+        n: threads, an int ≥ 1; or a placeholder str filled in later (the Snakemake rules pass
+            '{threads}').
+        multi_thread_eigen: the value of XLA's --xla_cpu_multi_thread_eigen (False, as the
+            workflow's jobs run).
+    Returns:
+        dict[str, str]: variable name → value.
+    Raises:
+        ValueError: n an int < 1.
+    """
+    if not isinstance(n, str) and (int(n) != n or n < 1):
+        raise ValueError(f"n: threads must be an integer ≥ 1 or a placeholder string, got {n!r}")
+    eigen = "true" if multi_thread_eigen else "false"
+    env = {"XLA_FLAGS": f"--xla_cpu_multi_thread_eigen={eigen} intra_op_parallelism_threads={n}"}
+    env.update({var: str(n) for var in BLAS_THREAD_VARS})
+    return env

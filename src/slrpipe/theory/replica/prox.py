@@ -452,20 +452,24 @@ def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, options: ProxOption
     # to hang jax 0.10.2 on CPU); padded rows are copies of row 0 and are dropped
     pad = lambda a: np.concatenate([a, np.repeat(a[:1], n_pad, 0)]) if n_pad else a
     obs, warm = _Obs(*map(pad, obs)), pad(warm)
-    V = (float(V_k), float(V_v))
+    out = _run_chunks(sigma, obs, warm if use_warm else None, (float(V_k), float(V_v)), opts, chunk)
+    return {k: np.concatenate([c[k] for c in out])[:N] for k in out[0]}
+
+
+def _run_chunks(sigma, obs: _Obs, warm, V, opts: ProxOptions, chunk: int) -> list[dict]:
+    """:func:`_prox_chunk` of each run of ``chunk`` rows (whole chunks: ``obs`` is padded), over
+    :func:`prox_threads` threads. The chunks are independent, the same compiled programs on their
+    own rows: the result does not depend on the number of threads (XLA releases the GIL while a
+    program runs)."""
 
     def run(a):
         sl = slice(a, a + chunk)
         with jax.enable_x64(True):  # a thread-local setting: entered in the thread that runs
-            return _prox_chunk(sigma, _Obs(*(x[sl] for x in obs)), warm[sl] if use_warm else None, V, opts)
+            return _prox_chunk(sigma, _Obs(*(x[sl] for x in obs)), None if warm is None else warm[sl], V, opts)
 
     starts = range(0, len(obs.y), chunk)
     workers = min(prox_threads(), len(starts))
-    if workers > 1:
-        # chunks are independent, the same compiled programs on their own rows: the result does
-        # not depend on the number of threads (XLA releases the GIL while a program runs)
-        with ThreadPoolExecutor(workers) as pool:
-            out = list(pool.map(run, starts))
-    else:
-        out = [run(a) for a in starts]
-    return {k: np.concatenate([c[k] for c in out])[:N] for k in out[0]}
+    if workers <= 1:
+        return [run(a) for a in starts]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(run, starts))

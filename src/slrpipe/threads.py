@@ -4,10 +4,13 @@ Used by the workflow's rules (workflow/rules/common.smk builds its shell prefix 
 Snakemake's ``{threads}`` as n), the benchmarks and the tests. It takes effect only in a process
 that has it before JAX or numpy start their thread pools: set it in a child's environment, or in
 ``os.environ`` (``setdefault``: a value set by the caller wins) before those imports. This module
-imports neither (nor anything of slrpipe), so it can be imported first.
+imports neither (nor anything of slrpipe), so it can be imported first. :func:`threads_allowed`
+reads the count back in a job (the replica prox's threads).
 """
 
 from __future__ import annotations
+
+import os
 
 #: the variables of the BLAS and OpenMP thread pools (numpy/scipy; the replica prox reads
 #: OMP_NUM_THREADS as its number of chunk threads, slrpipe.theory.replica.prox.prox_threads)
@@ -35,3 +38,12 @@ def thread_env(n: int | str = 1, *, multi_thread_eigen: bool = False) -> dict[st
     env = {"XLA_FLAGS": f"--xla_cpu_multi_thread_eigen={eigen} intra_op_parallelism_threads={n}"}
     env.update({var: str(n) for var in BLAS_THREAD_VARS})
     return env
+
+
+def threads_allowed() -> int:
+    """The threads this process may use: ``OMP_NUM_THREADS`` where set to a positive integer (the
+    workflow sets it to a job's cores), else the CPUs the process may run on (≥ 1)."""
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -51,6 +50,7 @@ from slrpipe.theory.replica.linalg import (
     forward,
     inverse_diagonal,
 )
+from slrpipe.threads import threads_allowed
 from slrpipe.vocabulary import NORMALISED_SIGMAS, REPLICA_SIGMAS
 
 PROX_SIGMAS = REPLICA_SIGMAS
@@ -322,15 +322,11 @@ _CHUNK_ACCELERATOR = 1 << 17
 _LANE_ELEMENTS = 1 << 24
 
 
-def prox_threads() -> int:
-    """Threads over which :func:`prox` spreads its chunks of samples: ``OMP_NUM_THREADS`` where
-    set (the workflow sets it to a job's cores), else the CPUs this process may run on. Each
-    chunk's programs run single-threaded on CPU (small lanes in sequential blocks), so on a
-    2-core machine two chunks at once take ~0.55× the wall time of one after the other."""
-    env = os.environ.get("OMP_NUM_THREADS", "")
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+#: threads over which :func:`prox` spreads its chunks of samples (:func:`slrpipe.threads.threads_allowed`:
+#: the workflow's job cores, else the process's CPUs). Each chunk's programs run single-threaded on
+#: CPU (small lanes in sequential blocks), so on a 2-core machine two chunks at once take ~0.55×
+#: the wall time of one after the other.
+prox_threads = threads_allowed
 
 
 def default_chunk(L: int | None = None) -> int:

@@ -18,7 +18,7 @@ from slrpipe.jobs import DataJob, ReplicaJob, TrainBatchJob, TrainJob, argv, fro
 from slrpipe.workflow import plan, validate
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = ["config/smoke.yaml", "config/config.yaml", "config/paper.yaml"]
+CONFIGS = ["config/smoke.yaml", "config/config.yaml", "config/paper.yaml", "config/length.yaml"]
 
 
 def _plan(name):
@@ -54,6 +54,16 @@ def test_every_planned_record_round_trips_through_its_command_line(name):
     for batch in p.train_batches.values():
         args = _parser().parse_args(["train-batch", *argv(batch)])
         assert members(args.members) == list(batch.members)
+
+
+def test_a_one_way_sweep_is_its_own_job():
+    """``one_way`` travels as a flag and keys the job's path: the two-way sweep is another job."""
+    p = _plan("config/length.yaml")
+    one = {path: r for path, r in p.replica.items() if r.one_way}
+    assert one and all(path.endswith("_oneway.nc") and "--one-way" in argv(r) for path, r in one.items())
+    assert all("/L64/" in path for path in one)  # config/length.yaml: L = 64 only
+    two = [r for r in p.replica.values() if not r.one_way and not r.bayes_optimal]
+    assert two and all("--one-way" not in argv(r) for r in two)
 
 
 def test_values_are_written_exactly():

@@ -469,6 +469,64 @@ def test_cold_start_tries_the_small_alpha_start(monkeypatch):
     assert ds.V_k.values.tolist() == [[99.0, 99.0]]
 
 
+def test_cold_start_tries_the_population_optimum(monkeypatch):
+    # Toy equations whose only fixed point has the population optimum's unbalanced proportions
+    # (linear, spiked ν = 16, L = 16: m_v ≪ m_k), reachable only from a start with m_v < 0.1 m_k:
+    # linear tries that start second (right after the default init), without the cold far cap.
+    from slrpipe.theory.replica import sweep as S
+
+    task = ReplicaTask("linear", "spiked", 16.0, 16, 0.0)
+    opt = optimal_risk(*task[:4])
+    tried = []
+
+    def fake(task, lam, alpha, *, fields=None, init=None, options=None, **kw):
+        ok = init is not None and "m_v" in init and init["m_v"] < 0.1 * init["m_k"]
+        tried.append((init, options.iterate.far_patience))
+        r = {k: 0.0 for k in S.OUTPUTS}
+        r.update(m_k=2.39, q_k=6.4, V_k=1.39, m_v=0.046, q_v=0.0023, V_v=2.4e-4, converged=ok)
+        r.update(iterations=3, wall_time=0.0, objective=alpha, test_error=0.54 if ok else 16.0)
+        return r
+
+    monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
+    ds = S.replica_sweep(task, [0.1], [20.0], draw=Draw(n_samples=64), two_way=False)
+    assert ds.converged.values.tolist() == [[True]] and ds.key_scale.values.tolist() == [S.POPULATION]
+    assert len(tried) == 2 and tried[0][0] is None  # the default init, then the population optimum
+    init, far = tried[1]
+    assert init["m_k"] == opt["m_k"] and init["m_v"] == opt["m_v"] and far is None
+    assert init["q_k"] == pytest.approx((1 + S.POP_SPREAD) * opt["m_k"] ** 2) and init["V_v"] > 0
+    # softmax keeps its ladder and tries the population optimum last
+    assert S.ladder("softmax") == (*S.KEY_SCALES, S.POPULATION, S.POPULATION_BALANCED)
+    assert S.ladder("linear")[:3] == (1.0, S.POPULATION, S.POPULATION_BALANCED)
+    assert set(S.ladder("linear")) == set(S.ladder("softmax"))
+
+
+def test_cold_start_tries_the_balanced_population_optimum(monkeypatch):
+    # Toy equations reachable only from |k| = |v| with the population optimum's m_k m_v (linear,
+    # spiked ν = 16, L = 16: the own-proportions start stalls there): the third rung of linear.
+    from slrpipe.theory.replica import sweep as S
+
+    task = ReplicaTask("linear", "spiked", 16.0, 16, 0.0)
+    opt = optimal_risk(*task[:4])
+    tried = []
+
+    def fake(task, lam, alpha, *, fields=None, init=None, options=None, **kw):
+        ok = init is not None and "m_v" in init and init["m_v"] == init["m_k"]
+        tried.append(init)
+        r = {k: 0.0 for k in S.OUTPUTS}
+        r.update(m_k=2.39, q_k=6.4, V_k=1.39, m_v=0.046, q_v=0.0023, V_v=2.4e-4, converged=ok)
+        r.update(iterations=3, wall_time=0.0, objective=alpha, test_error=0.54 if ok else 16.0)
+        return r
+
+    monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
+    ds = S.replica_sweep(task, [0.1], [20.0], draw=Draw(n_samples=64), two_way=False)
+    assert ds.key_scale.values.tolist() == [S.POPULATION_BALANCED] and len(tried) == 3
+    m = tried[2]["m_k"]
+    assert m == pytest.approx(math.sqrt(opt["m_k"] * opt["m_v"])) and tried[2]["V_k"] == S.POP_BALANCED_V
+    assert tried[2]["q_v"] == pytest.approx((1 + S.POP_SPREAD) * m * m)
+
+
 def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
     # Toy branch m_k = α that exists for α ≥ 3 only (a fold at α = 3) and that the solver can
     # follow in steps of |Δα| ≤ 2 only. Down the grid [1, 5, 10]: 10 → 5 needs intermediate
@@ -700,7 +758,7 @@ def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(ReplicaTask("linear", "spiked", 1.0, 3, 0.0), [0.01], [1.0, 5.0], draw=Draw(n_samples=64))
     assert ds.converged.values.tolist() == [[True, False]]
-    assert calls.count(1.0) == len(S.KEY_SCALES)
+    assert calls.count(1.0) == len(S.ladder("linear"))
 
 
 def test_prox_does_not_depend_on_the_chunk_size():

@@ -182,7 +182,7 @@ class LengthJob:
 class ReplicaJob:
     """A replica sweep over α (``slrpipe replica``; docs/theory.md): σ and the λ grid, or the
     Bayes-optimal state evolution (``bayes_optimal``, no σ or λ); the channel's Monte Carlo size,
-    seed and number of independent draws."""
+    seed and number of independent draws; ``one_way``: the down pass only (docs/theory.md §9)."""
 
     model: str
     nu: float
@@ -194,6 +194,7 @@ class ReplicaJob:
     sigma: str | None = None
     lam_grid: tuple | None = None
     mc_seeds: int | None = None
+    one_way: bool = False
     bayes_optimal: bool = False
 
     def __post_init__(self):

@@ -407,12 +407,18 @@ def _plan_replica(config: dict, p: Plan, results: str) -> None:
         for sigma in exp["sigmas"]:
             for lam in exp["lams"]:
                 mc = f"_mc{exp['mc_seeds']}" if exp["mc_seeds"] > 1 else ""
+                mc += "_oneway" if exp["one_way"] else ""
                 path = f"{stem}/{sigma}/lam{fmt(lam)}_n{exp['n_samples']}_seed{exp['seed']}{mc}.nc"
                 _add(
                     p.replica,
                     path,
                     ReplicaJob(
-                        **base, n_samples=exp["n_samples"], sigma=sigma, lam_grid=(lam,), mc_seeds=exp["mc_seeds"]
+                        **base,
+                        n_samples=exp["n_samples"],
+                        sigma=sigma,
+                        lam_grid=(lam,),
+                        mc_seeds=exp["mc_seeds"],
+                        one_way=exp["one_way"],
                     ),
                 )
                 p.members.setdefault(("replica", name), []).append(path)

@@ -72,7 +72,7 @@ def run(args) -> int:
     else:
         # the options are built (and range-checked) once, here, for every solve of the sweep
         options = SolverOptions()
-        sweep = SweepOptions(two_way=not args.one_way, mc_seeds=job.mc_seeds or 1)
+        sweep = SweepOptions(two_way=not job.one_way, mc_seeds=job.mc_seeds or 1)
         ds = replica_sweep(
             ReplicaTask(job.sigma or "softmax", job.model, job.nu, L, job.delta),
             list(job.lam_grid or (0.1,)),

@@ -12,6 +12,7 @@ REGISTRY = {
     "erm_vs_population": "erm",
     "fig3": "replica",
     "length": "length",
+    "length_alpha": "replica",  # finite α at several L: replica, ERM, Bayes-optimal, n = ∞ limits
     "optimization": "erm",
     "validation": "replica",  # the verdict of every ERM point against the replica theory
 }

@@ -70,16 +70,22 @@ def plot(tree, experiments, out_stem):
     fig, axes = panels(len(experiments), width=3.6, height=2.9)
     rel_sd = max_theory_rel_sd(json.loads(tree.attrs.get("config", "{}")))
     for ax, name in zip(axes, experiments):
-        rep = tree[f"replica/{name}"].to_dataset()
-        # layers in drawing order (it fixes the stacking and the legend's order)
-        _draw_replica(ax, rep, rel_sd)
-        _draw_bayes_optimal(ax, rep)
-        _draw_linked_erm(ax, tree, rep)
-        log_alpha_axis(ax)
-        log_error_axis(ax)
-        ax.set_title(setting_title(rep))
+        draw_panel(ax, tree, tree[f"replica/{name}"].to_dataset(), rel_sd)
     legend_below(fig, axes)
     return save(fig, out_stem)
+
+
+def draw_panel(ax, tree, rep, rel_sd: float) -> None:
+    """One panel of the replica node ``rep``: its theory lines, its Bayes-optimal error and the
+    markers of its linked ERM experiment (from ``tree``), log axes and the setting as title;
+    ``rel_sd``: the validation's ``max_theory_rel_sd`` (the ill-conditioning crosses)."""
+    # layers in drawing order (it fixes the stacking and the legend's order)
+    _draw_replica(ax, rep, rel_sd)
+    _draw_bayes_optimal(ax, rep)
+    _draw_linked_erm(ax, tree, rep)
+    log_alpha_axis(ax)
+    log_error_axis(ax)
+    ax.set_title(setting_title(rep))
 
 
 def _draw_replica(ax, rep, rel_sd: float) -> None:

@@ -3,7 +3,7 @@
 Per λ, the α grid is solved from the largest α down (each point warm-started from its converged
 neighbour; the large-α fixed point is close to the population optimum) and, with ``two_way``,
 also from the smallest α up (cold start, then continuation). A cold start that fails is retried
-from larger key norms and from the α → 0 point (:func:`_cold_start`); a continuation step that
+from larger key norms, the α → 0 point and the population optimum (:func:`_cold_start`); a continuation step that
 fails is retried in halved α steps from the last converged point (:func:`_step`), so that a
 branch is followed as far as it goes between grid points. The RS equations can have two
 branches over a window of α (a fold: docs/theory.md §10 — linear σ near its interpolation peak);
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from slrpipe.theory.population import optimal_risk
 from slrpipe.theory.replica.fields import Draw, Fields
 from slrpipe.theory.replica.options import ReplicaTask, SolverOptions, SweepOptions
 from slrpipe.theory.replica.solver import CONJ, STATE, solve_replica
@@ -55,6 +56,13 @@ SAME_TOL = 5e-3
 #: key scales c of the cold starts tried in turn at the first point of a pass (:func:`_cold_start`);
 #: c = 0 stands for the α → 0 start (the ridge prior alone: V_a = 1/λ, m_a, q_a ≈ 0)
 KEY_SCALES = (1.0, 3.0, 8.0, 12.0, 0.0)
+#: the ``key_scale`` recorded for the cold starts at the population optimum (:func:`_population_init`):
+#: its own proportions, and rescaled to |k| = |v| (the product m_k m_v kept)
+POPULATION, POPULATION_BALANCED = -1.0, -2.0
+#: their spread around the population direction, q_a = (1 + POP_SPREAD) m_a², and V_a = POP_V · q_a
+#: (balanced: V_a = POP_BALANCED_V): near the proportions of the linear fixed points at L = 16 and 64
+#: (q/m² ≈ 1.1, V/q ≈ 0.1–0.2)
+POP_SPREAD, POP_V, POP_BALANCED_V = 0.2, 0.2, 0.1
 #: a failed continuation step is retried from the last converged α in steps halved up to this
 #: many times (the smallest step is 2^-MAX_HALVINGS of the grid spacing)
 MAX_HALVINGS = 4
@@ -67,6 +75,40 @@ def _same(a: dict, b: dict) -> bool:
 def _resume(r: dict) -> tuple[dict, object]:
     """(order parameters, prox warm starts) of a converged solve: where the next solve starts."""
     return {k: r[k] for k in STATE}, r.get("prox_warm")
+
+
+def ladder(sigma: str) -> tuple[float, ...]:
+    """The cold starts of σ in the order :func:`_cold_start` tries them (``KEY_SCALES``, then
+    ``POPULATION`` and ``POPULATION_BALANCED`` for the population optimum). Linear tries the
+    population optimum right after the default init: at large L its fixed point keeps the
+    population optimum's unbalanced proportions (spiked ν = 16, α = 20: m_k = 2.39, m_v = 0.046 at
+    L = 16; 1.52, 0.028 at L = 64), outside the basin of every key-scale start (docs/validation.md
+    §5); the population optimum is the α → ∞ limit of the down pass's first point. At L = 64 it
+    converges from the population optimum's own proportions, at L = 16 only from the balanced
+    ones. Other σ try both last, so that no point they reached before moves."""
+    pop = (POPULATION, POPULATION_BALANCED)
+    if sigma == "linear":
+        return (1.0, *pop, *KEY_SCALES[1:])
+    return (*KEY_SCALES, *pop)
+
+
+def _population_init(task: ReplicaTask, balanced: bool = False) -> dict | None:
+    """Order parameters at the population optimum of ``task`` (model.md §4), spread by
+    ``POP_SPREAD`` and ``POP_V`` (``balanced``: both m_a = √(m_k m_v), V_a = ``POP_BALANCED_V``);
+    None where the optimum is not finite (m_k → ∞) or ``balanced`` and m_k m_v ≤ 0."""
+    opt = optimal_risk(task.sigma, task.model, task.nu, task.L, task.delta)
+    m = {a: opt[f"m_{a}"] for a in "kv"}
+    if not all(math.isfinite(v) for v in m.values()):
+        return None
+    if balanced:
+        if m["k"] * m["v"] <= 0:
+            return None
+        m = dict.fromkeys("kv", math.sqrt(m["k"] * m["v"]))
+    init = {}
+    for a in "kv":
+        q = (1.0 + POP_SPREAD) * m[a] ** 2
+        init.update({f"m_{a}": m[a], f"q_{a}": q, f"V_{a}": POP_BALANCED_V if balanced else POP_V * q})
+    return init
 
 
 def _start(c: float, lam: float) -> dict | None:
@@ -107,8 +149,10 @@ class _Setup:
 
 
 def _cold_start(setup: _Setup, lam, alpha) -> dict:
-    """Solve from the default init and, if that fails, from the other starts of ``KEY_SCALES``
-    in turn (:func:`_start`), with the cold-start options (``SweepOptions.cold``). Larger key
+    """Solve from the default init and, if that fails, from the other starts of :func:`ladder`
+    in turn (:func:`_start`, :func:`_population_init`), with the cold-start options
+    (``SweepOptions.cold``; the population start without its ``far_patience``: it is the start
+    closest to the large-α fixed point, and approaches it slowly). Larger key
     scales: at small λ the softmax fixed point sits at a large
     key norm (q_k ≈ 70 at λ = 0.01, α = 20; docs/theory.md §10 (iv)) outside the default init's
     basin. The α → 0 start: at small α and λ the fixed point has V_a ≈ 1/λ (= 100 at λ = 0.01),
@@ -118,8 +162,14 @@ def _cold_start(setup: _Setup, lam, alpha) -> dict:
     m_k = 0.7 c fails for both."""
     opts = setup.sw.cold(setup.opts)
     first = None
-    for c in KEY_SCALES:
-        r = dict(setup.solve(lam, alpha, opts, _start(c, lam)), key_scale=c)
+    for c in ladder(setup.sigma):
+        if c in (POPULATION, POPULATION_BALANCED):
+            init = _population_init(setup.task, balanced=c == POPULATION_BALANCED)
+            if init is None:
+                continue
+            r = dict(setup.solve(lam, alpha, opts.replace(far_patience=None), init), key_scale=c)
+        else:
+            r = dict(setup.solve(lam, alpha, opts, _start(c, lam)), key_scale=c)
         if r["converged"]:
             if c != 1.0:
                 log.info(
@@ -363,7 +413,7 @@ def _describe(ds: xr.Dataset, mc_seeds: int) -> None:
     """The descriptions of the sweep's own outputs (attrs of their variables)."""
     ds["branch"].attrs["description"] = "pass the reported fixed point came from: 0 down (from large α), 1 up"
     ds["key_scale"].attrs["description"] = (
-        "key scale c of the cold start at the largest α (1: the default init, 0: the α → 0 start V_a = 1/λ)"
+        "key scale c of the cold start at the largest α (1: the default init, 0: the α → 0 start V_a = 1/λ, -1 / -2: the population optimum, own / balanced proportions)"
     )
     for p, word in (("down", "from large α"), ("up", "from small α")):
         ds[f"alpha_reached_{p}"].attrs["description"] = (

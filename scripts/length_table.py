@@ -1,10 +1,10 @@
 """The numbers of config/length.yaml (docs/theory.md §12): per ERM experiment (one L), σ and α the
 ERM test error on the finite test set and the population risk at the learned weights (mean ± s.e.
-over seeds, informed start), the population optimum of the same σ and the Bayes risk, and the
+over seeds, informed start, at the largest D of a D ladder), the population optimum of the same σ and the Bayes risk, and the
 replica prediction where the store has a replica experiment linked to it (``erm:``) (its test error
 at that α, non-converged points as "n.c.").
 
-Usage: python scripts/length_table.py --store results/slr.zarr [--experiments spiked_L16_nu16,spiked_L64_nu16]
+Usage: python scripts/length_table.py --store results/slr.zarr [--experiments spiked_L3_nu16,spiked_L16_nu16,spiked_L64_nu16]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import numpy as np
 
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ground import reference
+from slrpipe.store.ladder import largest_D
 
 
 def ms(da) -> str:
@@ -47,7 +48,7 @@ def replica_for(tree, erm_name, sigma, lam):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--store", required=True)
-    ap.add_argument("--experiments", default="spiked_L16_nu16,spiked_L64_nu16")
+    ap.add_argument("--experiments", default="spiked_L3_nu16,spiked_L16_nu16,spiked_L64_nu16")
     a = ap.parse_args()
     tree = open_store(a.store)
     print(
@@ -55,7 +56,7 @@ def main():
         f"{'ERM R at learned':>22}{'pop. optimum':>14}{'Bayes':>8}{'replica':>9}"
     )
     for name in a.experiments.split(","):
-        node = reference(tree[f"erm/{name}"].to_dataset())
+        node = reference(largest_D(tree[f"erm/{name}"].to_dataset()))
         pop = tree[f"population/at_{name}"].to_dataset()
         lam = float(node["lam"].values[0])
         bayes = float(pop["risk"].sel(sigma="bayes").values[0])
@@ -70,7 +71,7 @@ def main():
                     th = f"{float(rp['test_error']):.4f}" if bool(rp["converged"]) else "n.c."
                 pop_learned = ms(pt["test_error_pop"]) if "test_error_pop" in pt else "—"
                 print(
-                    f"{name:<18}{json.loads(node.attrs['L']):>4}{s:>9}{al:>6g}{ms(pt['test_error']):>24}"
+                    f"{name:<18}{str(node['L'].values):>4}{s:>9}{al:>6g}{ms(pt['test_error']):>24}"
                     f"{pop_learned:>22}{opt:>14.4f}{bayes:>8.4f}{th:>9}"
                 )
 

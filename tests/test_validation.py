@@ -318,3 +318,27 @@ def test_validation_figure_title_gives_the_range_of_D():
     assert _dimension_text(rows) == " at D = 849–1897"
     assert _dimension_text([{"D": 600}, {"D": 600}]) == " at D = 600"
     assert _dimension_text([{"D": -1}]) == ""
+
+
+def test_points_outside_the_theory_grid_are_reported_not_enforced(tmp_path):
+    # ERM at α = 1 and 4 against a replica sweep of α = 4 only (a costly L solved at large α), and
+    # an ERM σ the sweep lacks: every point gets a row with the same columns, NaN theory where none
+    from slrpipe.store.aggregate import open_store
+
+    path = store(tmp_path, 0.0, extra_rep={"prox_tie_fraction": 0.0})
+    tree = open_store(path)
+    rep = tree["replica/r"].to_dataset().sel(alpha=[4.0])
+    erm = tree["erm/e"].to_dataset()
+    erm = xr.concat([erm, erm.assign_coords(sigma=["linear"])], dim="sigma")
+    tree = xr.DataTree.from_dict({"/erm/e": erm, "/replica/r": rep})
+    rows = compare(tree, CONFIG)
+    assert [(r["sigma"], r["alpha"]) for r in rows] == [
+        ("softmax", 1.0),
+        ("softmax", 4.0),
+        ("linear", 1.0),
+        ("linear", 4.0),
+    ]
+    assert len({frozenset(r) for r in rows}) == 1  # the same columns in every row
+    covered = [r for r in rows if np.isfinite(r["theory"])]
+    assert [(r["sigma"], r["alpha"]) for r in covered] == [("softmax", 4.0)] and covered[0]["enforced"]
+    assert not any(r["enforced"] or r["agrees"] for r in rows if r not in covered)

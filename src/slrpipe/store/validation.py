@@ -152,8 +152,11 @@ def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
     """Replica values at (σ, λ, α): floats interpolated in log α; converged (both ends) and
     n_branches (max of both ends). NaN / False where the point is not covered."""
     out = {k: np.nan for k in _THEORY} | {"theory_converged": False, "n_branches": -1}
+    uncovered = {k: v for k, v in out.items() if k not in ("prox_tie_fraction", "theory_seed_mean")}
+    # the row's theory columns where the sweep has no value (σ, λ or α outside its grid)
+    uncovered |= {"theory_n_samples": int(rep.attrs.get("n_samples", 0)), "prox_ties": np.nan, "theory_mc_se": np.nan}
     if sigma not in rep["sigma"].values or not np.isclose(rep["lam"].values, lam).any():
-        return out
+        return uncovered
     lam_sel = rep["lam"].values[np.isclose(rep["lam"].values, lam)][0]
     a = rep["alpha"].values
     near = np.abs(np.log(a / alpha)) <= ALPHA_RTOL
@@ -161,7 +164,7 @@ def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
         i = int(np.argmax(near))
         idx, w = [i, i], 0.0
     elif alpha < a.min() or alpha > a.max():
-        return out
+        return uncovered
     else:
         i = int(np.searchsorted(a, alpha))
         idx, w = [i - 1, i], (np.log(alpha) - np.log(a[i - 1])) / (np.log(a[i]) - np.log(a[i - 1]))

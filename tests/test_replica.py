@@ -469,18 +469,17 @@ def test_cold_start_tries_the_small_alpha_start(monkeypatch):
     assert ds.V_k.values.tolist() == [[99.0, 99.0]]
 
 
-def test_cold_start_tries_the_population_optimum(monkeypatch):
-    # Toy equations whose only fixed point has the population optimum's unbalanced proportions
-    # (linear, spiked ν = 16, L = 16: m_v ≪ m_k), reachable only from a start with m_v < 0.1 m_k:
-    # linear tries that start second (right after the default init), without the cold far cap.
+def _linear_L16_ladder(monkeypatch, reachable):
+    """Run the cold-start ladder of linear, spiked ν = 16, L = 16, α = 20 on toy equations whose
+    only fixed point (the one ERM reaches, m_v ≪ m_k) converges from the starts ``reachable(init)``
+    accepts. Returns (sweep dataset, [(init, far_patience) of each start tried], population optimum)."""
     from slrpipe.theory.replica import sweep as S
 
     task = ReplicaTask("linear", "spiked", 16.0, 16, 0.0)
-    opt = optimal_risk(*task[:4])
     tried = []
 
     def fake(task, lam, alpha, *, fields=None, init=None, options=None, **kw):
-        ok = init is not None and "m_v" in init and init["m_v"] < 0.1 * init["m_k"]
+        ok = init is not None and "m_v" in init and reachable(init)
         tried.append((init, options.iterate.far_patience))
         r = {k: 0.0 for k in S.OUTPUTS}
         r.update(m_k=2.39, q_k=6.4, V_k=1.39, m_v=0.046, q_v=0.0023, V_v=2.4e-4, converged=ok)
@@ -490,6 +489,16 @@ def test_cold_start_tries_the_population_optimum(monkeypatch):
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(task, [0.1], [20.0], draw=Draw(n_samples=64), two_way=False)
+    return ds, tried, optimal_risk(*task[:4])
+
+
+def test_cold_start_tries_the_population_optimum(monkeypatch):
+    # Reachable only from a start with the population optimum's unbalanced proportions
+    # (m_v < 0.1 m_k): linear tries that start second (right after the default init), without the
+    # cold far cap.
+    from slrpipe.theory.replica import sweep as S
+
+    ds, tried, opt = _linear_L16_ladder(monkeypatch, lambda init: init["m_v"] < 0.1 * init["m_k"])
     assert ds.converged.values.tolist() == [[True]] and ds.key_scale.values.tolist() == [S.POPULATION]
     assert len(tried) == 2 and tried[0][0] is None  # the default init, then the population optimum
     init, far = tried[1]
@@ -502,29 +511,16 @@ def test_cold_start_tries_the_population_optimum(monkeypatch):
 
 
 def test_cold_start_tries_the_balanced_population_optimum(monkeypatch):
-    # Toy equations reachable only from |k| = |v| with the population optimum's m_k m_v (linear,
-    # spiked ν = 16, L = 16: the own-proportions start stalls there): the third rung of linear.
+    # Reachable only from |k| = |v| with the population optimum's m_k m_v (at L = 16 the
+    # own-proportions start stalls): the third rung of linear.
     from slrpipe.theory.replica import sweep as S
 
-    task = ReplicaTask("linear", "spiked", 16.0, 16, 0.0)
-    opt = optimal_risk(*task[:4])
-    tried = []
-
-    def fake(task, lam, alpha, *, fields=None, init=None, options=None, **kw):
-        ok = init is not None and "m_v" in init and init["m_v"] == init["m_k"]
-        tried.append(init)
-        r = {k: 0.0 for k in S.OUTPUTS}
-        r.update(m_k=2.39, q_k=6.4, V_k=1.39, m_v=0.046, q_v=0.0023, V_v=2.4e-4, converged=ok)
-        r.update(iterations=3, wall_time=0.0, objective=alpha, test_error=0.54 if ok else 16.0)
-        return r
-
-    monkeypatch.setattr(S, "solve_replica", fake)
-    monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
-    ds = S.replica_sweep(task, [0.1], [20.0], draw=Draw(n_samples=64), two_way=False)
+    ds, tried, opt = _linear_L16_ladder(monkeypatch, lambda init: init["m_v"] == init["m_k"])
     assert ds.key_scale.values.tolist() == [S.POPULATION_BALANCED] and len(tried) == 3
-    m = tried[2]["m_k"]
-    assert m == pytest.approx(math.sqrt(opt["m_k"] * opt["m_v"])) and tried[2]["V_k"] == S.POP_BALANCED_V
-    assert tried[2]["q_v"] == pytest.approx((1 + S.POP_SPREAD) * m * m)
+    init = tried[2][0]
+    m = init["m_k"]
+    assert m == pytest.approx(math.sqrt(opt["m_k"] * opt["m_v"])) and init["V_k"] == S.POP_BALANCED_V
+    assert init["q_v"] == pytest.approx((1 + S.POP_SPREAD) * m * m)
 
 
 def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):

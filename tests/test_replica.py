@@ -6,6 +6,7 @@ Runtime budget ≈ 2 min on one (shared) core. Tolerances are stated next to eac
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -787,6 +788,27 @@ def test_prox_does_not_depend_on_the_number_of_threads(monkeypatch):
     assert out[1]["psi"].dtype == np.float64
     for k in out[1]:
         np.testing.assert_array_equal(out[1][k], out[3][k], err_msg=k)
+
+
+def test_prox_above_L6_completes_with_several_threads():
+    # above L = 6 the prox calls LAPACK, and two such programs executing at once from two threads
+    # hang jax 0.10.2 on CPU (this very call did, without the guard in prox._run_chunks); with
+    # OMP_NUM_THREADS = 2 and 4 chunks it must finish (~15 s; in a child process, so that a hang
+    # fails this test after 240 s instead of stopping the run)
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np; from slrpipe.theory.replica import prox as P; "
+        "r = np.random.default_rng(0); w = r.standard_normal((1024, 16)); "
+        "p = P.prox('softmax', w, w[::-1], r.standard_normal(1024), 2.0, 1.5, chunk=256); "
+        "print(np.isfinite(p['psi']).all())"
+    )
+    env = dict(
+        os.environ, OMP_NUM_THREADS="2", XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=2"
+    )
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240)
+    assert res.stdout.strip() == "True", res.stderr[-2000:]
 
 
 def test_prox_threads_follow_omp_num_threads(monkeypatch):

@@ -19,7 +19,7 @@ The Jacobian of the prox in (ω, y) comes from implicit differentiation of ∇φ
 Every factorisation is a Cholesky of :mod:`.linalg` (written out entry by entry up to 6 × 6,
 the library's batched call above): the compiled programs have a size bounded at every L
 (compile time independent of L), the work is O(L³) per Newton step and per sample's finish. On CPU the lanes run in
-cache-sized blocks (``_blocked``) and the chunks of samples in parallel threads
+cache-sized blocks (``_blocked``) and, up to L = 6, the chunks of samples in parallel threads
 (:func:`prox_threads`).
 
 Everything runs in float64 JAX (``jax.enable_x64``), jit-compiled and vmapped over samples, on
@@ -481,9 +481,9 @@ def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, options: ProxOption
 
 def _run_chunks(sigma, obs: _Obs, warm, V, opts: ProxOptions, chunk: int) -> list[dict]:
     """:func:`_prox_chunk` of each run of ``chunk`` rows (whole chunks: ``obs`` is padded), over
-    :func:`prox_threads` threads. The chunks are independent, the same compiled programs on their
-    own rows: the result does not depend on the number of threads (XLA releases the GIL while a
-    program runs)."""
+    :func:`prox_threads` threads (one above L = 6, see below). The chunks are independent, the
+    same compiled programs on their own rows: the result does not depend on the number of threads
+    (XLA releases the GIL while a program runs)."""
 
     def run(a):
         sl = slice(a, a + chunk)
@@ -491,7 +491,10 @@ def _run_chunks(sigma, obs: _Obs, warm, V, opts: ProxOptions, chunk: int) -> lis
             return _prox_chunk(sigma, _Obs(*(x[sl] for x in obs)), None if warm is None else warm[sl], V, opts)
 
     starts = range(0, len(obs.y), chunk)
-    workers = min(prox_threads(), len(starts))
+    # above L = _UNROLL_MAX the programs call the library's LAPACK factorisation, and two of them
+    # executing at once from two threads hang jax 0.10.2 on CPU (seen at L = 16 and 64: no
+    # progress in minutes, every thread idle on a futex; one thread never hangs): one at a time
+    workers = min(prox_threads(), len(starts)) if obs.wk.shape[1] <= _UNROLL_MAX else 1
     if workers <= 1:
         return [run(a) for a in starts]
     with ThreadPoolExecutor(workers) as pool:

@@ -18,9 +18,10 @@ The Jacobian of the prox in (ω, y) comes from implicit differentiation of ∇φ
 ∂h/∂ω = H⁻¹ V⁻¹, ∂h/∂y = H⁻¹ ∇_h f, H = ∇²φ (2L × 2L).
 Every factorisation is a Cholesky of :mod:`.linalg` (written out entry by entry up to 6 × 6,
 the library's batched call above): the compiled programs have a size bounded at every L
-(compile time independent of L), the work is O(L³) per Newton step and per sample's finish. On CPU the lanes run in
-cache-sized blocks (``_blocked``) and, up to L = 6, the chunks of samples in parallel threads
-(:func:`prox_threads`).
+(compile time independent of L), the work is O(L³) per Newton step and per sample's finish. The
+Newton steps' Hessian of ψ is in closed form above L = 6 (softmax, linear: :func:`_psi_hessian`).
+On CPU the lanes run in cache-sized blocks (``_blocked``) and, up to L = 6, the chunks of samples
+in parallel threads (:func:`prox_threads`).
 
 Everything runs in float64 JAX (``jax.enable_x64``), jit-compiled and vmapped over samples, on
 JAX's default device: a GPU when one is present (float64 is supported there; the samples go in

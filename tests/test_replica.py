@@ -804,9 +804,9 @@ def test_prox_above_L6_completes_with_several_threads():
         "p = P.prox('softmax', w, w[::-1], r.standard_normal(1024), 2.0, 1.5, chunk=256); "
         "print(np.isfinite(p['psi']).all())"
     )
-    env = dict(
-        os.environ, OMP_NUM_THREADS="2", XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=2"
-    )
+    from slrpipe.threads import thread_env
+
+    env = dict(os.environ, **thread_env(2))
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240)
     assert res.stdout.strip() == "True", res.stderr[-2000:]
 

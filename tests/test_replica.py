@@ -495,30 +495,34 @@ def _linear_L16_ladder(monkeypatch, reachable):
 
 def test_cold_start_tries_the_population_optimum(monkeypatch):
     # Reachable only from a start with the population optimum's unbalanced proportions
-    # (m_v < 0.1 m_k): linear tries that start second (right after the default init), without the
-    # cold far cap.
+    # (m_v < 0.1 m_k): at the top of the grid above L = 6 linear tries that start first, without
+    # the cold far cap.
     from slrpipe.theory.replica import sweep as S
 
     ds, tried, opt = _linear_L16_ladder(monkeypatch, lambda init: init["m_v"] < 0.1 * init["m_k"])
     assert ds.converged.values.tolist() == [[True]] and ds.key_scale.values.tolist() == [S.POPULATION]
-    assert len(tried) == 2 and tried[0][0] is None  # the default init, then the population optimum
-    init, far = tried[1]
+    assert len(tried) == 1  # the population optimum, before the default init
+    init, far = tried[0]
     assert init["m_k"] == opt["m_k"] and init["m_v"] == opt["m_v"] and far is None
     assert init["q_k"] == pytest.approx((1 + S.POP_SPREAD) * opt["m_k"] ** 2) and init["V_v"] > 0
-    # softmax keeps its ladder and tries the population optimum last
-    assert S.ladder("softmax") == (*S.KEY_SCALES, S.POPULATION, S.POPULATION_BALANCED)
-    assert S.ladder("linear")[:3] == (1.0, S.POPULATION, S.POPULATION_BALANCED)
+    pop = (S.POPULATION, S.POPULATION_BALANCED)
+    # softmax keeps its ladder and tries the population optimum last, at every L
+    for L, top in ((3, False), (16, True), (64, True)):
+        assert S.ladder("softmax", L, top) == (*S.KEY_SCALES, *pop)
+    # linear: first at the top of the grid above L = 6, else right after the default init
+    assert S.ladder("linear", 16, top=True) == (*pop, *S.KEY_SCALES)
+    assert S.ladder("linear", 16, top=False)[:3] == S.ladder("linear", 3, top=True)[:3] == (1.0, *pop)
     assert set(S.ladder("linear")) == set(S.ladder("softmax"))
 
 
 def test_cold_start_tries_the_balanced_population_optimum(monkeypatch):
     # Reachable only from |k| = |v| with the population optimum's m_k m_v (at L = 16 the
-    # own-proportions start stalls): the third rung of linear.
+    # own-proportions start stalls): the second rung of linear at the top of the grid.
     from slrpipe.theory.replica import sweep as S
 
     ds, tried, opt = _linear_L16_ladder(monkeypatch, lambda init: init["m_v"] == init["m_k"])
-    assert ds.key_scale.values.tolist() == [S.POPULATION_BALANCED] and len(tried) == 3
-    init = tried[2][0]
+    assert ds.key_scale.values.tolist() == [S.POPULATION_BALANCED] and len(tried) == 2
+    init = tried[1][0]
     m = init["m_k"]
     assert m == pytest.approx(math.sqrt(opt["m_k"] * opt["m_v"])) and init["V_k"] == S.POP_BALANCED_V
     assert init["q_v"] == pytest.approx((1 + S.POP_SPREAD) * m * m)
@@ -563,6 +567,42 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
     # past the fold (from α = 3 towards 1) the steps halve down to 4/2^MAX_HALVINGS = 0.25, no further
     assert S.MAX_HALVINGS == 4
     assert sorted({a for a in calls if 1 < a < 3}) == [2.0, 2.5, 2.75]
+
+
+def _fold_toy(monkeypatch, reach, fold):
+    """replica_sweep one-way down [1, 5] on a toy branch m_k = α that exists for α ≥ ``fold`` and
+    that the solver follows in steps |Δα| ≤ ``reach`` only; returns (dataset, α of every solve)."""
+    from slrpipe.theory.replica import sweep as S
+
+    calls = []
+
+    def fake(task, lam, alpha, *, fields=None, init=None, **kw):
+        calls.append(alpha)
+        ok = alpha >= fold and (alpha == 5 if init is None else abs(init["m_k"] - alpha) <= reach)
+        r = {k: 0.0 for k in S.OUTPUTS}
+        r.update(m_k=alpha if ok else 0.0, q_k=alpha**2 + 1, V_k=1.0, m_v=0.5, q_v=1.0, V_v=1.0)
+        r.update(converged=ok, iterations=1, wall_time=0.0, objective=alpha, test_error=1.0 / alpha)
+        return r
+
+    monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(S, "rs_stability", _no_stability)
+    task = ReplicaTask("linear", "spiked", 1.0, 3, 0.0)
+    return S.replica_sweep(task, [0.1], [1, 5], draw=Draw(n_samples=64), two_way=False), calls
+
+
+def test_halving_retries_the_nearest_failure_first(monkeypatch):
+    # Reach 1.6 (the steps 5 → 3 and 4 → 2 fail, 4 → 3 does not). With a fold at α = 0.5 the
+    # branch reaches α = 1: after α = 4 the failed α = 3 is retried from 4, before the grid point
+    # α = 1, then the halving starts again towards 1. Solves in order (probes of α = 1, then
+    # intermediate points; the last 1 is the full solve after a converged probe):
+    ds, calls = _fold_toy(monkeypatch, 1.6, fold=0.5)
+    assert ds.converged.values.tolist() == [[True, True]]
+    assert calls == [5, 1, 3.0, 4.0, 3.0, 1, 2.0, 1, 1]
+    # With a fold at α = 3.2 nothing beyond the failed α = 3 is tried once it failed: the branch
+    # is followed to 3.25 (the last step 2^-MAX_HALVINGS of the grid step 4), α = 1 never again
+    ds, calls = _fold_toy(monkeypatch, 1.6, fold=3.2)
+    assert ds.alpha_reached_down.values.tolist() == [[3.25, 5.0]]
+    assert calls == [5, 1, 3.0, 4.0, 3.0, 3.5, 3.0, 3.25, 3.0]
 
 
 def test_cheap_finish_keeps_the_passes_near_the_root_cheap(monkeypatch):

@@ -317,16 +317,20 @@ def _batch_finish(ends: _Ends, obs: _Obs, V, beta, sigma, soft):
 
 
 # Newton steps run on every (sample, start) lane; lanes not converged by then (|∇ψ| above
-# _CONT_TOL (1 + 1/V_k)) get the remaining n_steps − _FIRST_STEPS steps in small fixed-size
-# batches. Measured (L = 3, softmax and linear): > 99 % of lanes converge within 8 steps, so this
-# costs ~1/3 of running every lane n_steps times; a lane stopped early is one Newton step from
-# a point with |∇ψ| < 1e-10 (1 + 1/V_k), i.e. within ~1e-10 V_k of its end point.
-_FIRST_STEPS, _CONT_TOL, _CONT_BATCH = 8, 1e-10, 512
+# _CONT_TOL (1 + 1/V_k)) get the remaining n_steps − first steps in small fixed-size batches.
+# Measured (L = 3, softmax and linear): > 99 % of lanes converge within 8 steps, so this costs
+# ~1/3 of running every lane n_steps times; a lane stopped early is one Newton step from a point
+# with |∇ψ| < 1e-10 (1 + 1/V_k), i.e. within ~1e-10 V_k of its end point. Above L = 6 a step
+# costs more than the host's gather of the unconverged lanes, and the first phase is
+# _FIRST_STEPS_LONG steps (L = 16, one solve of 11–12 passes at α = 10 on one core: linear
+# 35.7 → 26.8 CPU s, softmax 57.0 → 37.5 s, the fixed point the same to 12 digits; at L = 3
+# 4 steps are slower: 24.5 → 26.3 s).
+_FIRST_STEPS, _FIRST_STEPS_LONG, _CONT_TOL, _CONT_BATCH = 8, 4, 1e-10, 512
 
 
 def _run_lanes(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     """Newton on (M, L) lanes, two-phase (see above); returns numpy chis (M, L), vals, gns (M,)."""
-    n1 = min(_FIRST_STEPS, n_steps)
+    n1 = min(_FIRST_STEPS if chi0.shape[1] <= _UNROLL_MAX else _FIRST_STEPS_LONG, n_steps)
     r = _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n1)
     chis, vals, gns = (np.array(a) for a in r)
     rest = np.flatnonzero(~(gns < _CONT_TOL * (1 + 1 / Vk)))

@@ -27,6 +27,7 @@ import xarray as xr
 
 from slrpipe.theory.population import optimal_risk
 from slrpipe.theory.replica.fields import Draw, Fields
+from slrpipe.theory.replica.linalg import _UNROLL_MAX
 from slrpipe.theory.replica.options import ReplicaTask, SolverOptions, SweepOptions
 from slrpipe.theory.replica.solver import CONJ, STATE, solve_replica
 from slrpipe.theory.replica.stability import STABILITY, rs_stability
@@ -77,19 +78,24 @@ def _resume(r: dict) -> tuple[dict, object]:
     return {k: r[k] for k in STATE}, r.get("prox_warm")
 
 
-def ladder(sigma: str) -> tuple[float, ...]:
-    """The cold starts of σ in the order :func:`_cold_start` tries them (``KEY_SCALES``, then
-    ``POPULATION`` and ``POPULATION_BALANCED`` for the population optimum). Linear tries the
-    population optimum right after the default init: at large L its fixed point keeps the
-    population optimum's unbalanced proportions (spiked ν = 16, α = 20: m_k = 2.39, m_v = 0.046 at
-    L = 16; 1.52, 0.028 at L = 64), outside the basin of every key-scale start (docs/validation.md
-    §5); the population optimum is the α → ∞ limit of the down pass's first point. At L = 64 it
-    converges from the population optimum's own proportions, at L = 16 only from the balanced
-    ones. Other σ try both last, so that no point they reached before moves."""
+def ladder(sigma: str, L: int = 3, top: bool = False) -> tuple[float, ...]:
+    """The cold starts of σ at sequence length L in the order :func:`_cold_start` tries them
+    (``KEY_SCALES``, then ``POPULATION`` and ``POPULATION_BALANCED`` for the population optimum);
+    ``top``: the point is the largest α of the grid (the down pass's first). Linear tries the
+    population optimum right after the default init, and first at the top of the grid above
+    L = 6: at large L its fixed point keeps the population optimum's unbalanced proportions
+    (spiked ν = 16, α = 20: m_k = 2.39, m_v = 0.046 at L = 16; 1.52, 0.028 at L = 64), outside
+    the basin of every key-scale start (docs/validation.md §5; the default init failed there after
+    31 evaluations at both L, 14 min of one CPU core at L = 64); the population optimum is the
+    α → ∞ limit of the down pass's first point. At L = 64 it converges from the population
+    optimum's own proportions, at L = 16 only from the balanced ones. Other σ, and linear up to
+    L = 6, try both after the key scales, so that no point they reached before moves."""
     pop = (POPULATION, POPULATION_BALANCED)
-    if sigma == "linear":
-        return (1.0, *pop, *KEY_SCALES[1:])
-    return (*KEY_SCALES, *pop)
+    if sigma != "linear":
+        return (*KEY_SCALES, *pop)
+    if top and L > _UNROLL_MAX:
+        return (*pop, *KEY_SCALES)
+    return (1.0, *pop, *KEY_SCALES[1:])
 
 
 def _population_init(task: ReplicaTask, balanced: bool = False) -> dict | None:
@@ -148,21 +154,20 @@ class _Setup:
         return solve_replica(self.task, lam, alpha, fields=fields, init=init, options=options, warm=warm)
 
 
-def _cold_start(setup: _Setup, lam, alpha) -> dict:
-    """Solve from the default init and, if that fails, from the other starts of :func:`ladder`
-    in turn (:func:`_start`, :func:`_population_init`), with the cold-start options
-    (``SweepOptions.cold``; the population start without its ``far_patience``: it is the start
-    closest to the large-α fixed point, and approaches it slowly). Larger key
-    scales: at small λ the softmax fixed point sits at a large
+def _cold_start(setup: _Setup, lam, alpha, top: bool = False) -> dict:
+    """Solve from the starts of :func:`ladder` in turn (:func:`_start`, :func:`_population_init`;
+    ``top``: α is the grid's largest), with the cold-start options (``SweepOptions.cold``; the
+    population start without its ``far_patience``: it is the start closest to the large-α fixed
+    point, and approaches it slowly). Larger key scales: at small λ the softmax fixed point sits at a large
     key norm (q_k ≈ 70 at λ = 0.01, α = 20; docs/theory.md §10 (iv)) outside the default init's
     basin. The α → 0 start: at small α and λ the fixed point has V_a ≈ 1/λ (= 100 at λ = 0.01),
     outside the basin of V_a = 1 (linear, spiked ν = 1, α = 0.5). The first converged start is
-    returned (else the default one's result), with ``key_scale`` = its c.
+    returned (else the first one's result), with ``key_scale`` = its c.
     The ladder is empirical: spiked ν = 1 converges from c = 8, ν = 2 from c = 10–12 (not 8), and
     m_k = 0.7 c fails for both."""
     opts = setup.sw.cold(setup.opts)
     first = None
-    for c in ladder(setup.sigma):
+    for c in ladder(setup.sigma, setup.task.L, top):
         if c in (POPULATION, POPULATION_BALANCED):
             init = _population_init(setup.task, balanced=c == POPULATION_BALANCED)
             if init is None:
@@ -189,8 +194,11 @@ def _step(setup: _Setup, lam, a_from, a_to, start) -> tuple[dict, float]:
     parameters, its prox warm starts) (:func:`_resume`; the warm starts are used with
     ``sw.reuse_warm``). A failed step is
     retried from the last converged α at half the remaining distance, halving down to
-    2^-``MAX_HALVINGS`` of |a_to − a_from|, and after each success the rest of the way is tried
-    again: this follows a branch up to a fold between grid points. The intermediate points only
+    2^-``MAX_HALVINGS`` of |a_to − a_from|. After each success the nearest intermediate α that
+    failed beyond it is retried from there (the halving restarts at it), and once none is left
+    a_to is tried again and the halving restarts at a_to: this follows a branch up to a fold
+    between grid points without trying α beyond a failure that the branch has not passed (at a
+    fold every such try fails; ~25 evaluations each at linear L = 16). The intermediate points only
     provide warm starts: they are solved to ``sw.step_tol`` without polish (``SweepOptions``), and
     with ``sw.probe`` a_to is retried from them the same cheap way before a full solve (with
     ``sw.probe_first`` its first try from a_from too). Returns (result at
@@ -217,18 +225,26 @@ def _step(setup: _Setup, lam, a_from, a_to, start) -> tuple[dict, float]:
     init, warm = start
     r = attempt(init, warm, sw.probe and sw.probe_first)
     a, h, h_min = a_from, a_to - a_from, abs(a_to - a_from) * 2.0**-MAX_HALVINGS * (1 - 1e-9)
+    failed = []  # the intermediate α that failed
     while not r["converged"]:
         h *= 0.5
         if abs(h) < h_min:
             break
         mid = solve(a + h, mid_opts, init, warm)
-        if mid["converged"]:
-            a, (init, warm) = a + h, _resume(mid)
-            log.info("replica %s λ=%g: branch followed to α=%g on the way to α=%g", setup.sigma, lam, a, a_to)
-            retry = attempt(init, warm, sw.probe)
-            if retry["converged"] or not sw.probe:
-                r = retry
-            h = a_to - a
+        if not mid["converged"]:
+            failed.append(a + h)
+            continue
+        a, (init, warm) = a + h, _resume(mid)
+        log.info("replica %s λ=%g: branch followed to α=%g on the way to α=%g", setup.sigma, lam, a, a_to)
+        beyond = [f for f in failed if (f - a) * (a_to - a) > 0]
+        if beyond:
+            # a nearer α failed from farther back: it is retried (from here) before anything beyond
+            h = 2 * (min(beyond, key=lambda f: abs(f - a)) - a)
+            continue
+        retry = attempt(init, warm, sw.probe)
+        if retry["converged"] or not sw.probe:
+            r = retry
+        h = a_to - a
     iters, wall = cost
     return dict(r, iterations=iters, wall_time=wall), (a_to if r["converged"] else a)
 
@@ -265,7 +281,7 @@ def _continue(setup: _Setup, lam, alphas, order, *, stop_when=None, past_fold="c
     for j in order:
         if start is None:
             if j not in cold:
-                cold[j] = _cold_start(setup, lam, alphas[j])
+                cold[j] = _cold_start(setup, lam, alphas[j], top=j == len(alphas) - 1)
             r = dict(cold[j])
             reached = alphas[j] if r["converged"] else math.nan
         else:

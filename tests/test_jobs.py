@@ -34,6 +34,12 @@ def _parse(command, record):
     return _parser().parse_args([command, *argv(record), "--out", getattr(record, "out", None) or "x.nc"])
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "config").glob("*.yaml")))
+def test_every_shipped_config_validates_and_plans(name):
+    p = _plan(f"config/{name}")
+    assert p.population or p.erm or p.replica or p.length
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_every_planned_record_round_trips_through_its_command_line(name):
     from slrpipe.commands.train import job_of

@@ -27,6 +27,8 @@ OPTIMIZERS = ("lbfgs", "gd", "adam", "sgd")
 FIRST_ORDER = ("gd", "sgd", "adam")
 #: the σ whose scores are normalised over the sequence (a probability vector over tokens).
 NORMALISED_SIGMAS = ("softmax", "softplus_norm")
+#: the odd σ: f(−k, −v) = f(k, v), so every ERM minimum has a mirror image (−k, −v)
+ODD_SIGMAS = ("linear", "erf")
 #: the starts drawn at random (seeded by init_seed); the informed start is deterministic.
 RANDOM_INITS = ("random", "small")
 #: floating-point precisions of training.

@@ -12,9 +12,10 @@ experiment's config entry and provenance as attributes):
   experiment seed, (init, restart, optimizer) the start (slrpipe.workflow.erm_runs; NaN where a start
   does not exist, e.g. restarts of the informed start); plus ``test_error_pop``, the population
   formula evaluated at the learned overlaps (computed here, so a theory edit does not rerun training;
-  the training job's own ``test_error_theory`` is not kept); trajectories ``traj_*`` on dim ``step``
-  with ``traj_test_error_pop`` for gd/sgd/adam runs (slrpipe.store.trajectory); and the ground state
-  over the starts, ``*_ground`` and ``ground_init/restart/optimizer`` (slrpipe.store.ground).
+  the training job's own ``test_error_theory`` is not kept); ``dist_informed``, the distance of
+  each run's weights to the informed start's on the same data (slrpipe.store.distance);
+  trajectories ``traj_*`` on dim ``step`` with ``traj_test_error_pop`` for gd/sgd/adam runs
+  (slrpipe.store.trajectory); and the ground state over the starts, ``*_ground`` and ``ground_init/restart/optimizer`` (slrpipe.store.ground).
   ``slrpipe.store.ground.reference`` selects the informed start (the dims (sigma, lam, alpha, seed)).
 - ``/replica/<exp>``: dims (sigma, lam, alpha) — replica prediction (model.md §6), plus
   ``test_error_opt_lam`` / ``lam_opt`` (minimum over the λ grid) and ``bayes_optimal_*`` (dim alpha).
@@ -37,6 +38,7 @@ from slrpipe.io import atomic_dir, write_zarr
 from slrpipe.io import read_netcdf as _read_netcdf
 from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
+from slrpipe.store.distance import to_informed
 from slrpipe.store.ground import add_ground_state
 from slrpipe.store.trajectory import add_trajectory_risk
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
@@ -131,12 +133,15 @@ def erm_node(files, by_D: bool = False) -> xr.Dataset:
     """ERM runs (one file each) on dims (sigma, lam, alpha, seed, init, restart, optimizer) — with
     ``by_D`` (an experiment with a D ladder, slrpipe.workflow.ladder) also ``D`` after alpha:
     (sigma, lam, alpha, D, seed, init, restart, optimizer). Scalar variables, n (and D where it is
-    not a dim), the step size ``lr`` (NaN for L-BFGS) and the trajectories ``traj_*`` on a ``step``
-    dim (the union of the recorded steps; NaN where a run recorded no such step)."""
-    parts, order = [], {}
+    not a dim), the step size ``lr`` (NaN for L-BFGS), ``dist_informed`` (the distance of the run's
+    weights to the informed start's on the same data, slrpipe.store.distance) and the trajectories
+    ``traj_*`` on a ``step`` dim (the union of the recorded steps; NaN where a run recorded no such
+    step)."""
+    parts, order, weights = [], {}, []
     for f in files:
         ds = read_netcdf(f)
         index = _erm_index(ds, by_D)
+        weights.append((index, (ds["k"].values, ds["v"].values)))
         for k in ("init", "optimizer"):  # keep the config's order (reference() takes the first optimiser)
             order.setdefault(k, []).extend(v for v in index[k] if v not in order.get(k, []))
         extra = {k: ds[k].astype("int64").reset_coords(drop=True) for k in (("n",) if by_D else ("D", "n"))}
@@ -144,6 +149,8 @@ def erm_node(files, by_D: bool = False) -> xr.Dataset:
         traj = ds[[v for v in ds.data_vars if v.startswith("traj_")]].reset_coords(drop=True)
         run = _scalars(ds).drop_vars("test_error_theory", errors="ignore").assign(extra)
         parts.append((run, traj, index))
+    dist = to_informed(weights)
+    parts = [(run.assign(dist_informed=d), traj, index) for (run, traj, index), d in zip(parts, dist, strict=True)]
     # one step axis for all runs (NaN where a run recorded no such step): with differing step
     # coordinates combine_by_coords would take step for a concatenation dim
     steps = np.unique(np.concatenate([traj["step"].values for _, traj, _ in parts if "step" in traj.dims] or [[]]))

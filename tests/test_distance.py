@@ -1,0 +1,56 @@
+"""The distance between ERM minima reached from different starts on the same data
+(slrpipe.store.distance): its value on explicit weights, the mirror symmetry of odd σ, and the
+pairing of each run with the informed start of the same data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from slrpipe.store.distance import to_informed, weight_distance
+
+
+def test_weight_distance_is_the_mean_squared_difference_up_to_the_mirror_of_odd_sigma():
+    rng = np.random.default_rng(0)
+    D = 50
+    k, v, dk, dv = (rng.standard_normal(D) for _ in range(4))
+    # (1/D)(|dk|² + |dv|²), exactly
+    d = weight_distance("softmax", (k + dk, v + dv), (k, v))
+    assert d == pytest.approx((dk @ dk + dv @ dv) / D, rel=1e-12)
+    assert weight_distance("softmax", (k, v), (k, v)) == 0.0
+    # (−k, −v) is the same predictor for odd σ only: distance 0 there, 4(|k|² + |v|²)/D for softmax
+    for sigma in ("linear", "erf"):
+        assert weight_distance(sigma, (-k, -v), (k, v)) == 0.0
+        assert weight_distance(sigma, (-k - dk, -v - dv), (k, v)) == pytest.approx(d, rel=1e-12)
+    far = weight_distance("softmax", (-k, -v), (k, v))
+    assert far == pytest.approx(4 * (k @ k + v @ v) / D, rel=1e-12)
+    with pytest.raises(ValueError, match="weights"):
+        weight_distance("softmax", (k, v), (k[:-1], v[:-1]))
+
+
+def _index(init, restart=0, seed=0, alpha=2.0, sigma="softmax"):
+    return {
+        "sigma": [sigma],
+        "lam": [0.1],
+        "alpha": [alpha],
+        "seed": [seed],
+        "init": [init],
+        "restart": [restart],
+        "optimizer": ["lbfgs"],
+    }
+
+
+def test_each_run_is_paired_with_the_informed_start_on_the_same_data():
+    D = 4
+    w = lambda c: (np.full(D, c), np.zeros(D))  # (k, v) with k = c·1: distance (c_a − c_b)²
+    runs = [
+        (_index("random", 0, seed=0), w(1.0)),
+        (_index("informed", 0, seed=0), w(3.0)),
+        (_index("random", 1, seed=0), w(3.5)),
+        (_index("random", 0, seed=1), w(0.0)),  # no informed start for seed 1
+        (_index("informed", 0, seed=1, alpha=5.0), w(7.0)),  # another α: not its partner
+    ]
+    d = to_informed(runs)
+    assert d[:3] == [4.0, 0.0, 0.25] and math.isnan(d[3]) and d[4] == 0.0

@@ -86,8 +86,8 @@ def ladder(sigma: str, L: int = 3, top: bool = False) -> tuple[float, ...]:
     L = 6: at large L its fixed point keeps the population optimum's unbalanced proportions
     (spiked ν = 16, α = 20: m_k = 2.39, m_v = 0.046 at L = 16; 1.52, 0.028 at L = 64), outside
     the basin of every key-scale start (docs/validation.md §5; the default init failed there after
-    31 evaluations at both L, 14 min of one CPU core at L = 64); the population optimum is the
-    α → ∞ limit of the down pass's first point. At L = 64 it converges from the population
+    31 evaluations at both L: ≈ 14 min of one CPU core at L = 64, at 27 s per evaluation); the
+    population optimum is the α → ∞ limit of the down pass's first point. At L = 64 it converges from the population
     optimum's own proportions, at L = 16 only from the balanced ones. Other σ, and linear up to
     L = 6, try both after the key scales, so that no point they reached before moves."""
     pop = (POPULATION, POPULATION_BALANCED)

@@ -5,6 +5,14 @@ seeds reached the informed start's minimum (d < SAME), the mean objective gap �
 informed), and the extrapolation D → ∞ (a + b/D or a + b/√D, slrpipe.store.ladder.point_ladder).
 Replica symmetry predicts d → 0; a finite limit says the starts end in distinct minima.
 
+With more starts per seed (``restarts`` ≥ 2, e.g. 1 informed + 9 random), a second table: the
+distance between the two lowest minima found on the same data, d₂ (the ``dist_ground`` of the run
+of second-lowest final objective), per D and D → ∞; how many starts reached the ground state found
+(d < SAME to it); the distance of that ground state to the informed start's minimum; and the
+objective gap 𝓛/D between the two lowest. A third: the ground state found over all starts
+(``*_ground``, slrpipe.store.ground) against the informed start — objective 𝓛/D and test error
+(the population risk at the learned weights, ``test_error_pop``) per D and D → ∞.
+
 Usage: python scripts/distance_table.py --store results/slr.zarr --experiment spiked_L3_nu1
 """
 
@@ -13,6 +21,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import xarray as xr
 
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ladder import point_ladder
@@ -63,6 +72,88 @@ def main():
     print(
         "cells: mean ± s.e. (t-corrected, slrpipe.store.extrapolate.ladder_means) of d, seeds at the informed minimum, mean objective gap 𝓛/D (random − informed)"
     )
+    if node.sizes.get("restart", 1) >= 2:
+        lowest_two(node, a.optimizer)
+        ground_ladder(node)
+
+
+def _two_lowest(loss: np.ndarray, dist: np.ndarray) -> tuple[float, float, int, int]:
+    """(d₂, J₂ − J₁, starts at the ground state, starts finished) of one seed's runs (flat arrays)."""
+    ok = np.isfinite(loss)
+    if ok.sum() < 2:
+        return np.nan, np.nan, int((dist[ok] < SAME).sum()), int(ok.sum())
+    order = np.argsort(np.where(ok, loss, np.inf), kind="stable")
+    return float(dist[order[1]]), float(loss[order[1]] - loss[order[0]]), int((dist[ok] < SAME).sum()), int(ok.sum())
+
+
+def lowest_two(node, optimizer: str) -> None:
+    """The table of the two lowest minima over all starts of one optimiser (module docstring)."""
+    runs = node.sel(optimizer=optimizer).stack(run=("init", "restart"))
+    print(
+        f"\ntwo lowest minima over all {optimizer} starts per seed: d₂ = (1/D)|W₁ − W₂|² (0 where both are one minimum)"
+    )
+    print(
+        f"{'sigma':<8}{'lam':>6}{'alpha':>6}  "
+        + "  ".join(f"{'D=' + str(int(D)):>30}" for D in node["D"].values)
+        + f"  {'d₂, D → ∞':>20}  law"
+    )
+    for s in node["sigma"].values:
+        for lam in node["lam"].values:
+            for al in node["alpha"].values:
+                pt = runs.sel(sigma=s, lam=lam, alpha=al)
+                loss, dist = (
+                    pt["train_loss"].transpose("D", "seed", "run"),
+                    pt["dist_ground"].transpose("D", "seed", "run"),
+                )
+                per = np.array(
+                    [
+                        [_two_lowest(loss.values[i, j], dist.values[i, j]) for j in range(loss.sizes["seed"])]
+                        for i in range(loss.sizes["D"])
+                    ]
+                )  # (D, seed, 4)
+                d2 = xr.DataArray(per[..., 0], dims=("D", "seed"), coords={"D": node["D"], "seed": node["seed"]})
+                pl = point_ladder(d2)
+                ground = node["dist_informed_ground"].sel(sigma=s, lam=lam, alpha=al)
+                cells = []
+                for i, D in enumerate(node["D"].values):
+                    m = pl.D == D
+                    mean = f"{pl.mean[m][0]:.4f}±{pl.se[m][0]:.4f}" if m.any() else f"{np.nanmean(per[i, :, 0]):.4f}"
+                    at, tot = per[i, :, 2].sum(), per[i, :, 3].sum()
+                    gap = np.nanmean(per[i, :, 1]) * al
+                    cells.append(f"{mean} {int(at)}/{int(tot)} {float(ground.sel(D=D).mean()):.2f} {gap:.4f}")
+                lim = f"{pl.fit.limit:.4f} ± {pl.fit.limit_se:.4f}" if pl.fit else "—"
+                print(
+                    f"{s:<8}{lam:>6g}{al:>6g}  "
+                    + "  ".join(f"{c:>30}" for c in cells)
+                    + f"  {lim:>20}  {pl.fit.law if pl.fit else ''}"
+                )
+    print(
+        "cells: d₂ mean ± s.e. over seeds, starts at the ground state found / starts finished (all seeds), mean distance ground state – informed minimum, mean objective gap 𝓛/D of the two lowest"
+    )
+
+
+def ground_ladder(node) -> None:
+    """The third table (module docstring): informed start vs ground state found, D → ∞."""
+    info = node.sel(init="informed", restart=0).isel(optimizer=0)
+    cols = [
+        ("𝓛/D informed", info["train_loss"] * node["alpha"]),
+        ("𝓛/D ground", node["train_loss_ground"] * node["alpha"]),
+        ("e informed", info["test_error_pop"]),
+        ("e ground", node["test_error_pop_ground"]),
+    ]
+    print("\nground state over all starts vs the informed start: per D (seed means), and D → ∞ ± s.e. (law)")
+    print(f"{'sigma':<8}{'lam':>6}{'alpha':>6}  " + "  ".join(f"{name:>40}" for name, _ in cols))
+    for s in node["sigma"].values:
+        for lam in node["lam"].values:
+            for al in node["alpha"].values:
+                cells = []
+                for _, var in cols:
+                    v = var.sel(sigma=s, lam=lam, alpha=al).drop_vars(["init", "restart", "optimizer"], errors="ignore")
+                    pl = point_ladder(v)
+                    per_D = "/".join(f"{float(v.sel(D=D).mean()):.4g}" for D in node["D"].values)
+                    lim = f"{pl.fit.limit:.4g}±{pl.fit.limit_se:.2g} ({pl.fit.law})" if pl.fit else "—"
+                    cells.append(f"{per_D} → {lim}")
+                print(f"{s:<8}{lam:>6g}{al:>6g}  " + "  ".join(f"{c:>40}" for c in cells))
 
 
 if __name__ == "__main__":

@@ -131,3 +131,51 @@ def test_benchmark_runs_in_quick_mode(name, quick_runs):
     assert proc.returncode == 0, out
     missing = [f for f in FIGURES.get(name, ["(no figures listed in FIGURES)"]) if not re.search(f, proc.stdout, re.M)]
     assert not missing, f"did not print {missing}; {out}"
+
+
+def _bench_module(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_rehearsal_counts_submissions_and_compares_results_by_content(tmp_path, capsys):
+    """bench_rehearsal's two checks on made-up input: the Slurm jobs of a log (plain submissions
+    once each, array tasks one each) and the file-by-file comparison of two results/ trees, where
+    a file that differs in ``wall_time`` and provenance only counts as identical and any other
+    difference, a missing file or other PNG bytes are reported."""
+    import numpy as np
+    import xarray as xr
+
+    bench = _bench_module("bench_rehearsal")
+    log = (
+        "Job 3 has been submitted with SLURM jobid 11 (log: a).\n"
+        "Job 3 has been submitted with SLURM jobid 11 (log: a).\n"  # the same line twice: one job
+        "Job 4 has been submitted with SLURM jobid 12 (log: b).\n"
+        "Submitted array job with Snakemake IDs 5,6,7 and SLURM job ID 13. The individual task IDs are 1-3.\n"
+    )
+    assert bench.submitted_jobs(log) == 5
+    for run, (wall, host, value, png) in {"a": (1.0, "x", 2.0, b"1"), "b": (9.0, "y", 2.0, b"1")}.items():
+        res = tmp_path / run / "results"
+        (res / "erm").mkdir(parents=True)
+        (res / "figures").mkdir()
+        (res / "logs").mkdir()
+        ds = xr.Dataset({"e": ("t", np.array([value, 1.0])), "wall_time": wall}, attrs={"host": host})
+        ds.to_netcdf(res / "erm" / "r.nc")
+        (res / "figures" / "f.png").write_bytes(png)
+        (res / "logs" / "job.log").write_text(run)  # the record of a run, not a result: not compared
+    assert bench.compare_results(tmp_path / "a", tmp_path / "b") == 0
+    assert "2 identical, 0 differ" in capsys.readouterr().out
+    xr.Dataset({"e": ("t", np.array([2.0 * (1 + 1e-9), 1.0])), "wall_time": 0.0}, attrs={"lam": 0.1}).to_netcdf(
+        tmp_path / "b" / "results" / "erm" / "r.nc"
+    )
+    (tmp_path / "b" / "results" / "figures" / "f.png").write_bytes(b"2")
+    (tmp_path / "b" / "results" / "erm" / "extra.nc").write_bytes(b"")
+    assert bench.compare_results(tmp_path / "a", tmp_path / "b") == 3
+    out = capsys.readouterr().out
+    assert "erm/r.nc: / attribute lam: differs; /e: max relative difference 1e-09" in out
+    assert "figures/f.png: bytes differ" in out
+    assert "erm/extra.nc: only in b" in out and "attribute lam: differs" in out

@@ -1,6 +1,6 @@
 """The distance between ERM minima reached from different starts on the same data
 (slrpipe.store.distance): its value on explicit weights, the mirror symmetry of odd σ, and the
-pairing of each run with the informed start of the same data."""
+pairing of each run with the informed start and with the ground state of the same data."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from slrpipe.store.distance import to_informed, weight_distance
+from slrpipe.store.distance import to_ground, to_informed, weight_distance
 
 
 def test_weight_distance_is_the_mean_squared_difference_up_to_the_mirror_of_odd_sigma():
@@ -54,3 +54,21 @@ def test_each_run_is_paired_with_the_informed_start_on_the_same_data():
     ]
     d = to_informed(runs)
     assert d[:3] == [4.0, 0.0, 0.25] and math.isnan(d[3]) and d[4] == 0.0
+
+
+def test_each_run_is_paired_with_the_lowest_objective_run_on_the_same_data():
+    """The partner is the run of lowest finite objective over (init, restart, optimizer) at the same
+    (σ, λ, α, seed): for seed 0 the random restart 1 (J = 0.5), not the informed start."""
+    D = 4
+    w = lambda c: (np.full(D, c), np.zeros(D))
+    opt = lambda index, name: dict(index, optimizer=[name])
+    runs = [
+        (_index("informed", 0, seed=0), w(4.0), 1.0),
+        (_index("random", 0, seed=0), w(1.0), 0.7),
+        (_index("random", 1, seed=0), w(2.0), 0.5),
+        (opt(_index("random", 2, seed=0), "gd"), w(2.5), np.nan),  # did not finish: never the partner
+        (_index("random", 0, seed=1), w(0.0), np.nan),  # nothing finite for seed 1
+        (_index("informed", 0, seed=0, alpha=5.0), w(7.0), 9.0),  # another α: its own ground state
+    ]
+    d = to_ground(runs)
+    assert d[:4] == [4.0, 1.0, 0.0, 0.25] and math.isnan(d[4]) and d[5] == 0.0

@@ -14,7 +14,7 @@ import xarray as xr
 from slrpipe.data import SLRTask
 from slrpipe.store.aggregate import erm_node
 from slrpipe.store.ground import add_ground_state, reached, reference
-from slrpipe.store.trajectory import add_trajectory_risk, risk_along
+from slrpipe.store.trajectory import add_trajectory_risk, map_threads, risk_along
 from slrpipe.theory.learned import risk_at_gram
 from slrpipe.train import SolverOptions, minimize
 from slrpipe.train.metrics import gram
@@ -185,3 +185,15 @@ def test_ground_state_and_reference():
     hit = reached(node, 1e-3).sel(sigma="softmax", optimizer="lbfgs")
     assert hit.sel(seed=0).values.tolist() == [[True, False], [False, True]]
     assert hit.sel(seed=1).values.tolist() == [[True, False], [True, False]]
+
+
+def test_map_threads_returns_the_serial_results_in_order():
+    """The aggregation's thread pool (``--workers``) changes nothing but the wall time: the same
+    values, bit for bit, in the items' order, for any number of workers."""
+    rng = np.random.default_rng(0)
+    items = [rng.standard_normal(20_000) for _ in range(7)]
+    f = lambda x: float(np.sum(np.exp(-x * x)))  # numpy-bound, as the population risk is
+    serial = [f(x) for x in items]
+    for workers in (1, 2, 3, 16):
+        assert map_threads(f, items, workers) == serial
+    assert map_threads(f, [], 4) == []

@@ -47,7 +47,6 @@ import yaml
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
-PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
 TOY = REPO / "tests" / "slurm" / "toy"
 SMOKE_CONFIG = REPO / "config" / "smoke.yaml"
 # "smoke" (default, CI): the real workflow with config/smoke.yaml; "toy": tests/slurm/toy, about a
@@ -56,7 +55,6 @@ WORKFLOW = os.environ.get("SLRPIPE_SLURM_WORKFLOW", "smoke")
 # the plugin falls back from squeue to sacct unless MinJobAge >= 3 x init seconds (plugin 2.8)
 INIT_SECONDS = 4
 MIN_JOB_AGE = 300
-GPU_KEYS = ("gpu", "gpu_model", "gres")
 KILL_RULE = "train_erm"  # the rule of the job that is scancelled while it runs
 RUN_TIMEOUT = 300  # s for one snakemake run; a hang (e.g. a job that can never start) fails, not blocks
 # the node is declared to hold this many of the profile's largest jobs at once: the smoke jobs are
@@ -64,28 +62,20 @@ RUN_TIMEOUT = 300  # s for one snakemake run; a hang (e.g. a job that can never 
 NODE_SLOTS = 8
 
 
-def _load_cluster_module():
-    spec = importlib.util.spec_from_file_location("slrpipe_test_cluster", REPO / "tests" / "slurm" / "cluster.py")
+def _load_module(name: str, file: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "slurm" / file)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-cluster_mod = _load_cluster_module()
+cluster_mod = _load_module("slrpipe_test_cluster", "cluster.py")
 
 
 # --- profile helpers ---------------------------------------------------------------------------
-def load_profile() -> dict:
-    return yaml.safe_load(PROFILE.read_text())
-
-
-def _unquote(v) -> str:
-    return str(v).strip("'\"")
-
-
-def family(rule: str) -> str:
-    """The rule name a profile addresses: the training batches (train_erm__<batch>) are one family."""
-    return rule.split("__")[0]
+profile_mod = _load_module("slrpipe_test_profile", "slurm_profile.py")
+load_profile, family = profile_mod.load_profile, profile_mod.family
+profile_partitions, profile_node_size = profile_mod.profile_partitions, profile_mod.profile_node_size
 
 
 def batch_mem_mb(rule: str) -> int:
@@ -96,49 +86,13 @@ def batch_mem_mb(rule: str) -> int:
     return batch_resources(batches[rule.split("__", 1)[1]])["mem_mb"]
 
 
-def profile_partitions(profile: dict) -> dict[str, str]:
-    """rule name (or '*' for the default) -> partition the profile sends it to."""
-    out = {"*": _unquote(profile["default-resources"]["slurm_partition"])}
-    for rule, res in (profile.get("set-resources") or {}).items():
-        if "slurm_partition" in res:
-            out[rule] = _unquote(res["slurm_partition"])
-    return out
-
-
-def profile_node_size(profile: dict) -> tuple[int, int]:
-    """Largest number of cores (threads or cpus_per_task) and mem_mb any rule asks for."""
-    entries = [profile["default-resources"], *(profile.get("set-resources") or {}).values()]
-    cpus = [int(e.get("cpus_per_task", 1)) for e in entries] + [
-        int(t) for t in (profile.get("set-threads") or {}).values()
-    ]
-    return max(cpus), max(int(e.get("mem_mb", 0)) for e in entries)
-
-
 def write_test_profile(xdg: Path, *, gpus: bool, **extra) -> Path:
-    """Install the profile as the named profile ``slurm`` under ``xdg`` (used as XDG_CONFIG_HOME) by
-    the README's setup step, then apply the test overrides to the installed copy; returns ``xdg``."""
-    env = dict(os.environ, XDG_CONFIG_HOME=str(xdg))
-    subprocess.run(
-        [sys.executable, "-m", "slrpipe", "install-profile", "slurm"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
+    """The profile installed for this cluster (``slurm_profile.install_profile``), with the Slurm logs
+    of successful jobs kept (to read them) and no retries (a scancelled job must fail, not be
+    resubmitted)."""
+    return profile_mod.install_profile(
+        xdg, gpus=gpus, init_seconds=INIT_SECONDS, slurm_keep_successful_logs=True, retries=0, **extra
     )
-    installed = xdg / "snakemake" / "slurm" / "config.yaml"
-    p = yaml.safe_load(installed.read_text())
-    assert p == load_profile(), "install-profile did not install profiles/slurm unchanged"
-    p.update({k.replace("_", "-"): v for k, v in extra.items()})
-    p["slurm-status-command"] = "squeue"
-    p["slurm-init-seconds-before-status-checks"] = INIT_SECONDS
-    p["slurm-keep-successful-logs"] = True
-    p["retries"] = 0  # a scancelled job must fail, not be resubmitted
-    if not gpus:  # a GPU-less node refuses GPU requests at submission
-        for res in [p["default-resources"], *(p.get("set-resources") or {}).values()]:
-            for k in GPU_KEYS:
-                res.pop(k, None)
-    installed.write_text(yaml.safe_dump(p, sort_keys=False))
-    return xdg
 
 
 # --- running snakemake ---------------------------------------------------------------------------

@@ -252,6 +252,15 @@ def test_store_has_starts_trajectories_and_ground_state(done):
     low = opt["train_loss"].min(("init", "restart", "optimizer"))
     np.testing.assert_array_equal(opt["train_loss_ground"].values, low.values)
     assert set(np.unique(opt["ground_init"].values)) <= {"informed", "random"}
+    # dist_ground pairs each run with that same ground state: 0 there, and the ground state's own
+    # distance to the informed minimum is the informed run's dist_ground
+    at_ground = opt["dist_ground"].sel(
+        init=opt["ground_init"], restart=opt["ground_restart"], optimizer=opt["ground_optimizer"]
+    )
+    np.testing.assert_array_equal(at_ground.values, 0.0)
+    np.testing.assert_array_equal(
+        opt["dist_informed_ground"].values, opt["dist_ground"].sel(init="informed", restart=0, optimizer="lbfgs").values
+    )
     gd = tree["erm/opt_gd_L2"].to_dataset()
     risk = gd["traj_test_error_pop"].sel(init="random", restart=0, optimizer="gd", lam=0.1, seed=0)
     assert list(gd["step"].values) == [0, 20, 40, 60, 80, 100] and bool(np.isfinite(risk).all())

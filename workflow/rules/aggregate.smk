@@ -36,7 +36,10 @@ rule aggregate:
     benchmark:
         "results/benchmarks/aggregate.tsv"
     localrule: True
+    # it runs alone, after every compute job: both cores of a laptop evaluate the population risk
+    # at the learned overlaps (Snakemake caps it at --cores, at --local-cores under a cluster profile)
+    threads: 2
     params:
         store=lambda wildcards, output: output[0].removesuffix(".done"),
     shell:
-        f"{SLRPIPE} aggregate --plan {{input.plan}} --out {{params.store}} > {{log}} 2>&1 && touch {{output}}"
+        f"{SLRPIPE} aggregate --plan {{input.plan}} --out {{params.store}} --workers {{threads}} > {{log}} 2>&1 && touch {{output}}"

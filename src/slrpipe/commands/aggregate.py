@@ -12,6 +12,12 @@ def add_arguments(p):
     add_config_arguments(p)
     p.add_argument("--out", required=True, help="the store to write (e.g. results/slr.zarr)")
     p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="threads for the population risk at the ERM runs' learned overlaps (default 1; the store is the same for any count)",
+    )
+    p.add_argument(
         "--results", help="with --config: the results directory the jobs wrote to (default: the directory of --out)"
     )
 
@@ -24,5 +30,7 @@ def run(args):
     from slrpipe.store.aggregate import build_store
 
     config, members = load_plan(args, results=args.results or str(Path(args.out).parent))
-    print(build_store(members, config, args.out))
+    if args.workers < 1:
+        raise ValueError(f"workers: must be an integer ≥ 1, got {args.workers}")
+    print(build_store(members, config, args.out, workers=args.workers))
     return 0

@@ -12,8 +12,9 @@ experiment's config entry and provenance as attributes):
   experiment seed, (init, restart, optimizer) the start (slrpipe.workflow.erm_runs; NaN where a start
   does not exist, e.g. restarts of the informed start); plus ``test_error_pop``, the population
   formula evaluated at the learned overlaps (computed here, so a theory edit does not rerun training;
-  the training job's own ``test_error_theory`` is not kept); ``dist_informed``, the distance of
-  each run's weights to the informed start's on the same data (slrpipe.store.distance);
+  the training job's own ``test_error_theory`` is not kept); ``dist_informed`` and ``dist_ground``,
+  the distance of each run's weights to the informed start's and to the ground state's on the same
+  data (slrpipe.store.distance);
   trajectories ``traj_*`` on dim ``step`` with ``traj_test_error_pop`` for gd/sgd/adam runs
   (slrpipe.store.trajectory); and the ground state over the starts, ``*_ground`` and ``ground_init/restart/optimizer`` (slrpipe.store.ground).
   ``slrpipe.store.ground.reference`` selects the informed start (the dims (sigma, lam, alpha, seed)).
@@ -38,9 +39,9 @@ from slrpipe.io import atomic_dir, write_zarr
 from slrpipe.io import read_netcdf as _read_netcdf
 from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
-from slrpipe.store.distance import to_informed
+from slrpipe.store.distance import to_ground, to_informed
 from slrpipe.store.ground import add_ground_state
-from slrpipe.store.trajectory import add_trajectory_risk
+from slrpipe.store.trajectory import add_trajectory_risk, map_threads
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
 from slrpipe.vocabulary import TEACHER_SEED_OFFSET
 
@@ -133,15 +134,16 @@ def erm_node(files, by_D: bool = False) -> xr.Dataset:
     """ERM runs (one file each) on dims (sigma, lam, alpha, seed, init, restart, optimizer) — with
     ``by_D`` (an experiment with a D ladder, slrpipe.workflow.ladder) also ``D`` after alpha:
     (sigma, lam, alpha, D, seed, init, restart, optimizer). Scalar variables, n (and D where it is
-    not a dim), the step size ``lr`` (NaN for L-BFGS), ``dist_informed`` (the distance of the run's
-    weights to the informed start's on the same data, slrpipe.store.distance) and the trajectories
+    not a dim), the step size ``lr`` (NaN for L-BFGS), ``dist_informed`` and ``dist_ground`` (the
+    distance of the run's weights to the informed start's and to the ground state's on the same
+    data, slrpipe.store.distance) and the trajectories
     ``traj_*`` on a ``step`` dim (the union of the recorded steps; NaN where a run recorded no such
     step)."""
     parts, order, weights = [], {}, []
     for f in files:
         ds = read_netcdf(f)
         index = _erm_index(ds, by_D)
-        weights.append((index, (ds["k"].values, ds["v"].values)))
+        weights.append((index, (ds["k"].values, ds["v"].values), float(ds["train_loss"])))
         for k in ("init", "optimizer"):  # keep the config's order (reference() takes the first optimiser)
             order.setdefault(k, []).extend(v for v in index[k] if v not in order.get(k, []))
         extra = {k: ds[k].astype("int64").reset_coords(drop=True) for k in (("n",) if by_D else ("D", "n"))}
@@ -149,8 +151,11 @@ def erm_node(files, by_D: bool = False) -> xr.Dataset:
         traj = ds[[v for v in ds.data_vars if v.startswith("traj_")]].reset_coords(drop=True)
         run = _scalars(ds).drop_vars("test_error_theory", errors="ignore").assign(extra)
         parts.append((run, traj, index))
-    dist = to_informed(weights)
-    parts = [(run.assign(dist_informed=d), traj, index) for (run, traj, index), d in zip(parts, dist, strict=True)]
+    dist = zip(to_informed([(i, w) for i, w, _ in weights]), to_ground(weights), strict=True)
+    parts = [
+        (run.assign(dist_informed=di, dist_ground=dg), traj, index)
+        for (run, traj, index), (di, dg) in zip(parts, dist, strict=True)
+    ]
     # one step axis for all runs (NaN where a run recorded no such step): with differing step
     # coordinates combine_by_coords would take step for a concatenation dim
     steps = np.unique(np.concatenate([traj["step"].values for _, traj, _ in parts if "step" in traj.dims] or [[]]))
@@ -165,20 +170,24 @@ def erm_node(files, by_D: bool = False) -> xr.Dataset:
     return out.sortby(["lam", "alpha", *(["D"] if by_D else []), "seed", "restart"]).assign_coords(_setting(ds))
 
 
-def add_population_prediction(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
+def add_population_prediction(node: xr.Dataset, task: SLRTask, workers: int = 1) -> xr.Dataset:
     """``test_error_pop``: R(σ; learned Gram) (docs/model.md §4) at each ERM run's learned overlaps.
 
-    ``task``: the experiment's data law (D unused). Computed here rather than in the training job, so
-    that an edit of the theory never reruns training."""
+    ``task``: the experiment's data law (D unused); ``workers``: threads evaluating runs side by side
+    (the same numbers for any count). Computed here rather than in the training job, so that an edit
+    of the theory never reruns training."""
     if any(v not in node for v in OVERLAPS):
         log.warning("ERM results lack %s: no population prediction at the learned overlaps", OVERLAPS)
         return node
-    pred = np.full(node["m_k"].shape, np.nan)
-    for idx in np.ndindex(pred.shape):
+    shape = node["m_k"].shape
+
+    def risk(idx):
         ov = {v: float(node[v].values[idx]) for v in OVERLAPS}
         sigma = str(node["sigma"].values[idx[0]])
         c = float(node["c"].values[idx]) if "c" in node and sigma == "erf" else 0.0
-        pred[idx] = risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, ov, c)  # NaN if not finite
+        return risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, ov, c)  # NaN if not finite
+
+    pred = np.array(map_threads(risk, list(np.ndindex(shape)), workers), dtype=float).reshape(shape)
     node["test_error_pop"] = (node["m_k"].dims, pred)
     node["test_error_pop"].attrs["description"] = (
         "population risk R(σ; Gram) at the learned overlaps (docs/model.md §4)"
@@ -230,27 +239,29 @@ def git_commit() -> str:
         return "unknown"
 
 
-def build_store(members: dict, config: dict, out, log=None) -> Path:
+def build_store(members: dict, config: dict, out, log=None, workers: int = 1) -> Path:
     """Aggregate result files into the zarr store ``out`` (written atomically).
 
     members: {(kind, experiment): [result files]} with kind in population, erm, replica, length (the
     workflow's ``plan.members``); every coordinate is read from the files themselves. ``config``:
     the validated workflow config, kept in the root attributes (each node also carries its
     experiment's settings). ``log``: a log file path (default: the caller's logging set-up).
+    ``workers``: threads for the population risk at the ERM runs' learned overlaps (the slowest part;
+    numpy releases the GIL there); the store is the same for any count.
     """
     if log is None:
-        return _build_store(members, config, out)
+        return _build_store(members, config, out, workers)
     handler = logging.FileHandler(log)
     logger = logging.getLogger("slrpipe")
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        return _build_store(members, config, out)
+        return _build_store(members, config, out, workers)
     finally:
         logger.removeHandler(handler)
 
 
-def _build_store(members: dict, config: dict, out) -> Path:
+def _build_store(members: dict, config: dict, out, workers: int) -> Path:
     nodes = {}
     for (kind, name), files in members.items():
         log.info("aggregating %s/%s from %d files", kind, name, len(files))
@@ -261,7 +272,8 @@ def _build_store(members: dict, config: dict, out) -> Path:
         elif kind == "erm":
             task = _erm_task(files)
             by_D = isinstance((config.get("erm") or {}).get(name, {}).get("D"), list)  # a D ladder
-            node = add_ground_state(add_trajectory_risk(add_population_prediction(erm_node(files, by_D), task), task))
+            node = add_population_prediction(erm_node(files, by_D), task, workers)
+            node = add_ground_state(add_trajectory_risk(node, task, workers))
         else:
             node = replica_node(files)
         exp = (config.get(kind) or {}).get(name, {})

@@ -1,6 +1,8 @@
 """Distance between the ERM minima that different starts reach on the same data (docs/theory.md
 §13): d = (1/D)(|k_a − k_b|² + |v_a − v_b|²) between a run and the informed start of the same
-(σ, λ, α, D, seed, optimiser). It needs no theory: where the training objective has one minimum
+(σ, λ, α, D, seed, optimiser) (``dist_informed``), and between a run and the ground state found on
+the same data, the run of lowest final objective over every start and optimiser
+(``dist_ground``; slrpipe.store.ground). It needs no theory: where the training objective has one minimum
 (replica symmetry) d → 0 as D → ∞; between two states of a one-step RSB phase it tends to
 2 tr(Q₁ − Q₀). For odd σ (``ODD_SIGMAS``: f(−k, −v) = f(k, v)) the distance is to the nearer of
 (k_b, v_b) and its mirror image (−k_b, −v_b).
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from slrpipe.store.ground import RUN_DIMS
 from slrpipe.vocabulary import ODD_SIGMAS
 
 #: the run coordinates that distinguish two starts on the same data
@@ -36,10 +39,35 @@ def to_informed(runs) -> list[float]:
     """``dist_informed`` of each run: runs = [(index, (k, v))] with index the run's coordinates
     (``slrpipe.store.aggregate._erm_index``: one-element lists); the distance to the informed start
     (restart 0) with the same other coordinates — 0 for that run itself, NaN where there is none."""
-    key = lambda index: tuple((k, v[0]) for k, v in sorted(index.items()) if k not in START_KEYS)
+    key = lambda index: _data_key(index, START_KEYS)
     informed = {key(i): w for i, w in runs if i["init"] == ["informed"] and i["restart"] == [0]}
+    return _distances(runs, lambda index: informed.get(key(index)))
+
+
+def to_ground(runs) -> list[float]:
+    """``dist_ground`` of each run: runs = [(index, (k, v), J)] with J the run's final training
+    objective (``train_loss``); the distance to the run of lowest finite J among those with the
+    same coordinates but (init, restart, optimizer) — the ground state of
+    ``slrpipe.store.ground.add_ground_state`` (on an exact tie of J, the first such run here) —
+    0 for that run itself, NaN where no run of the group has a finite J."""
+    best: dict = {}
+    for index, w, loss in runs:
+        k = _data_key(index, RUN_DIMS)
+        if np.isfinite(loss) and (k not in best or loss < best[k][0]):
+            best[k] = (loss, w)
+    return _distances(
+        [(index, w) for index, w, _ in runs], lambda index: best.get(_data_key(index, RUN_DIMS), (None, None))[1]
+    )
+
+
+def _data_key(index: dict, run_keys) -> tuple:
+    """The coordinates of a run that name its data and setting: all but ``run_keys``."""
+    return tuple((k, v[0]) for k, v in sorted(index.items()) if k not in run_keys)
+
+
+def _distances(runs, partner) -> list[float]:
     out = []
     for index, w in runs:
-        ref = informed.get(key(index))
+        ref = partner(index)
         out.append(np.nan if ref is None else weight_distance(index["sigma"][0], w, ref))
     return out

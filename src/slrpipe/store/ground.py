@@ -27,6 +27,7 @@ GROUND_VARS = (
     "q_v",
     "converged",
     "iterations",
+    "dist_informed",
 )
 
 

@@ -9,6 +9,8 @@ an edit of the theory never reruns training.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import xarray as xr
 
@@ -44,15 +46,26 @@ def risk_along(sigma: str, task: SLRTask, traj: dict) -> np.ndarray:
     return out
 
 
-def add_trajectory_risk(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
+def map_threads(fn, items: list, workers: int = 1) -> list:
+    """``[fn(x) for x in items]``, on ``workers`` threads when > 1 (for numpy-bound ``fn``, which
+    releases the GIL); the same list for any count."""
+    if workers <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def add_trajectory_risk(node: xr.Dataset, task: SLRTask, workers: int = 1) -> xr.Dataset:
     """``traj_test_error_pop`` (dims of the runs + ``step``): :func:`risk_along` for every run of a
-    first-order optimiser (``DYNAMICS``) of an ERM node (slrpipe.store.aggregate); NaN elsewhere."""
+    first-order optimiser (``DYNAMICS``) of an ERM node (slrpipe.store.aggregate); NaN elsewhere.
+    ``workers``: threads evaluating runs side by side (:func:`map_threads`)."""
     need = [f"traj_{k}" for k in OVERLAPS]
     if "step" not in node.dims or any(v not in node for v in need) or "optimizer" not in node.dims:
         return node
     stacked = node[need].transpose(..., "step")
     run_dims = [d for d in stacked[need[0]].dims if d != "step"]
     out = xr.full_like(stacked[need[0]], np.nan, dtype=np.float64)
+    runs = []
     for idx in np.ndindex(*(node.sizes[d] for d in run_dims)):
         sel = dict(zip(run_dims, idx))
         if str(node["optimizer"].values[sel["optimizer"]]) not in DYNAMICS:
@@ -61,9 +74,10 @@ def add_trajectory_risk(node: xr.Dataset, task: SLRTask) -> xr.Dataset:
         if sigma == "erf":
             continue
         traj = {k: stacked[f"traj_{k}"].isel(sel).values for k in OVERLAPS}
-        if not np.isfinite(traj["m_k"]).any():
-            continue
-        out[tuple(idx)] = risk_along(sigma, task, traj)
+        if np.isfinite(traj["m_k"]).any():
+            runs.append((idx, sigma, traj))
+    for (idx, *_), risk in zip(runs, map_threads(lambda r: risk_along(r[1], task, r[2]), runs, workers), strict=True):
+        out[tuple(idx)] = risk
     node["traj_test_error_pop"] = out
     node["traj_test_error_pop"].attrs["description"] = (
         "population risk R(σ; Gram) at the overlaps recorded at each step (docs/model.md §4); gd/sgd/adam runs"

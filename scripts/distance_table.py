@@ -19,6 +19,7 @@ Usage: python scripts/distance_table.py --store results/slr.zarr --experiment sp
 from __future__ import annotations
 
 import argparse
+import itertools
 
 import numpy as np
 import xarray as xr
@@ -28,6 +29,26 @@ from slrpipe.store.ladder import point_ladder
 
 #: below this d the two starts count as the same minimum (L-BFGS stops at |∇| ~ 1e-6 or so)
 SAME = 1e-4
+
+
+def _points(node):
+    """(σ, λ, α) of every point of the node, in coordinate order."""
+    return itertools.product(node["sigma"].values, node["lam"].values, node["alpha"].values)
+
+
+def _header(node, width: int, last: str) -> None:
+    D_cols = "  ".join(f"{'D=' + str(int(D)):>{width}}" for D in node["D"].values)
+    print(f"{'sigma':<8}{'lam':>6}{'alpha':>6}  {D_cols}  {last:>20}  law")
+
+
+def _row(point, cells, width: int, pl) -> None:
+    s, lam, al = point
+    lim = f"{pl.fit.limit:.4f} ± {pl.fit.limit_se:.4f}" if pl.fit else "—"
+    print(
+        f"{s:<8}{lam:>6g}{al:>6g}  "
+        + "  ".join(f"{c:>{width}}" for c in cells)
+        + f"  {lim:>20}  {pl.fit.law if pl.fit else ''}"
+    )
 
 
 def main():
@@ -47,28 +68,17 @@ def main():
     print(
         f"{a.experiment}: d = (1/D)|W_random − W_informed|², seeds {node['seed'].values.tolist()}, same minimum: d < {SAME:g}"
     )
-    print(
-        f"{'sigma':<8}{'lam':>6}{'alpha':>6}  "
-        + "  ".join(f"{'D=' + str(int(D)):>22}" for D in node["D"].values)
-        + f"  {'D → ∞':>20}  law"
-    )
-    for s in node["sigma"].values:
-        for lam in node["lam"].values:
-            for al in node["alpha"].values:
-                d = dist.sel(sigma=s, lam=lam, alpha=al)
-                pl = point_ladder(d)  # the per-D means and s.e. that the extrapolation uses
-                cells = []
-                for D, mean, se in zip(pl.D, pl.mean, pl.se, strict=True):
-                    x = d.sel(D=D).values
-                    x = x[np.isfinite(x)]
-                    g = gap.sel(sigma=s, lam=lam, alpha=al, D=D).values
-                    cells.append(f"{mean:.4f}±{se:.4f} {int((x < SAME).sum())}/{x.size} {np.nanmean(g):+.3f}")
-                lim = f"{pl.fit.limit:.4f} ± {pl.fit.limit_se:.4f}" if pl.fit else "—"
-                print(
-                    f"{s:<8}{lam:>6g}{al:>6g}  "
-                    + "  ".join(f"{c:>22}" for c in cells)
-                    + f"  {lim:>20}  {pl.fit.law if pl.fit else ''}"
-                )
+    _header(node, 22, "D → ∞")
+    for s, lam, al in _points(node):
+        d = dist.sel(sigma=s, lam=lam, alpha=al)
+        pl = point_ladder(d)  # the per-D means and s.e. that the extrapolation uses
+        cells = []
+        for D, mean, se in zip(pl.D, pl.mean, pl.se, strict=True):
+            x = d.sel(D=D).values
+            x = x[np.isfinite(x)]
+            g = gap.sel(sigma=s, lam=lam, alpha=al, D=D).values
+            cells.append(f"{mean:.4f}±{se:.4f} {int((x < SAME).sum())}/{x.size} {np.nanmean(g):+.3f}")
+        _row((s, lam, al), cells, 22, pl)
     print(
         "cells: mean ± s.e. (t-corrected, slrpipe.store.extrapolate.ladder_means) of d, seeds at the informed minimum, mean objective gap 𝓛/D (random − informed)"
     )
@@ -92,41 +102,24 @@ def lowest_two(node, optimizer: str) -> None:
     print(
         f"\ntwo lowest minima over all {optimizer} starts per seed: d₂ = (1/D)|W₁ − W₂|² (0 where both are one minimum)"
     )
-    print(
-        f"{'sigma':<8}{'lam':>6}{'alpha':>6}  "
-        + "  ".join(f"{'D=' + str(int(D)):>30}" for D in node["D"].values)
-        + f"  {'d₂, D → ∞':>20}  law"
-    )
-    for s in node["sigma"].values:
-        for lam in node["lam"].values:
-            for al in node["alpha"].values:
-                pt = runs.sel(sigma=s, lam=lam, alpha=al)
-                loss, dist = (
-                    pt["train_loss"].transpose("D", "seed", "run"),
-                    pt["dist_ground"].transpose("D", "seed", "run"),
-                )
-                per = np.array(
-                    [
-                        [_two_lowest(loss.values[i, j], dist.values[i, j]) for j in range(loss.sizes["seed"])]
-                        for i in range(loss.sizes["D"])
-                    ]
-                )  # (D, seed, 4)
-                d2 = xr.DataArray(per[..., 0], dims=("D", "seed"), coords={"D": node["D"], "seed": node["seed"]})
-                pl = point_ladder(d2)
-                ground = node["dist_informed_ground"].sel(sigma=s, lam=lam, alpha=al)
-                cells = []
-                for i, D in enumerate(node["D"].values):
-                    m = pl.D == D
-                    mean = f"{pl.mean[m][0]:.4f}±{pl.se[m][0]:.4f}" if m.any() else f"{np.nanmean(per[i, :, 0]):.4f}"
-                    at, tot = per[i, :, 2].sum(), per[i, :, 3].sum()
-                    gap = np.nanmean(per[i, :, 1]) * al
-                    cells.append(f"{mean} {int(at)}/{int(tot)} {float(ground.sel(D=D).mean()):.2f} {gap:.4f}")
-                lim = f"{pl.fit.limit:.4f} ± {pl.fit.limit_se:.4f}" if pl.fit else "—"
-                print(
-                    f"{s:<8}{lam:>6g}{al:>6g}  "
-                    + "  ".join(f"{c:>30}" for c in cells)
-                    + f"  {lim:>20}  {pl.fit.law if pl.fit else ''}"
-                )
+    _header(node, 30, "d₂, D → ∞")
+    for s, lam, al in _points(node):
+        pt = runs.sel(sigma=s, lam=lam, alpha=al)
+        loss, dist = (pt[v].transpose("D", "seed", "run").values for v in ("train_loss", "dist_ground"))
+        per = np.array(
+            [[_two_lowest(lo, di) for lo, di in zip(ls, ds, strict=True)] for ls, ds in zip(loss, dist, strict=True)]
+        )
+        d2 = xr.DataArray(per[..., 0], dims=("D", "seed"), coords={"D": node["D"], "seed": node["seed"]})
+        pl = point_ladder(d2)  # per (D, seed, 4): d₂, J₂ − J₁, at ground, finished
+        ground = node["dist_informed_ground"].sel(sigma=s, lam=lam, alpha=al)
+        cells = []
+        for i, D in enumerate(node["D"].values):
+            m = pl.D == D
+            mean = f"{pl.mean[m][0]:.4f}±{pl.se[m][0]:.4f}" if m.any() else f"{np.nanmean(per[i, :, 0]):.4f}"
+            at, tot = per[i, :, 2].sum(), per[i, :, 3].sum()
+            gap = np.nanmean(per[i, :, 1]) * al
+            cells.append(f"{mean} {int(at)}/{int(tot)} {float(ground.sel(D=D).mean()):.2f} {gap:.4f}")
+        _row((s, lam, al), cells, 30, pl)
     print(
         "cells: d₂ mean ± s.e. over seeds, starts at the ground state found / starts finished (all seeds), mean distance ground state – informed minimum, mean objective gap 𝓛/D of the two lowest"
     )
@@ -143,17 +136,15 @@ def ground_ladder(node) -> None:
     ]
     print("\nground state over all starts vs the informed start: per D (seed means), and D → ∞ ± s.e. (law)")
     print(f"{'sigma':<8}{'lam':>6}{'alpha':>6}  " + "  ".join(f"{name:>40}" for name, _ in cols))
-    for s in node["sigma"].values:
-        for lam in node["lam"].values:
-            for al in node["alpha"].values:
-                cells = []
-                for _, var in cols:
-                    v = var.sel(sigma=s, lam=lam, alpha=al).drop_vars(["init", "restart", "optimizer"], errors="ignore")
-                    pl = point_ladder(v)
-                    per_D = "/".join(f"{float(v.sel(D=D).mean()):.4g}" for D in node["D"].values)
-                    lim = f"{pl.fit.limit:.4g}±{pl.fit.limit_se:.2g} ({pl.fit.law})" if pl.fit else "—"
-                    cells.append(f"{per_D} → {lim}")
-                print(f"{s:<8}{lam:>6g}{al:>6g}  " + "  ".join(f"{c:>40}" for c in cells))
+    for s, lam, al in _points(node):
+        cells = []
+        for _, var in cols:
+            v = var.sel(sigma=s, lam=lam, alpha=al).drop_vars(["init", "restart", "optimizer"], errors="ignore")
+            pl = point_ladder(v)
+            per_D = "/".join(f"{float(v.sel(D=D).mean()):.4g}" for D in node["D"].values)
+            lim = f"{pl.fit.limit:.4g}±{pl.fit.limit_se:.2g} ({pl.fit.law})" if pl.fit else "—"
+            cells.append(f"{per_D} → {lim}")
+        print(f"{s:<8}{lam:>6g}{al:>6g}  " + "  ".join(f"{c:>40}" for c in cells))
 
 
 if __name__ == "__main__":

@@ -89,9 +89,11 @@ def _run(cmd: list[str], wd: Path, env: dict, log: Path) -> tuple[int, float, st
 
 
 def _per_rule(out: str) -> str:
+    """Jobs a snakemake run ran, per rule family; local rules (never submitted) marked "(local)"."""
     per: dict[str, int] = {}
-    for r in re.findall(r"^rule (\w+):", out, re.M):
-        per[r.split("__")[0]] = per.get(r.split("__")[0], 0) + 1
+    for local, r in re.findall(r"^(local)?rule (\w+):", out, re.M):
+        name = r.split("__")[0] + (" (local)" if local else "")
+        per[name] = per.get(name, 0) + 1
     return ", ".join(f"{k} {v}" for k, v in sorted(per.items()))
 
 

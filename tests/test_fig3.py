@@ -66,3 +66,19 @@ def test_fig3_legend_names_the_unstable_stretches(tmp_path, fig3_legend):
     labels.clear()
     fig3.plot(xr.DataTree.from_dict({"/replica/r": rep}), ["r"], tmp_path / "fig3b")
     assert labels and not any("RS is unstable" in t for t in labels)
+
+
+def test_saved_figures_are_byte_identical_when_the_figure_is(tmp_path):
+    """``style.save`` leaves the time out of the PDF (and the PNG): two runs that draw the same figure
+    write the same bytes, so a rerun or another executor can be compared file by file."""
+    import time
+
+    from slrpipe.figures.style import save
+
+    digests = []
+    for i in range(2):
+        fig, ax = plt.subplots()
+        ax.plot([0.0, 1.0, 0.5])
+        digests.append([p.read_bytes() for p in save(fig, tmp_path / f"f{i}")])
+        time.sleep(1.1)  # PDF dates have a resolution of one second
+    assert digests[0] == digests[1]

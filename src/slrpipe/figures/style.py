@@ -111,15 +111,20 @@ def panels(n: int, width=3.3, height=2.7):
     return fig, list(axes[0])
 
 
+#: no creation date in the PDF (matplotlib writes the time otherwise): the same figure, the same bytes
+_METADATA = {"pdf": {"CreationDate": None}, "png": None}
+
+
 def save(fig, out_stem) -> list[Path]:
-    """Write ``<out_stem>.pdf`` and ``.png`` atomically (temp file, then rename)."""
+    """Write ``<out_stem>.pdf`` and ``.png`` atomically (temp file, then rename); both are
+    byte-identical whenever the figure is (no time stamp in either)."""
     out_stem = Path(out_stem)
     out_stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in ("pdf", "png"):
         final = out_stem.with_suffix(f".{ext}")
         with atomic_file(final) as tmp:
-            fig.savefig(tmp, format=ext, dpi=200)
+            fig.savefig(tmp, format=ext, dpi=200, metadata=_METADATA[ext])
         paths.append(final)
     plt.close(fig)
     return paths

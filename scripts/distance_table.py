@@ -18,11 +18,11 @@ Usage: python scripts/distance_table.py --store results/slr.zarr --experiment sp
 
 from __future__ import annotations
 
-import argparse
 import itertools
 
 import numpy as np
 import xarray as xr
+from _erm_args import erm_arguments
 
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ladder import point_ladder
@@ -52,11 +52,7 @@ def _row(point, cells, width: int, pl) -> None:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--store", required=True)
-    ap.add_argument("--experiment", required=True)
-    ap.add_argument("--optimizer", default="lbfgs")
-    a = ap.parse_args()
+    a = erm_arguments(__doc__.splitlines()[0])
     node = open_store(a.store)[f"erm/{a.experiment}"].to_dataset()
     if "D" not in node.dims:
         raise SystemExit(f"{a.experiment}: no D ladder (config D: [D₁, D₂, …])")

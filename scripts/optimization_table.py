@@ -8,9 +8,8 @@ Usage: python scripts/optimization_table.py --store results/slr.zarr --experimen
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
+from _erm_args import erm_arguments
 
 from slrpipe.figures.optimization import RTOL, _replica, _setting, best_random, replica_at
 from slrpipe.store.aggregate import open_store
@@ -27,11 +26,7 @@ def ms(da):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--store", required=True)
-    ap.add_argument("--experiment", required=True)
-    ap.add_argument("--optimizer", default="lbfgs")
-    a = ap.parse_args()
+    a = erm_arguments(__doc__.splitlines()[0])
     tree = open_store(a.store)
     node = tree[f"erm/{a.experiment}"].to_dataset()
     lam = float(node["lam"].values[0])

@@ -168,20 +168,21 @@ def _nc_differences(a: Path, b: Path) -> list[str]:
             k for k in set(da.attrs) | set(db.attrs) if k not in VOLATILE_ATTRS and da.attrs.get(k) != db.attrs.get(k)
         ]
         diffs += [f"{path} attribute {k}: differs" for k in sorted(attrs)]
+        node = path.rstrip("/")
         names = set(da.variables) | set(db.variables)
         for v in sorted(n for n in names if "wall_time" not in n):
             if v not in da.variables or v not in db.variables:
-                diffs.append(f"{path}{v}: in one file only")
+                diffs.append(f"{node}/{v}: in one file only")
                 continue
             x, y = np.asarray(da[v].values), np.asarray(db[v].values)
             if x.shape != y.shape:
-                diffs.append(f"{path}{v}: shapes {x.shape} vs {y.shape}")
+                diffs.append(f"{node}/{v}: shapes {x.shape} vs {y.shape}")
             elif x.dtype.kind in "fc":
                 if not np.array_equal(x, y, equal_nan=True):
                     rel = np.nanmax(np.abs(x - y) / (np.abs(y) + 1e-300))
-                    diffs.append(f"{path}{v}: max relative difference {rel:.2g}")
+                    diffs.append(f"{node}/{v}: max relative difference {rel:.2g}")
             elif not np.array_equal(x, y):
-                diffs.append(f"{path}{v}: differs")
+                diffs.append(f"{node}/{v}: differs")
     return diffs
 
 

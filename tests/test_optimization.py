@@ -14,8 +14,9 @@ import xarray as xr
 from slrpipe.data import SLRTask
 from slrpipe.store.aggregate import erm_node
 from slrpipe.store.ground import add_ground_state, reached, reference
-from slrpipe.store.trajectory import add_trajectory_risk, map_threads, risk_along
+from slrpipe.store.trajectory import add_trajectory_risk, risk_along
 from slrpipe.theory.learned import risk_at_gram
+from slrpipe.threads import map_threads
 from slrpipe.train import SolverOptions, minimize
 from slrpipe.train.metrics import gram
 from slrpipe.vocabulary import init_seed

@@ -5,12 +5,14 @@ Snakemake's ``{threads}`` as n), the benchmarks and the tests. It takes effect o
 that has it before JAX or numpy start their thread pools: set it in a child's environment, or in
 ``os.environ`` (``setdefault``: a value set by the caller wins) before those imports. This module
 imports neither (nor anything of slrpipe), so it can be imported first. :func:`threads_allowed`
-reads the count back in a job (the replica prox's threads).
+reads the count back in a job (the replica prox's threads); :func:`map_threads` runs a map on a
+thread pool (the store's aggregation).
 """
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 #: the variables of the BLAS and OpenMP thread pools (numpy/scipy; the replica prox reads
 #: OMP_NUM_THREADS as its number of chunk threads, slrpipe.theory.replica.prox.prox_threads)
@@ -47,3 +49,12 @@ def threads_allowed() -> int:
     if env.isdigit() and int(env) > 0:
         return int(env)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def map_threads(fn, items: list, workers: int = 1) -> list:
+    """``[fn(x) for x in items]``, on ``workers`` threads when > 1 (for numpy-bound ``fn``, which
+    releases the GIL); the same list for any count."""
+    if workers <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))

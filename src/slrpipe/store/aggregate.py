@@ -41,8 +41,9 @@ from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
 from slrpipe.store.distance import to_ground, to_informed
 from slrpipe.store.ground import add_ground_state
-from slrpipe.store.trajectory import add_trajectory_risk, map_threads
+from slrpipe.store.trajectory import add_trajectory_risk
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
+from slrpipe.threads import map_threads
 from slrpipe.vocabulary import TEACHER_SEED_OFFSET
 
 log = logging.getLogger(__name__)

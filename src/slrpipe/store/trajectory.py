@@ -9,13 +9,12 @@ an edit of the theory never reruns training.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import xarray as xr
 
 from slrpipe.data import SLRTask
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
+from slrpipe.threads import map_threads
 from slrpipe.vocabulary import FIRST_ORDER
 
 #: optimisers whose trajectories are dynamics worth a risk curve (L-BFGS records its iterations too,
@@ -44,15 +43,6 @@ def risk_along(sigma: str, task: SLRTask, traj: dict) -> np.ndarray:
         if np.isfinite(row).all():
             out[t] = risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, dict(zip(OVERLAPS, row)))
     return out
-
-
-def map_threads(fn, items: list, workers: int = 1) -> list:
-    """``[fn(x) for x in items]``, on ``workers`` threads when > 1 (for numpy-bound ``fn``, which
-    releases the GIL); the same list for any count."""
-    if workers <= 1 or len(items) <= 1:
-        return [fn(x) for x in items]
-    with ThreadPoolExecutor(min(workers, len(items))) as pool:
-        return list(pool.map(fn, items))
 
 
 def add_trajectory_risk(node: xr.Dataset, task: SLRTask, workers: int = 1) -> xr.Dataset:

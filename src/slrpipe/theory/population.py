@@ -261,10 +261,11 @@ def risk_gram(sigma, model, nu, L, delta, gram, c=0.0, *, quad: QuadSpec | None 
         sig = score(sigma, chi, c=c)
         a = beta_x[0] * chi_star + (beta_e[0] * eta if s > 0 else 0.0)
         b = beta_x[1] * chi_star + (beta_e[1] * eta if s > 0 else 0.0)
-        sb = (sig * b).sum(axis=1)
-        e1 = (p * a * a).sum(axis=1) + S[0, 0]
-        e2 = (p * a).sum(axis=1) * sb + S[0, 1] * (p * sig).sum(axis=1)
-        e3 = sb * sb + S[1, 1] * (sig * sig).sum(axis=1)
+        pa = p * a
+        sb = _rowdot(sig, b)
+        e1 = _rowdot(pa, a) + S[0, 0]
+        e2 = pa.sum(axis=1) * sb + S[0, 1] * _rowdot(p, sig)
+        e3 = sb * sb + S[1, 1] * _rowdot(sig, sig)
         return (e1 - 2 * e2 + e3)[None, :]
 
     tot = 0.0

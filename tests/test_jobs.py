@@ -42,12 +42,18 @@ def test_every_shipped_config_validates_and_plans(name):
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_every_planned_record_round_trips_through_its_command_line(name):
+    from slrpipe.commands.population_batch import members as population_members
     from slrpipe.commands.train import job_of
     from slrpipe.commands.train_batch import members
 
     p = _plan(name)
-    for record in p.population.values():
+    for path, record in p.population.items():
+        assert record.out == path
         assert from_namespace(type(record), _parse("population", record)) == record
+    for batch in p.population_batches.values():
+        args = _parser().parse_args(["population-batch", *argv(batch)])
+        assert population_members(args.members) == list(batch.members)
+    assert sorted(m.out for b in p.population_batches.values() for m in b.members) == sorted(p.population)
     for record in p.length.values():
         assert from_namespace(type(record), _parse("length", record)) == record
     for record in p.replica.values():

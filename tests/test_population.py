@@ -8,6 +8,7 @@ rule carries its own standard error from 8 independent scramblings; Monte Carlo 
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -320,3 +321,29 @@ def test_cli_population(tmp_path):
         )
         == 2
     )
+
+
+def test_cli_population_batch_writes_what_each_sweep_writes_alone(tmp_path):
+    """``population-batch`` (the workflow's job: an experiment's σ in one process) writes per member
+    the file ``population`` writes for it alone: every value and attribute the same but the
+    creation time."""
+    import xarray as xr
+
+    from slrpipe.cli import main
+    from slrpipe.jobs import PopulationBatchJob, PopulationJob, argv
+
+    law = dict(model="max", L={1: 0.5, 2: 0.5}, delta=0.0, nu_grid=(0.0, 1.0, math.inf))
+    jobs = [PopulationJob(sigma=s, **law, out=str(tmp_path / f"{s}.nc")) for s in ("bayes", "linear")]
+    assert main(["population-batch", *argv(PopulationBatchJob(members=jobs))]) == 0
+    alone = tmp_path / "alone.nc"
+    assert main(["population", *argv(jobs[1]), "--out", str(alone)]) == 0
+    a, b = xr.load_dataset(jobs[1].out), xr.load_dataset(alone)
+    xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
+    drop = lambda attrs: {k: v for k, v in attrs.items() if not k.startswith("created")}
+    assert drop(a.attrs) == drop(b.attrs)
+    assert str(xr.load_dataset(jobs[0].out).sigma.values) == "bayes"
+    # a member without its file is refused in one line
+    bad = json.dumps(
+        [{k: v for k, v in json.loads(argv(PopulationBatchJob(members=jobs))[1])[0].items() if k != "out"}]
+    )
+    assert main(["population-batch", "--members", bad]) == 2

@@ -284,8 +284,9 @@ def test_touching_population_solver_reruns_population_only(done):
     finally:
         mod.write_text(original)
     assert "train_erm" not in jobs and "generate_data" not in jobs, jobs
-    # 3 σ of the population sweep and (bayes + 2 σ) at the one ERM setting (shared by its 3 experiments)
-    assert jobs.get("population") == 6 and jobs.get("aggregate") == 1, jobs
+    # the population sweep's batch (3 σ) and the batch at the one ERM setting (bayes + 2 σ, shared
+    # by its 3 experiments): one job each
+    assert jobs.get("population") == 2 and jobs.get("aggregate") == 1, jobs
     assert planned_jobs(done) == {}  # restored source: nothing to do again
 
 

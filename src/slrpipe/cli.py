@@ -1,4 +1,5 @@
-"""``slrpipe <step> …``: one subcommand per workflow step, each writing exactly one result file.
+"""``slrpipe <step> …``: one subcommand per workflow step, each writing its result file (the
+batch commands one per member).
 
 The subcommands live in :mod:`slrpipe.commands` (one module each, exposing ``add_arguments`` and
 ``run``); this module only dispatches. Snakemake rules call these commands and nothing else.
@@ -16,6 +17,7 @@ COMMANDS = {
     "train": "slrpipe.commands.train",
     "train-batch": "slrpipe.commands.train_batch",
     "population": "slrpipe.commands.population",
+    "population-batch": "slrpipe.commands.population_batch",
     "length": "slrpipe.commands.length",
     "replica": "slrpipe.commands.replica",
     "aggregate": "slrpipe.commands.aggregate",

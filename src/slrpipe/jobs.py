@@ -145,17 +145,30 @@ class TrainBatchJob:
 @dataclass(frozen=True)
 class PopulationJob:
     """The optimal population risk over a ν grid for one σ or the Bayes oracle (``slrpipe
-    population``; docs/model.md §4)."""
+    population``; docs/model.md §4); ``out`` is the result file."""
 
     sigma: str
     model: str
     L: dict
     delta: float
     nu_grid: tuple
+    out: str | None = None
 
     def __post_init__(self):
+        object.__setattr__(self, "delta", float(self.delta))
         object.__setattr__(self, "L", length_law(self.L))
         object.__setattr__(self, "nu_grid", _floats(self.nu_grid))
+
+
+@dataclass(frozen=True)
+class PopulationBatchJob:
+    """Several population sweeps in one process (``slrpipe population-batch``): every member a
+    :class:`PopulationJob` with its ``out`` (the workflow batches the σ of one experiment)."""
+
+    members: tuple = field(metadata={"json": True})
+
+    def __post_init__(self):
+        object.__setattr__(self, "members", tuple(self.members))
 
 
 @dataclass(frozen=True)
@@ -211,6 +224,7 @@ RECORDS = {
     "train": TrainJob,
     "train-batch": TrainBatchJob,
     "population": PopulationJob,
+    "population-batch": PopulationBatchJob,
     "length": LengthJob,
     "replica": ReplicaJob,
 }

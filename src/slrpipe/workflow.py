@@ -22,7 +22,15 @@ import jsonschema
 import yaml
 
 from slrpipe.figures import REGISTRY as FIGURES
-from slrpipe.jobs import DataJob, LengthJob, PopulationJob, ReplicaJob, TrainBatchJob, TrainJob
+from slrpipe.jobs import (
+    DataJob,
+    LengthJob,
+    PopulationBatchJob,
+    PopulationJob,
+    ReplicaJob,
+    TrainBatchJob,
+    TrainJob,
+)
 from slrpipe.lengths import length_law
 from slrpipe.vocabulary import BAYES, FIRST_ORDER, init_seed, seeds
 
@@ -254,8 +262,10 @@ class Plan:
 
     ``population``, ``length``, ``data``, ``erm`` (one :class:`~slrpipe.jobs.TrainJob` per trained
     model), ``replica``: path → record. ``train_batches``: batch name → :class:`TrainBatchJob`, the
-    ERM runs trained in one process (:func:`batch_key`). ``members``: (kind, experiment) → the
-    result paths the store reads for that experiment, in plan order."""
+    ERM runs trained in one process (:func:`batch_key`); ``population_batches``: batch name →
+    :class:`PopulationBatchJob`, the σ of one population experiment (one directory) swept in one
+    process. ``members``: (kind, experiment) → the result paths the store reads for that
+    experiment, in plan order."""
 
     population: dict = field(default_factory=dict)
     length: dict = field(default_factory=dict)
@@ -263,6 +273,7 @@ class Plan:
     erm: dict = field(default_factory=dict)
     replica: dict = field(default_factory=dict)
     train_batches: dict = field(default_factory=dict)
+    population_batches: dict = field(default_factory=dict)
     members: dict = field(default_factory=dict)
 
 
@@ -279,6 +290,17 @@ def batch_key(job: TrainJob) -> str:
     trained in one process — as a name usable in rule and file names (letters, digits, '_')."""
     text = f"{job.model}_L{L_key(job.L)}_nu{fmt(job.nu)}_delta{fmt(job.delta)}_{job.sigma}_D{job.D}_n{job.n}"
     return "".join(c if c.isalnum() else "_" for c in text)
+
+
+def population_batches(population: dict, root: str) -> dict[str, PopulationBatchJob]:
+    """The population sweeps batched by result directory (one experiment, or one ERM setting's
+    ``at/…`` directory shared by its experiments): batch name (the directory below ``root``, as
+    letters, digits and '_') → its :class:`PopulationBatchJob`, members in plan order."""
+    groups: dict[str, list] = {}
+    for path, job in population.items():
+        groups.setdefault(path.rsplit("/", 1)[0], []).append(job)
+    name = lambda d: "".join(c if c.isalnum() else "_" for c in d.removeprefix(root))
+    return {name(d): PopulationBatchJob(members=tuple(jobs)) for d, jobs in groups.items()}
 
 
 #: resource law of one train-batch job (measured by benchmarks/bench_train_batch.py; docs/cluster.md):
@@ -310,8 +332,8 @@ def batch_resources(batch: TrainBatchJob) -> dict[str, int]:
 
 
 def plan(config: dict, results: str = "results") -> Plan:
-    """All jobs of a validated config. Population sweeps are one job per (experiment, σ) over the ν
-    grid; ERM one record per (setting, σ, λ, α, D, seed) and run of :func:`erm_runs` (init × restart ×
+    """All jobs of a validated config. Population sweeps are one record per (experiment, σ) over the
+    ν grid, swept in one job per experiment (:func:`population_batches`); ERM one record per (setting, σ, λ, α, D, seed) and run of :func:`erm_runs` (init × restart ×
     optimizer; one D per α, or each rung of a D ladder), trained in batches of :func:`batch_key`;
     replica one job per (setting, σ, λ) over the α grid (warm-started along α) plus one
     Bayes-optimal job per setting."""
@@ -334,12 +356,14 @@ def plan(config: dict, results: str = "results") -> Plan:
     for name, exp in pops.items():
         for sigma in exp["sigmas"]:
             path = f"{auto_dir[name]}/{sigma}.nc" if name in auto_dir else f"{results}/population/{name}/{sigma}.nc"
+            law = _law(exp["L"])
             _add(
                 p.population,
                 path,
-                PopulationJob(sigma=sigma, model=exp["model"], L=_law(exp["L"]), delta=exp["delta"], nu_grid=exp["nu"]),
+                PopulationJob(sigma=sigma, model=exp["model"], L=law, delta=exp["delta"], nu_grid=exp["nu"], out=path),
             )
             p.members.setdefault(("population", name), []).append(path)
+    p.population_batches = population_batches(p.population, f"{results}/population/")
     _plan_erm(config, p, results)
     _plan_replica(config, p, results)
     _plan_length(config, p, results)

@@ -42,10 +42,27 @@ FINGERPRINT = {
     # the train job records overlaps only; the population formula at the learned overlaps is
     # evaluated at aggregation, so a theory edit never reruns training
     "train": fingerprint(["slrpipe.commands.train"], exclude=["slrpipe.theory"]),
-    "population": fingerprint(["slrpipe.commands.population"]),
+    "population": fingerprint(["slrpipe.commands.population_batch"]),
     "length": fingerprint(["slrpipe.commands.length"]),
     "replica": fingerprint(["slrpipe.commands.replica"]),
 }
+
+
+def _plain(setting):
+    """A profile setting as parsed by Snakemake (a Resource) back to the value a rule accepts."""
+    return getattr(setting, "_value", setting)
+
+
+# Batch rules are generated one per batch (population__<batch>, train_erm__<batch>); a profile
+# addresses each kind by its family name (the part before "__"), which Snakemake does not match
+# to the generated names: these give a family's set-threads / set-resources entries to its rules.
+def family_threads(family):
+    return _plain(workflow.resource_settings.overwrite_threads.get(family, 1))
+
+
+def family_resources(family):
+    entries = dict(workflow.resource_settings.overwrite_resources.get(family, {}))
+    return {k: _plain(v) for k, v in entries.items()}
 
 
 def args_of(table):

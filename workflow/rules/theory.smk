@@ -1,20 +1,29 @@
-# Theory: population sweeps over ν (one job per experiment and σ) and replica sweeps over α
-# (one job per setting, σ and λ, warm-started along α).
+# Theory: population sweeps over ν (one job per experiment: its σ and the Bayes oracle, one file
+# each) and replica sweeps over α (one job per setting, σ and λ, warm-started along α).
+# A population job is a generated rule, population__<batch>, as the training batches are: its
+# outputs are its σ's files, so a σ edit reruns that experiment's sweeps only (~1–25 s each).
+_POPULATION = "population"
 
+for _name, _batch in PLAN.population_batches.items():
+    _dir = _batch.members[0].out.rsplit("/", 1)[0].removeprefix("results/population/")
 
-rule population:
-    output:
-        "results/population/{exp}/{sigma}.nc",
-    log:
-        "results/logs/population/{exp}/{sigma}.log",
-    benchmark:
-        "results/benchmarks/population/{exp}/{sigma}.tsv"
-    threads: 1
-    params:
-        args=args_of(PLAN.population),
-        fingerprint=FINGERPRINT["population"],
-    shell:
-        f"{THREAD_ENV} {SLRPIPE} population {{params.args}} --out {{output}} > {{log}} 2>&1"
+    rule:
+        name:
+            f"{_POPULATION}__{_name}"
+        output:
+            [m.out for m in _batch.members],
+        log:
+            f"results/logs/population/{_dir}.log",
+        benchmark:
+            f"results/benchmarks/population/{_dir}.tsv"
+        threads: family_threads(_POPULATION)
+        resources:
+            **family_resources(_POPULATION),
+        params:
+            args=command_line(_batch),
+            fingerprint=FINGERPRINT["population"],
+        shell:
+            f"{THREAD_ENV} {SLRPIPE} population-batch {{params.args}} > {{log}} 2>&1"
 
 
 rule replica:

@@ -8,22 +8,12 @@ def _batch_data(batch):
     return sorted({m.data for m in batch.members if m.data})
 
 
-# A profile addresses the batch rules as one family, "train_erm": its set-threads and
-# set-resources entries for that name (partition, GPU) apply to every batch rule. Memory and
-# runtime come from the measured law (slrpipe.workflow.batch_resources), scaled by the attempt
-# so that a job killed for memory or time is retried bigger (profile: retries).
+# A profile addresses the batch rules as one family, "train_erm" (family_threads and
+# family_resources, common.smk): its set-threads and set-resources entries for that name
+# (partition, GPU) apply to every batch rule. Memory and runtime come from the measured law
+# (slrpipe.workflow.batch_resources), scaled by the attempt so that a job killed for memory or
+# time is retried bigger (profile: retries).
 _FAMILY = "train_erm"
-
-
-def _plain(setting):
-    """A profile setting as parsed by Snakemake (a Resource) back to the value a rule accepts."""
-    return getattr(setting, "_value", setting)
-
-
-_FAMILY_THREADS = _plain(workflow.resource_settings.overwrite_threads.get(_FAMILY, 1))
-_FAMILY_RESOURCES = {
-    k: _plain(v) for k, v in dict(workflow.resource_settings.overwrite_resources.get(_FAMILY, {})).items()
-}
 
 
 def _scaled(value):
@@ -43,10 +33,10 @@ for _name, _batch in PLAN.train_batches.items():
             f"results/logs/erm/{_name}.log",
         benchmark:
             f"results/benchmarks/erm/{_name}.tsv"
-        threads: _FAMILY_THREADS
+        threads: family_threads(_FAMILY)
         resources:
             **{k: _scaled(v) for k, v in batch_resources(_batch).items()},
-            **_FAMILY_RESOURCES,
+            **family_resources(_FAMILY),
         params:
             args=command_line(_batch),
             fingerprint=FINGERPRINT["train"],

@@ -41,11 +41,16 @@ def run(args: argparse.Namespace) -> int:
 
     Raises:
         ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
+    sweep_and_write(from_namespace(PopulationJob, args), args.out, args.qmc_seed)
+    return 0
+
+
+def sweep_and_write(job: PopulationJob, out: str, qmc_seed: int = 0) -> None:
+    """The population sweep of ``job`` (``population_sweep``) written to ``out`` with provenance
+    (``qmc_seed``: seed of the Sobol scramblings). Raises ValueError on a bad parameter."""
     from slrpipe.theory.population import population_sweep
     from slrpipe.theory.quadrature import QuadSpec
 
-    job = from_namespace(PopulationJob, args)
-    ds = population_sweep(job.sigma, job.model, job.L, list(job.nu_grid), job.delta, quad=QuadSpec(seed=args.qmc_seed))
-    ds.attrs.update(provenance(command="population", qmc_seed=args.qmc_seed))  # the parameters are coordinates
-    write_netcdf(ds, args.out)
-    return 0
+    ds = population_sweep(job.sigma, job.model, job.L, list(job.nu_grid), job.delta, quad=QuadSpec(seed=qmc_seed))
+    ds.attrs.update(provenance(command="population", qmc_seed=qmc_seed))  # the parameters are coordinates
+    write_netcdf(ds, out)

@@ -1,0 +1,57 @@
+"""Several population sweeps in one process, one result file each (``--members``: the JSON list of
+:class:`slrpipe.jobs.PopulationJob` records, each with its ``out``).
+
+The workflow gives one batch per population experiment (its σ and the Bayes oracle), so that a run
+pays Python and library start-up once per experiment instead of once per σ. Each member is the
+computation ``slrpipe population`` does for it alone: its result file is the same, up to the
+creation-time attributes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from slrpipe.commands.population import sweep_and_write
+from slrpipe.jobs import PopulationJob
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(p) -> None:
+    """The options of ``slrpipe population-batch`` (added to its subparser ``p``)."""
+    p.add_argument(
+        "--members", required=True, help="JSON list of PopulationJob records (slrpipe.jobs), each with 'out'"
+    )
+    p.add_argument("--qmc-seed", type=int, default=0, help="seed of the Sobol scramblings (L ≥ 4)")
+
+
+def members(text: str) -> list[PopulationJob]:
+    """The PopulationJob records of ``--members``.
+
+    Raises:
+        ValueError: not a JSON list of records with an ``out`` each.
+    """
+    from slrpipe.lengths import parse_L
+
+    try:
+        jobs = [PopulationJob(**{**m, "L": parse_L(str(m["L"]))}) for m in json.loads(text)]
+    except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        raise ValueError(f"members: a JSON list of PopulationJob records expected ({exc})") from None
+    if not jobs or any(j.out is None for j in jobs):
+        raise ValueError("members: every record needs its 'out' path")
+    return jobs
+
+
+def run(args) -> int:
+    """Run ``slrpipe population-batch`` on parsed arguments; returns the exit status (0 on success).
+
+    Raises:
+        ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
+    jobs = members(args.members)
+    start = time.time()
+    for i, job in enumerate(jobs, 1):
+        sweep_and_write(job, job.out, args.qmc_seed)
+        log.info("batch: %d/%d sweeps done (%s, %.1f s)", i, len(jobs), job.sigma, time.time() - start)
+    return 0

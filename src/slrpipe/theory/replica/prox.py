@@ -328,11 +328,32 @@ def _batch_finish(ends: _Ends, obs: _Obs, V, beta, sigma, soft):
 _FIRST_STEPS, _FIRST_STEPS_LONG, _CONT_TOL, _CONT_BATCH = 8, 4, 1e-10, 512
 
 
+#: lanes per first-phase Newton call on CPU: a pass has (samples × starts) lanes, and the starts
+#: per sample differ between full, cheap and warm-started passes (7, 4, 10 at L = 3); calls of one
+#: size compile one program instead of one per count (~2 s of XLA compilation each, per σ and
+#: process without a warm persistent cache). Lanes are independent: the same numbers either way.
+_LANE_CALL = 1 << 12
+
+
+def _newton_calls(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
+    """:func:`_batch_newton` on numpy lanes; on CPU above ``_LANE_CALL`` lanes in calls of that
+    many (the last padded with copies of lane 0). Returns numpy chis (M, L), vals, gns (M,)."""
+    M = chi0.shape[0]
+    if M <= _LANE_CALL or jax.default_backend() != "cpu":
+        return tuple(np.array(a) for a in _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps))
+    pad = -M % _LANE_CALL
+    lanes = [np.concatenate([a, np.repeat(a[:1], pad, 0)]) if pad else a for a in (chi0, wk, wv, y)]
+    calls = [
+        _batch_newton(*(a[i : i + _LANE_CALL] for a in lanes), Vk, Vv, sigma, n_steps)
+        for i in range(0, M + pad, _LANE_CALL)
+    ]
+    return tuple(np.concatenate([np.asarray(c[k]) for c in calls])[:M] for k in range(3))
+
+
 def _run_lanes(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     """Newton on (M, L) lanes, two-phase (see above); returns numpy chis (M, L), vals, gns (M,)."""
     n1 = min(_FIRST_STEPS if chi0.shape[1] <= _UNROLL_MAX else _FIRST_STEPS_LONG, n_steps)
-    r = _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n1)
-    chis, vals, gns = (np.array(a) for a in r)
+    chis, vals, gns = _newton_calls(chi0, wk, wv, y, Vk, Vv, sigma, n1)
     rest = np.flatnonzero(~(gns < _CONT_TOL * (1 + 1 / Vk)))
     if n_steps > n1 and rest.size:
         for a in range(0, rest.size, _CONT_BATCH):

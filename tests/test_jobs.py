@@ -90,14 +90,15 @@ def test_values_are_written_exactly():
     assert json.loads(argv(batch)[1])[0]["L"] == "2"
 
 
-def test_train_batches_partition_the_runs_by_setting_sigma_and_size():
+def test_train_batches_partition_the_runs_by_setting_and_size():
     p = _plan("config/smoke.yaml")
     runs = [m for b in p.train_batches.values() for m in b.members]
     assert sorted(m.out for m in runs) == sorted(p.erm)  # every run in exactly one batch
     for b in p.train_batches.values():
-        assert len({(m.model, m.nu, m.sigma, m.D, m.n) for m in b.members}) == 1
-    # smoke: 2 σ × 2 α batches, each holding the seeds, λ and starts of its (σ, α)
-    assert len(p.train_batches) == 4 and len(runs) == 16
+        assert len({(m.model, m.nu, m.L[2], m.delta, m.D, m.n) for m in b.members}) == 1
+        assert {m.sigma for m in b.members} == {"softmax", "linear"}  # every σ on the same sets
+    # smoke: one batch per α, each holding the σ, seeds, λ and starts of its α
+    assert len(p.train_batches) == 2 and len(runs) == 16
 
 
 _SHELL_FLAG = re.compile(r"--([a-z][a-z-]*)")

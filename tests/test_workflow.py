@@ -192,12 +192,12 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
     path = done / "config" / "smoke_alpha.yaml"
     path.write_text(yaml.safe_dump(cfg))
     out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
-    # 2 datasets (seeds) of the new α, 2 σ × (α = 4, α = 8) batches, then the plan file,
+    # 2 datasets (seeds) of the new α, the α = 4 and α = 8 batches (both σ each), then the plan file,
     # aggregation, the figures with ERM points and the ERM-vs-theory check; no theory job, and not
     # fig2/cor43
     assert job_stats(out) == {
         "generate_data": 2,
-        "train_erm": 4,
+        "train_erm": 2,
         "plan": 1,
         "aggregate": 1,
         "fig_erm_vs_population": 1,
@@ -217,7 +217,7 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
 
 
 def test_adding_a_restart_lists_exactly_its_jobs(done):
-    """One more random start: the training batches that hold its runs (2 σ × 2 α, restart 1) —
+    """One more random start: the training batches that hold its runs (2 α, both σ, restart 1) —
     a batch is one job, so its other runs are retrained with it — then the store, the figures of
     the experiments in those batches and the check; no data or theory job, not fig2/cor43."""
     cfg = yaml.safe_load((done / "config" / "smoke.yaml").read_text())
@@ -226,7 +226,7 @@ def test_adding_a_restart_lists_exactly_its_jobs(done):
     path.write_text(yaml.safe_dump(cfg))
     out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
     assert job_stats(out) == {
-        "train_erm": 4,
+        "train_erm": 2,
         "plan": 1,
         "aggregate": 1,
         "fig_optimization": 1,

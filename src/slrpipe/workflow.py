@@ -286,9 +286,10 @@ def _add(table: dict, path: str, job) -> None:
 
 
 def batch_key(job: TrainJob) -> str:
-    """The training batch of an ERM run: one per (setting, σ, α, D) — its seeds, λ and starts are
-    trained in one process — as a name usable in rule and file names (letters, digits, '_')."""
-    text = f"{job.model}_L{L_key(job.L)}_nu{fmt(job.nu)}_delta{fmt(job.delta)}_{job.sigma}_D{job.D}_n{job.n}"
+    """The training batch of an ERM run: one per (setting, α, D) — its σ, seeds, λ and starts are
+    trained in one process, every σ on the same training sets (drawn once per seed) — as a name
+    usable in rule and file names (letters, digits, '_')."""
+    text = f"{job.model}_L{L_key(job.L)}_nu{fmt(job.nu)}_delta{fmt(job.delta)}_D{job.D}_n{job.n}"
     return "".join(c if c.isalnum() else "_" for c in text)
 
 
@@ -333,8 +334,9 @@ def batch_resources(batch: TrainBatchJob) -> dict[str, int]:
 
 def plan(config: dict, results: str = "results") -> Plan:
     """All jobs of a validated config. Population sweeps are one record per (experiment, σ) over the
-    ν grid, swept in one job per experiment (:func:`population_batches`); ERM one record per (setting, σ, λ, α, D, seed) and run of :func:`erm_runs` (init × restart ×
-    optimizer; one D per α, or each rung of a D ladder), trained in batches of :func:`batch_key`;
+    ν grid, swept in one job per experiment (:func:`population_batches`); ERM one record per
+    (setting, σ, λ, α, D, seed) and run of :func:`erm_runs` (init × restart × optimizer; one D per
+    α, or each rung of a D ladder), trained in batches of :func:`batch_key` (setting, α, D);
     replica one job per (setting, σ, λ) over the α grid (warm-started along α) plus one
     Bayes-optimal job per setting."""
     p = Plan()

@@ -1,5 +1,5 @@
-# ERM: one job per training batch — the seeds, λ and starts (init × restart × optimizer) of one
-# (setting, σ, α, D), trained in one process (slrpipe train-batch) — writing one netCDF per run, so
+# ERM: one job per training batch — the σ, seeds, λ and starts (init × restart × optimizer) of one
+# (setting, α, D), trained in one process (slrpipe train-batch) — writing one netCDF per run, so
 # the store, the figures and partial reruns keep the granularity of one run per file. One rule per
 # batch (its outputs are its runs' files): changing one α adds or reruns that α's batches only.
 

@@ -26,8 +26,8 @@ def done(tmp_path_factory):
 
 
 def job_stats(out: str) -> dict[str, int]:
-    """{rule: count} of a dry run's job table, the training batches (train_erm__<batch>) counted
-    together as train_erm."""
+    """{rule: count} of a dry run's job table, the batch rules of a family (train_erm__<batch>,
+    population__<batch>) counted together under the family name."""
     jobs: dict[str, int] = {}
     table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]  # the first table (a dry run prints two)
     for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M):

@@ -32,7 +32,8 @@ def unquote(v) -> str:
 
 
 def family(rule: str) -> str:
-    """The rule name a profile addresses: the training batches (train_erm__<batch>) are one family."""
+    """The rule name a profile addresses: the batch rules (population__<batch>, train_erm__<batch>) are
+    a family each."""
     return rule.split("__")[0]
 
 

@@ -68,6 +68,22 @@ def test_every_planned_record_round_trips_through_its_command_line(name):
         assert members(args.members) == list(batch.members)
 
 
+def test_population_batches_do_not_depend_on_the_order_of_the_config():
+    """One batch per result directory, members in path order: listing the σ (or the experiments)
+    in another order gives the same command lines, so it reruns nothing."""
+    cfg = validate(copy.deepcopy(yaml.safe_load((REPO / "config/config.yaml").read_text())))
+    p = plan(copy.deepcopy(cfg))
+    for exp in cfg["population"].values():
+        exp["sigmas"] = exp["sigmas"][::-1]
+    cfg["erm"] = dict(reversed(list(cfg["erm"].items())))
+    q = plan(cfg)
+    assert {k: argv(b) for k, b in p.population_batches.items()} == {
+        k: argv(b) for k, b in q.population_batches.items()
+    }
+    assert all(len({m.out.rsplit("/", 1)[0] for m in b.members}) == 1 for b in p.population_batches.values())
+    assert len(p.population_batches) == 7  # 4 population experiments + 3 ERM settings
+
+
 def test_a_one_way_sweep_is_its_own_job():
     """``one_way`` travels as a flag and keys the job's path: the two-way sweep is another job."""
     p = _plan("config/length.yaml")

@@ -296,12 +296,13 @@ def batch_key(job: TrainJob) -> str:
 def population_batches(population: dict, root: str) -> dict[str, PopulationBatchJob]:
     """The population sweeps batched by result directory (one experiment, or one ERM setting's
     ``at/…`` directory shared by its experiments): batch name (the directory below ``root``, as
-    letters, digits and '_') → its :class:`PopulationBatchJob`, members in plan order."""
+    letters, digits and '_') → its :class:`PopulationBatchJob`, members in path order (as a
+    training batch's: reordering the config's experiments or σ reruns nothing)."""
     groups: dict[str, list] = {}
     for path, job in population.items():
         groups.setdefault(path.rsplit("/", 1)[0], []).append(job)
     name = lambda d: "".join(c if c.isalnum() else "_" for c in d.removeprefix(root))
-    return {name(d): PopulationBatchJob(members=tuple(jobs)) for d, jobs in groups.items()}
+    return {name(d): PopulationBatchJob(members=tuple(sorted(v, key=lambda j: j.out))) for d, v in groups.items()}
 
 
 #: resource law of one train-batch job (measured by benchmarks/bench_train_batch.py; docs/cluster.md):

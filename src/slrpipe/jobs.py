@@ -76,6 +76,24 @@ def from_namespace(cls, ns, **overrides):
     return cls(**kw)
 
 
+def members_from_json(cls, text: str) -> list:
+    """The ``cls`` records of a batch command's ``--members`` (the JSON :func:`argv` writes for a
+    batch record), each with its ``out``.
+
+    Raises:
+        ValueError: not a JSON list of ``cls`` records with an ``out`` each.
+    """
+    from slrpipe.lengths import parse_L
+
+    try:
+        jobs = [cls(**{**m, "L": parse_L(str(m["L"]))}) for m in json.loads(text)]
+    except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        raise ValueError(f"members: a JSON list of {cls.__name__} records expected ({exc})") from None
+    if not jobs or any(j.out is None for j in jobs):
+        raise ValueError("members: every record needs its 'out' path")
+    return jobs
+
+
 def _floats(xs) -> tuple[float, ...]:
     return tuple(float(x) for x in xs)
 

@@ -285,12 +285,16 @@ def _add(table: dict, path: str, job) -> None:
     table[path] = job
 
 
+def _rule_name(text: str) -> str:
+    """``text`` usable in rule and file names: letters, digits and '_'."""
+    return "".join(c if c.isalnum() else "_" for c in text)
+
+
 def batch_key(job: TrainJob) -> str:
     """The training batch of an ERM run: one per (setting, α, D) — its σ, seeds, λ and starts are
     trained in one process, every σ on the same training sets (drawn once per seed) — as a name
     usable in rule and file names (letters, digits, '_')."""
-    text = f"{job.model}_L{L_key(job.L)}_nu{fmt(job.nu)}_delta{fmt(job.delta)}_D{job.D}_n{job.n}"
-    return "".join(c if c.isalnum() else "_" for c in text)
+    return _rule_name(f"{job.model}_L{L_key(job.L)}_nu{fmt(job.nu)}_delta{fmt(job.delta)}_D{job.D}_n{job.n}")
 
 
 def population_batches(population: dict, root: str) -> dict[str, PopulationBatchJob]:
@@ -301,8 +305,10 @@ def population_batches(population: dict, root: str) -> dict[str, PopulationBatch
     groups: dict[str, list] = {}
     for path, job in population.items():
         groups.setdefault(path.rsplit("/", 1)[0], []).append(job)
-    name = lambda d: "".join(c if c.isalnum() else "_" for c in d.removeprefix(root))
-    return {name(d): PopulationBatchJob(members=tuple(sorted(v, key=lambda j: j.out))) for d, v in groups.items()}
+    return {
+        _rule_name(d.removeprefix(root)): PopulationBatchJob(members=tuple(sorted(v, key=lambda j: j.out)))
+        for d, v in groups.items()
+    }
 
 
 #: resource law of one train-batch job (measured by benchmarks/bench_train_batch.py; docs/cluster.md):

@@ -5,7 +5,6 @@
 _POPULATION = "population"
 
 for _name, _batch in PLAN.population_batches.items():
-    _dir = _batch.members[0].out.rsplit("/", 1)[0].removeprefix("results/population/")
 
     rule:
         name:
@@ -13,9 +12,9 @@ for _name, _batch in PLAN.population_batches.items():
         output:
             [m.out for m in _batch.members],
         log:
-            f"results/logs/population/{_dir}.log",
+            f"results/logs/population/{_name}.log",
         benchmark:
-            f"results/benchmarks/population/{_dir}.tsv"
+            f"results/benchmarks/population/{_name}.tsv"
         threads: family_threads(_POPULATION)
         resources:
             **family_resources(_POPULATION),

@@ -9,12 +9,11 @@ creation-time attributes.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
 from slrpipe.commands.population import sweep_and_write
-from slrpipe.jobs import PopulationJob
+from slrpipe.jobs import PopulationJob, members_from_json
 
 log = logging.getLogger(__name__)
 
@@ -28,20 +27,12 @@ def add_arguments(p) -> None:
 
 
 def members(text: str) -> list[PopulationJob]:
-    """The PopulationJob records of ``--members``.
+    """The PopulationJob records of ``--members`` (:func:`slrpipe.jobs.members_from_json`).
 
     Raises:
         ValueError: not a JSON list of records with an ``out`` each.
     """
-    from slrpipe.lengths import parse_L
-
-    try:
-        jobs = [PopulationJob(**{**m, "L": parse_L(str(m["L"]))}) for m in json.loads(text)]
-    except (json.JSONDecodeError, TypeError, KeyError) as exc:
-        raise ValueError(f"members: a JSON list of PopulationJob records expected ({exc})") from None
-    if not jobs or any(j.out is None for j in jobs):
-        raise ValueError("members: every record needs its 'out' path")
-    return jobs
+    return members_from_json(PopulationJob, text)
 
 
 def run(args) -> int:

@@ -9,12 +9,11 @@ inputs): its result file is the same, up to the wall-time attributes.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
 from slrpipe.commands.train import EXECUTION, add_execution_arguments, dataset, train_and_write
-from slrpipe.jobs import TrainJob
+from slrpipe.jobs import TrainJob, members_from_json
 
 log = logging.getLogger(__name__)
 
@@ -26,21 +25,12 @@ def add_arguments(p) -> None:
 
 
 def members(text: str) -> list[TrainJob]:
-    """The TrainJob records of ``--members``.
+    """The TrainJob records of ``--members`` (:func:`slrpipe.jobs.members_from_json`).
 
     Raises:
         ValueError: not a JSON list of records with an ``out`` each.
     """
-    from slrpipe.lengths import parse_L
-
-    try:
-        raw = json.loads(text)
-        jobs = [TrainJob(**{**m, "L": parse_L(str(m["L"]))}) for m in raw]
-    except (json.JSONDecodeError, TypeError, KeyError) as exc:
-        raise ValueError(f"members: a JSON list of TrainJob records expected ({exc})") from None
-    if not jobs or any(j.out is None for j in jobs):
-        raise ValueError("members: every record needs its 'out' path")
-    return jobs
+    return members_from_json(TrainJob, text)
 
 
 def _data_key(job: TrainJob):

@@ -1,13 +1,15 @@
 """RS against zero-temperature 1RSB (docs/theory.md §13) against ERM at the disputed softmax points.
 
-Usage: python scripts/rsb1_table.py --alpha 20 [--lam 0.01] [--nu 1] [--L 3] [--n-outer 1024]
-           [--n-inner 16] [--s-grid 0.5,2,8] [--init 4,64,1,0.5,1,1] [--json out.json]
+Usage: python scripts/rsb1_table.py --alpha 20 [--lam 0.01] [--model spiked] [--nu 1] [--L 3]
+           [--n-outer 1024] [--n-inner 16] [--shared-inner] [--s-grid 0.5,2,8] [--tol 2e-4] [--max-iter 80]
+           [--init 4,64,1,0.5,1,1] [--json out.json]
 Per point, on one draw of the outer samples (QMC seed 0, N₀ = n_outer; the RS sample):
   1. RS, soft-min channel (the solver's default; Anderson, then damped if needed) from ``--init``
      (m_k, q_k, V_k, m_v, q_v, V_v; default the sweep's cold start of key scale 8);
   2. RS, hard channel (``softmin=None``, the channel 1RSB uses) from the soft solution;
   3. 1RSB at each s of the grid (``rsb1.rsb1_ground_state``), from the RS state with δq = 0.05(q − m²),
-     warm-started along s; s* where Σ crosses zero.
+     warm-started along s; s* where Σ crosses zero. The inner sample: N₁ = n_inner per outer sample,
+     independent across outer samples (``--shared-inner``: one set for all), jackknifed estimators.
 Prints the table: objective (min 𝓛/D; 1RSB: Φ and e = the energy of a typical state) and test
 error with their outer Monte Carlo s.e., δq, Σ ± s.e., the jackknife N₁-bias of δq̂ and Φ_out, the
 median inner ESS, and the fraction of the RS–ERM objective gap closed, (e_1RSB − e_RS)/(e_ERM − e_RS).
@@ -61,18 +63,22 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--alpha", type=float, required=True)
     ap.add_argument("--lam", type=float, default=0.01)
+    ap.add_argument("--model", default="spiked", choices=("spiked", "max"))
     ap.add_argument("--nu", type=float, default=1.0)
     ap.add_argument("--L", type=int, default=3)
     ap.add_argument("--n-outer", type=int, default=1024)
     ap.add_argument("--n-inner", type=int, default=16)
+    ap.add_argument("--shared-inner", action="store_true", help="one inner set for all outer samples")
     ap.add_argument("--s-grid", default="0.5,2,8")
+    ap.add_argument("--tol", type=float, default=rsb1.Rsb1Options.tol, help="1RSB residual tolerance")
+    ap.add_argument("--max-iter", type=int, default=rsb1.Rsb1Options.max_iter, help="1RSB channel evaluations per s")
     ap.add_argument("--init", default="4,64,1,0.5,1,1")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    point = (ReplicaTask("softmax", "spiked", a.nu, a.L, 0.0), a.lam, a.alpha)
+    point = (ReplicaTask("softmax", a.model, a.nu, a.L, 0.0), a.lam, a.alpha)
     t0 = time.perf_counter()
-    fields = draw_fields("spiked", a.nu, a.L, 0.0, a.n_outer, 0, qmc=True)
+    fields = draw_fields(a.model, a.nu, a.L, 0.0, a.n_outer, 0, qmc=True)
     soft, hard = rs_solutions(point, fields, dict(zip(STATE, map(float, a.init.split(",")))))
     rs = hard if hard["converged"] else soft
     for name, r in (("soft", soft), ("hard", hard)):
@@ -88,13 +94,14 @@ def main(argv=None):
         )
     res = rsb1.rsb1_ground_state(
         *point,
-        draw=rsb1.Rsb1Draw(n_outer=a.n_outer, n_inner=a.n_inner),
+        draw=rsb1.Rsb1Draw(n_outer=a.n_outer, n_inner=a.n_inner, independent=not a.shared_inner),
         s_grid=[float(v) for v in a.s_grid.split(",")],
         rs=rs,
+        options=rsb1.Rsb1Options(tol=a.tol, max_iter=a.max_iter),
     )
-    erm = ERM.get((a.nu, a.alpha, a.lam))
+    erm = ERM.get((a.nu, a.alpha, a.lam)) if a.model == "spiked" else None
     print(
-        f"\nsoftmax spiked ν={a.nu:g} L={a.L} λ={a.lam:g} α={a.alpha:g}; N₀={res['n_outer']} N₁={res['n_inner']};"
+        f"\nsoftmax {a.model} ν={a.nu:g} L={a.L} λ={a.lam:g} α={a.alpha:g}; N₀={res['n_outer']} N₁={res['n_inner']};"
         f" {time.perf_counter() - t0:.0f} s wall"
     )
     print("| theory | objective | test error | δq (k, v) | Σ | N₁-bias δq̂ (k, v) / Φ_out | ESS | residual |")

@@ -3,7 +3,9 @@
 (a) δq = 0: the 1RSB map is the RS map (hard channel), so the RS fixed point is a 1RSB fixed point
     with Φ = the RS objective and Σ = 0;
 (b) ridge regression (σ ≡ 1, L = 1) is convex: δq → 0 from δq > 0 at every s;
-(c) the closed-form complexity Σ(s) equals s² dΦ/ds by a finite difference of the solved Φ in s.
+(c) the closed-form complexity Σ(s) equals s² dΦ/ds by a finite difference of the solved Φ in s;
+(d) with an inner set per outer sample the inner sampling error is inside the reported s.e.; with one
+    shared set it is not.
 """
 
 import math
@@ -33,6 +35,21 @@ def test_draw_inner_is_antithetic_and_validates():
         rsb1.draw_inner(3, 6)
 
 
+def test_independent_inner_sets_are_one_antithetic_set_per_outer_sample():
+    inner = rsb1.draw_inner(2, 8, seed=3, n_outer=5)
+    assert inner.independent and inner.n == 8 and inner.xi_k.shape == (5, 8, 2) == inner.xi_v.shape
+    np.testing.assert_array_equal(inner.xi_k[:, :4], -inner.xi_k[:, 4:])
+    assert not np.allclose(inner.xi_k[0], inner.xi_k[1])  # each outer sample its own set
+    np.testing.assert_array_equal(inner.xi_v, rsb1.draw_inner(2, 8, seed=3, n_outer=5).xi_v)  # seeded
+    assert not rsb1.draw_inner(2, 8, seed=3).independent
+    with pytest.raises(ValueError, match="n_outer"):
+        rsb1.draw_inner(2, 8, n_outer=0)
+    fields = draw_fields("spiked", 1.0, 2, 0.0, 8, 0, qmc=True)
+    x = np.array([0.1, 0.3, 0.05, 8.0, 0.6, 0.8, 0.05, 5.6])
+    with pytest.raises(ValueError, match="inner: drawn for 5 outer samples"):
+        rsb1.rsb1_channel("softmax", (fields, inner), 1.0, 4.0, x)
+
+
 def test_prior_rejects_a_nonpositive_a():
     conj = {
         "mhat_k": 1.0,
@@ -46,6 +63,19 @@ def test_prior_rejects_a_nonpositive_a():
     }
     with pytest.raises(ValueError, match="A_k"):
         rsb1.rsb1_prior(0.1, 2.0, conj)  # λ + V̂ − sδq̂ = 1.1 − 2 < 0
+
+
+def test_prior_projects_negative_jackknifed_conjugates_to_zero():
+    """q̂₀ = αE⟨f⟩² and δq̂ = αE Var f are ≥ 0; a jackknifed estimate below 0 maps to q₀ = m², δq = 0
+    (a state the channel accepts) instead of q₀ < m²."""
+    conj = {"mhat_k": 0.5, "q0hat_k": -0.2, "dqhat_k": -0.1, "Vhat_k": 1.0}
+    conj |= {"mhat_v": 1.0, "q0hat_v": 0.3, "dqhat_v": 0.05, "Vhat_v": 2.0}
+    x = rsb1.rsb1_prior(0.1, 2.0, conj)
+    m_k, q0_k, dq_k, V_k = x[:4]
+    assert V_k == pytest.approx(1 / 1.1) and m_k == pytest.approx(0.5 / 1.1)
+    assert q0_k == pytest.approx(m_k**2) and dq_k == 0.0
+    A_v = 0.1 + 2.0 - 2.0 * 0.05
+    assert x[5] == pytest.approx((1.0 + 0.3) / A_v**2)  # the v column as before
 
 
 def test_dq_zero_reproduces_the_rs_fixed_point():
@@ -115,16 +145,17 @@ def test_complexity_is_s_squared_dphi_ds():
     inner = rsb1.draw_inner(2, 8)
     rs = solve_replica(task, lam, alpha, fields=fields, softmin=None, tol=1e-5)
     s, h = 4.0, 1.0
+    # the solves use the jackknifed estimators (Rsb1Options' default), and so do the passes below
     kw = {"samples": (fields, inner), "options": rsb1.Rsb1Options(tol=1e-5, max_iter=120, patience=40)}
     mid = rsb1.solve_rsb1(task, lam, alpha, s, init=rsb1.rs_state(rs, 0.3), **kw)
     assert mid["converged"], mid["residual"]
     assert mid["dq_k"] + mid["dq_v"] > 1e-2  # a genuine 1RSB point
     x, warm = np.array([mid[k] for k in rsb1.STATE1]), mid["prox_warm"]
     # explicit derivative: Φ(x, x̂, s ± ε) with Φ_out re-weighted at s ± ε on the same prox solutions
-    ch = rsb1.rsb1_channel("softmax", (fields, inner), 1.0, s, x, warm=warm)
+    ch = rsb1.rsb1_channel("softmax", (fields, inner), 1.0, s, x, warm=warm, debias=True)
     eps, phis = 1e-4, []
     for t in (s - eps, s + eps):
-        cht = rsb1.rsb1_channel("softmax", (fields, inner), 1.0, t, x, warm=warm)
+        cht = rsb1.rsb1_channel("softmax", (fields, inner), 1.0, t, x, warm=warm, debias=True)
         phis.append(rsb1.thermodynamics(0.1, 1.0, t, x, {**cht, **{k: ch[k] for k in rsb1.CONJ1}})["phi"])
     th = rsb1.thermodynamics(0.1, 1.0, s, x, ch)
     assert s * s * (phis[1] - phis[0]) / (2 * eps) == pytest.approx(th["sigma"], abs=1e-6 + 1e-3 * abs(th["sigma"]))
@@ -137,3 +168,32 @@ def test_complexity_is_s_squared_dphi_ds():
     assert abs(mid["sigma"]) > 3 * mid["sigma_se"]  # the check is not trivially 0 = 0
     # and e = Φ + Σ/s equals the energy of a typical state, α E⟨loss⟩ + (λ/2) tr q₁
     assert mid["energy"] == pytest.approx(mid["energy_direct"], abs=3 * mid["energy_direct_se"])
+
+
+def test_independent_inner_sets_carry_the_inner_error_in_the_standard_error():
+    """(d) At a state with competing prox minima (the point of (c): softmax, L = 2, λ = 0.1, α = 1,
+    s = 4, N₀ = 512, N₁ = 8; near its RS state with δq = 0.3(q − m²)), one channel pass per inner
+    seed 1–8. One shared inner set: δq̂ moves between seeds by several times the s.e. its outer
+    samples report (its sampling error is common to all of them and not in that s.e.). One set per
+    outer sample: the spread over seeds is below the reported s.e. (which holds the outer-sample
+    error as well). (Both estimate the same expectation; the shared sets' δq̂_v is skewed — mostly
+    low, now and then 3× higher — so a mean of 8 of them is no sharp check of that.)"""
+    fields = draw_fields("spiked", 1.0, 2, 0.0, 512, 0, qmc=True)
+    m_k, q_k, V_k, m_v, q_v, V_v = 0.1422, 0.2826, 8.277, 0.6080, 0.8536, 5.613
+    dq_k, dq_v = 0.3 * (q_k - m_k**2), 0.3 * (q_v - m_v**2)
+    x = np.array([m_k, q_k - dq_k, dq_k, V_k, m_v, q_v - dq_v, dq_v, V_v])
+    spread, se = {}, {}
+    for independent in (False, True):
+        chs = [
+            rsb1.rsb1_channel(
+                "softmax", (fields, rsb1.draw_inner(2, 8, seed, 512 if independent else None)), 1.0, 4.0, x, bias=False
+            )
+            for seed in range(1, 9)
+        ]
+        for c in ("k", "v"):
+            v = np.array([ch[f"dqhat_{c}"] for ch in chs])
+            spread[independent, c] = v.std(ddof=1)
+            se[independent, c] = np.mean([ch[f"dqhat_{c}_se"] for ch in chs])
+    assert spread[False, "v"] > 3 * se[False, "v"], (spread, se)
+    for c in ("k", "v"):
+        assert spread[True, c] < se[True, c], (c, spread, se)

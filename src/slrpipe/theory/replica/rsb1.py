@@ -6,8 +6,8 @@ of one minimum) and the within-state response V; the Parisi parameter s (> 0, un
 D; the y of Mézard–Parisi) weights states by e^{−sD·e}. One fixed-point map:
 
 * output channel (:func:`rsb1_channel`): nested Monte Carlo. Outer = the RS ``Fields`` (teacher,
-  label, outer student noise ξ⁰, antithetic); inner = ``Inner`` (N₁ vectors ξ¹ shared by all outer
-  samples, antithetic). ω = m h* + √(q₀ − m²) ξ⁰ + √δq ξ¹; the hard global prox of
+  label, outer student noise ξ⁰, antithetic); inner = ``Inner`` (N₁ vectors ξ¹ per outer sample,
+  independent across outer samples, or one set shared by all; antithetic). ω = m h* + √(q₀ − m²) ξ⁰ + √δq ξ¹; the hard global prox of
   :func:`slrpipe.theory.replica.prox.prox` at V gives 𝓜 and f = (h − ω)/V per (outer, inner) pair;
   per outer sample the tilt π ∝ e^{−s𝓜} gives ⟨f⟩, Var_π f, log Z, KL, ⟨loss⟩ and the conjugates
   q̂₀ = αEΣ⟨f⟩², δq̂ = αEΣVar_π f, V̂ = −αEΣ⟨f⟩ξ⁰/√(q₀ − m²) + sδq̂ and the Rao–Blackwellised m̂;
@@ -50,10 +50,13 @@ _BIAS_KEYS = ("dqhat_k", "dqhat_v", "q0hat_k", "q0hat_v", "phi_out")
 
 @dataclass(frozen=True)
 class Inner:
-    """Inner (within-state) student noise ξ¹ shared by all outer samples.
+    """Inner (within-state) student noise ξ¹: one set shared by all outer samples, or an
+    independent set per outer sample.
 
-    xi_k, xi_v: (N₁, L) standard normals; rows j and j + N₁/2 are opposite (antithetic).
-    halves: two index arrays, each an antithetic half-set (for the jackknife of the N₁ bias).
+    xi_k, xi_v: (N₁, L) shared, or (N₀, N₁, L) per outer sample; standard normals, and along the
+    N₁ axis rows j and j + N₁/2 are opposite (antithetic).
+    halves: two index arrays into the N₁ axis, each an antithetic half-set (the jackknife of the N₁
+    bias).
     """
 
     xi_k: np.ndarray
@@ -62,8 +65,13 @@ class Inner:
 
     @property
     def n(self) -> int:
-        """N₁, the number of inner noise vectors."""
-        return self.xi_k.shape[0]
+        """N₁, the number of inner noise vectors (per outer sample)."""
+        return self.xi_k.shape[-2]
+
+    @property
+    def independent(self) -> bool:
+        """True when every outer sample has its own inner set."""
+        return self.xi_k.ndim == 3
 
     @property
     def halves(self) -> tuple[np.ndarray, np.ndarray]:
@@ -74,35 +82,59 @@ class Inner:
         return first, np.setdiff1d(np.arange(self.n), first)
 
 
-def draw_inner(L: int, n_inner: int, seed: int = 1) -> Inner:
-    """N₁ = ``n_inner`` inner noise vectors (a multiple of 4): a scrambled Sobol' set of N₁/2 points
-    in R^{2L} (``scipy.stats.qmc.Sobol``, seeded, inverse normal CDF) and its mirror image.
+def _sobol_normals(dim: int, half: int, rng) -> np.ndarray:
+    """``half`` scrambled Sobol' points in R^dim mapped to standard normals (inverse CDF)."""
+    sob = _qmc.Sobol(dim, scramble=True, seed=rng)
+    u = sob.random_base2(max(math.ceil(math.log2(half)), 0))[:half]
+    return ndtri(np.clip(u, 2.0**-60, 1 - 2.0**-53))
 
+
+def draw_inner(L: int, n_inner: int, seed: int = 1, n_outer: int | None = None, qmc: bool = True) -> Inner:
+    """N₁ = ``n_inner`` inner noise vectors (a multiple of 4): N₁/2 points in R^{2L} and their
+    mirror images; the points are a scrambled Sobol' set (``scipy.stats.qmc.Sobol``, inverse normal
+    CDF) or, with ``qmc`` False, iid standard normals.
+
+    With ``n_outer`` = N₀, every outer sample i gets its own set (Sobol' scrambled from the seed
+    ``[seed, i]``; iid: rows of ``default_rng(seed)``) (independent sets): the error of the inner
+    average then averages out over the outer samples and enters their s.e., leaving the O(1/N₁) bias
+    of the self-normalised averages (jackknifed, ``*_n1_bias``), whose 1/N₁ law is exact for iid
+    antithetic pairs. Without it one set (seed ``seed``) is shared by all outer samples (common random
+    numbers), whose own sampling error does not average out (docs/theory.md §13).
+
+    Returns:
+        :class:`Inner` with xi_k, xi_v of shape (N₁, L), or (N₀, N₁, L) with ``n_outer``.
     Raises:
-        ValueError: n_inner not a positive multiple of 4, or L < 1.
+        ValueError: n_inner not a positive multiple of 4, L < 1 or n_outer < 1.
     """
     if int(n_inner) != n_inner or n_inner < 4 or n_inner % 4:
         raise ValueError(f"n_inner: must be a positive multiple of 4, got {n_inner}")
     if int(L) != L or L < 1:
         raise ValueError(f"L: must be an integer ≥ 1, got {L}")
-    half = int(n_inner) // 2
-    sob = _qmc.Sobol(2 * int(L), scramble=True, seed=np.random.default_rng(int(seed)))
-    u = sob.random_base2(max(math.ceil(math.log2(half)), 0))[:half]
-    g = ndtri(np.clip(u, 2.0**-60, 1 - 2.0**-53))
-    g = np.concatenate([g, -g])
-    return Inner(xi_k=g[:, :L], xi_v=g[:, L:], seed=int(seed))
+    if n_outer is not None and (int(n_outer) != n_outer or n_outer < 1):
+        raise ValueError(f"n_outer: must be an integer ≥ 1, got {n_outer}")
+    half, dim = int(n_inner) // 2, 2 * int(L)
+    shape = (half, dim) if n_outer is None else (int(n_outer), half, dim)
+    if not qmc:
+        g = np.random.default_rng(int(seed)).standard_normal(shape)
+    elif n_outer is None:
+        g = _sobol_normals(dim, half, np.random.default_rng(int(seed)))
+    else:
+        g = np.stack([_sobol_normals(dim, half, np.random.default_rng([int(seed), i])) for i in range(int(n_outer))])
+    g = np.concatenate([g, -g], axis=-2)
+    return Inner(xi_k=g[..., :L], xi_v=g[..., L:], seed=int(seed))
 
 
 class Rsb1Draw(NamedTuple):
     """How the samples of :func:`rsb1_ground_state` are drawn: n_outer: int, N₀ (outer samples, the
     RS fields: scrambled Sobol', :class:`~slrpipe.theory.replica.fields.Draw`); n_inner: int, N₁
-    (a multiple of 4, :func:`draw_inner`); seed / inner_seed: int, their seeds
-    (docs/theory.md §13)."""
+    (a multiple of 4, :func:`draw_inner`); seed / inner_seed: int, their seeds; independent: bool,
+    an inner set per outer sample (default) or one shared set (docs/theory.md §13)."""
 
     n_outer: int = 2048
     n_inner: int = 16
     seed: int = 0
     inner_seed: int = 1
+    independent: bool = True
 
     def samples(self, task) -> tuple[Fields, Inner]:
         """(outer fields, inner set) of ``task`` (a :class:`ReplicaTask`) drawn this way.
@@ -112,7 +144,8 @@ class Rsb1Draw(NamedTuple):
         """
         L = ReplicaTask(*task).L
         fields = Draw(int(self.n_outer), int(self.seed), qmc=True).fields(task)
-        return fields, draw_inner(int(L), int(self.n_inner), int(self.inner_seed))
+        n_outer = fields.n if self.independent else None
+        return fields, draw_inner(int(L), int(self.n_inner), int(self.inner_seed), n_outer)
 
 
 def _check_state(x):
@@ -212,10 +245,13 @@ def _pair_prox(sigma, fields: Fields, inner: Inner, x, warm, prox_kw):
     a_k, a_v = math.sqrt(max(q0_k - m_k**2, 0.0)), math.sqrt(max(q0_v - m_v**2, 0.0))
     c_k, c_v = math.sqrt(dq_k), math.sqrt(dq_v)
     N0, N1, L = fields.n, inner.n, fields.L
+    if inner.independent and inner.xi_k.shape[0] != N0:
+        raise ValueError(f"inner: drawn for {inner.xi_k.shape[0]} outer samples, the fields have {N0}")
+    xi_k, xi_v = (inner.xi_k, inner.xi_v) if inner.independent else (inner.xi_k[None], inner.xi_v[None])
     w0k = m_k * fields.chi_star + a_k * fields.xi_k
     w0v = m_v * fields.z_star + a_v * fields.xi_v
-    wk = (w0k[:, None] + c_k * inner.xi_k[None]).reshape(N0 * N1, L)
-    wv = (w0v[:, None] + c_v * inner.xi_v[None]).reshape(N0 * N1, L)
+    wk = (w0k[:, None] + c_k * xi_k).reshape(N0 * N1, L)
+    wv = (w0v[:, None] + c_v * xi_v).reshape(N0 * N1, L)
     y = np.repeat(fields.y, N1)
     p = prox(sigma, wk, wv, y, V_k, V_v, warm=warm, softmin=None, **prox_kw)
     fk = ((p["chi"] - wk) / V_k).reshape(N0, N1, L)
@@ -228,10 +264,14 @@ def _pair_prox(sigma, fields: Fields, inner: Inner, x, warm, prox_kw):
     return p, (psi, fk, fv, loss), (a_k, a_v), (jac_k, jac_v)
 
 
-def _n1_bias(pt: _Point, inner: Inner, tilt, est, alpha) -> dict:
-    """Jackknife estimates of the 1/N₁ bias of ``_BIAS_KEYS`` (``*_n1_bias``) from the two
-    antithetic halves of the inner set; ``tilt`` = (−s𝓜, f_χ, f_z, loss)."""
-    halves = [_estimators(pt, _tilt_stats(*tilt, pt.s, idx)) for idx in inner.halves]
+def _half_estimators(pt: _Point, inner: Inner, tilt) -> list[dict]:
+    """:func:`_estimators` on each antithetic half of the inner set; ``tilt`` = (−s𝓜, f_χ, f_z, loss)."""
+    return [_estimators(pt, _tilt_stats(*tilt, pt.s, idx)) for idx in inner.halves]
+
+
+def _n1_bias(halves, est, alpha) -> dict:
+    """Jackknife estimates of the 1/N₁ bias of ``_BIAS_KEYS`` (``*_n1_bias``): the mean of the two
+    half-set estimates (N₁/2 each) minus the full one."""
     out = {}
     for key in _BIAS_KEYS:
         scale = alpha if key in CONJ1 else 1.0
@@ -240,16 +280,22 @@ def _n1_bias(pt: _Point, inner: Inner, tilt, est, alpha) -> dict:
     return out
 
 
-def rsb1_channel(sigma, samples: tuple[Fields, Inner], alpha, s, x, *, warm=None, bias=True, **prox_kw) -> dict:
+def rsb1_channel(
+    sigma, samples: tuple[Fields, Inner], alpha, s, x, *, warm=None, bias=True, debias=False, **prox_kw
+) -> dict:
     """1RSB output channel at state x and Parisi parameter s (docs/theory.md §13), hard prox.
 
     Args:
         sigma: score name (``prox.PROX_SIGMAS``).  samples: (fields, inner): the outer samples
-        (:class:`Fields`, N₀, the RS fields) and :class:`Inner` (N₁).  alpha: n/D > 0.
+        (:class:`Fields`, N₀, the RS fields) and :class:`Inner` (N₁, shared or per outer sample).  alpha: n/D > 0.
         s: Parisi parameter > 0.
         x: (8,) state in the order ``STATE1`` (V > 0, δq ≥ 0, q₀ ≥ m²).
         warm: (N₀·N₁, W, L) prox warm starts (``out["warm"]`` of the previous pass) or None.
         bias: also compute the jackknife N₁-bias of δq̂, q̂₀ and Φ_out (``*_n1_bias``).
+        debias: per outer sample, replace every estimator by its two-half jackknife
+            2·est(N₁) − ½(est(half 1) + est(half 2)), which removes the O(1/N₁) bias of the
+            self-normalised inner averages (docs/theory.md §13); ``*_n1_bias`` stay those of the
+            plain estimators.
         prox_kw: options of :func:`slrpipe.theory.replica.prox.prox` by name (``ProxOptions``),
             e.g. multistart (False = centre and warm starts only: a cheap pass) and n_steps
             (Newton steps); softmin is always None (the hard prox).
@@ -258,8 +304,9 @@ def rsb1_channel(sigma, samples: tuple[Fields, Inner], alpha, s, x, *, warm=None
         pairs), q1hat_a = q0hat_a + dqhat_a, phi_out = E −(1/s) log E_in e^{−s𝓜}, kl = E KL,
         train_loss = E⟨½(y − f)²⟩ (per sample, + ``*_se``), ess_median (median over outer samples of
         1/Σπ²), ``*_n1_bias`` (jackknife estimates of the 1/N₁ self-normalisation bias, same units as
-        the key; they miss the sampling error of the shared inner set, which dominates at N₁ = 8 —
-        compare N₁ with 4N₁, :func:`inner_size_check`; docs/theory.md §13), prox_multi (fraction of
+        the key; with a shared inner set they miss its sampling error, which dominates at N₁ = 8 —
+        compare N₁ with 4N₁, :func:`inner_size_check`; with independent sets that error is in the
+        ``*_se``; docs/theory.md §13), prox_multi (fraction of
         prox solves with ≥ 2 starts ending at different values), warm (N₀·N₁, 3, L).
     Raises:
         ValueError: bad σ, α ≤ 0, s ≤ 0 or an invalid state.
@@ -273,7 +320,10 @@ def rsb1_channel(sigma, samples: tuple[Fields, Inner], alpha, s, x, *, warm=None
     st = _tilt_stats(*tilt, s)
     pt = _Point(fields, x, s, a, jac)
     est = _estimators(pt, st)
-    out = {}
+    halves = _half_estimators(pt, inner, tilt) if bias or debias else None
+    out = _n1_bias(halves, est, alpha) if bias else {}
+    if debias:
+        est = {k: 2 * v - 0.5 * (halves[0][k] + halves[1][k]) for k, v in est.items()}
     for key, v in est.items():
         mu, se = _mean_se(v)
         scale = alpha if key in CONJ1 else 1.0
@@ -281,8 +331,6 @@ def rsb1_channel(sigma, samples: tuple[Fields, Inner], alpha, s, x, *, warm=None
     for c in ("k", "v"):
         out[f"q1hat_{c}"] = out[f"q0hat_{c}"] + out[f"dqhat_{c}"]
     out["ess_median"] = float(np.median(st["ess"]))
-    if bias:
-        out.update(_n1_bias(pt, inner, tilt, est, alpha))
     out["prox_multi"] = float(np.mean(p["n_best"] < p["n_starts"]))
     out["warm"] = np.stack([p["chi"], p["chi2"], p["chi3"]], axis=1)
     return out
@@ -298,14 +346,22 @@ def rsb1_prior(lam, s, conj) -> np.ndarray:
     out = []
     for a in ("k", "v"):
         mh, q0h, dqh, Vh = (float(conj[f"{k}_{a}"]) for k in ("mhat", "q0hat", "dqhat", "Vhat"))
+        # q̂₀ = αE⟨f⟩² and δq̂ = αE Var_π f are ≥ 0; their jackknifed estimates can dip below 0
+        q0h, dqh = max(q0h, 0.0), max(dqh, 0.0)
         if not lam + Vh > 0:
             raise ValueError(f"lam: λ + V̂_{a} must be > 0, got λ={lam}, V̂={Vh}")
         V = 1.0 / (lam + Vh)
         A = lam + Vh - s * dqh
         if not A > 0:
             raise ValueError(f"s: A_{a} = λ + V̂ − sδq̂ must be > 0, got {A} (s={s}, δq̂={dqh})")
-        out += [mh / A, (mh * mh + q0h) / A**2, V * V * max(dqh, 0.0) / (1 - s * V * dqh), V]
+        out += [mh / A, (mh * mh + q0h) / A**2, V * V * dqh / (1 - s * V * dqh), V]
     return np.array(out)
+
+
+def _log1p(u: float) -> float:
+    """log(1 + u), NaN for u ≤ −1: outside the domain (A ≤ 0) the potential is undefined, and a
+    non-converged state can end there."""
+    return math.log1p(u) if u > -1 else math.nan
 
 
 def thermodynamics(lam, alpha, s, x, ch) -> dict:
@@ -317,7 +373,8 @@ def thermodynamics(lam, alpha, s, x, ch) -> dict:
         saddle, where it equals s² dΦ/ds);
     e = Φ + Σ/s  and  e_direct = α E⟨loss⟩ + (λ/2)(q₁_k + q₁_v)  (they agree at the saddle).
     Returns dict: phi, sigma, sigma_se (outer MC s.e. of Σ, linearised), energy, energy_direct,
-    energy_direct_se, objective (= energy_direct), train_loss.
+    energy_direct_se, objective (= energy_direct), train_loss; phi, sigma and energy are NaN where
+    the conjugates leave the domain (1 − sVδq̂ ≤ 0, as a non-converged state can).
     """
     phi, sig = alpha * ch["phi_out"], -alpha * ch["kl"]
     q1sum = 0.0
@@ -332,10 +389,10 @@ def thermodynamics(lam, alpha, s, x, ch) -> dict:
             - 0.5 * Vh * q1
             + 0.5 * q1h * V
             + 0.5 * s * (q1h * q1 - q0h * q0)
-            + math.log1p(-s * G * dqh) / (2 * s)
+            + _log1p(-s * G * dqh) / (2 * s)
             - (mh * mh + q0h) / (2 * A)
         )
-        sig += 0.5 * s * s * q0h * dq - 0.5 * s * V * dqh - 0.5 * math.log1p(-s * V * dqh)
+        sig += 0.5 * s * s * q0h * dq - 0.5 * s * V * dqh - 0.5 * _log1p(-s * V * dqh)
         # linearised s.e. (the conjugate means are nearly independent of the KL mean: upper-ish)
         g = -0.5 * s * V + 0.5 * s * V / (1 - s * V * dqh)
         lin2 += (0.5 * s * s * dq * ch[f"q0hat_{a}_se"]) ** 2 + (g * ch[f"dqhat_{a}_se"]) ** 2
@@ -366,7 +423,8 @@ class Rsb1Options:
     with d halved (at most 6 times).  max_iter: cap on channel evaluations.  full_every: passes
     between full prox searches (the others start from the centre and the previous minima).
     n_steps: Newton steps per prox start.  patience: full passes without a new best residual that
-    end the solve."""
+    end the solve.  debias: the channel's two-half jackknife of the inner averages
+    (:func:`rsb1_channel`)."""
 
     tol: float = 2e-4
     damping: float = 0.5
@@ -374,6 +432,7 @@ class Rsb1Options:
     full_every: int = 4
     n_steps: int = 25
     patience: int = 20
+    debias: bool = True
 
 
 def _check_rsb1_task(point, s, fields: Fields) -> None:
@@ -387,16 +446,16 @@ def _check_rsb1_task(point, s, fields: Fields) -> None:
 
 
 def _damped(x, fx, damping):
-    """(1 − d)x + dF(x), d halved (at most 6 times) while the step leaves the domain."""
+    """(1 − d)x + dF(x), d halved (at most 6 times) while the step leaves the domain; None if
+    every step does."""
     d = damping
-    for _ in range(6):
+    for _ in range(7):
         xn = (1 - d) * x + d * fx
         try:
-            _check_state(xn)
-            break
+            return _check_state(xn)
         except ValueError:
             d /= 2
-    return xn
+    return None
 
 
 def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
@@ -410,9 +469,15 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
     ch = None
     for it in range(1, int(o.max_iter) + 1):
         full = it == 1 or it % o.full_every == 0 or best[0] < 5 * o.tol
-        ch = rsb1_channel(sigma, samples, alpha, s, x, warm=warm, multistart=full, n_steps=o.n_steps, bias=False)
+        ch = rsb1_channel(
+            sigma, samples, alpha, s, x, warm=warm, multistart=full, n_steps=o.n_steps, bias=False, debias=o.debias
+        )
         warm = ch["warm"]
-        fx = rsb1_prior(lam, s, ch)
+        try:
+            fx = rsb1_prior(lam, s, ch)
+        except ValueError as err:  # λ + V̂ ≤ 0 or A ≤ 0: no state to step to
+            log.warning("1RSB s=%g: %s; stopped at the best state found", s, err)
+            break
         r = _residual(x, fx)
         if full and r < best[0]:
             best, stall = (r, x.copy(), ch, warm), 0
@@ -424,6 +489,9 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
         if stall >= o.patience:
             break
         x = _damped(x, fx, o.damping)
+        if x is None:
+            log.warning("1RSB s=%g: every damped step leaves the domain; stopped at the best state found", s)
+            break
     resid, x, _, warm = best if not conv else (r, x, ch, warm)
     return resid, x, warm, conv, it
 
@@ -500,7 +568,7 @@ def solve_rsb1(
     _check_rsb1_task(point, s, fields)
     t0 = time.perf_counter()
     resid, x, warm, conv, it = _iterate_rsb1(point, s, samples, _check_state(init), warm, o)
-    ch = rsb1_channel(point[0], samples, alpha, s, x, warm=warm, multistart=True, n_steps=o.n_steps)
+    ch = rsb1_channel(point[0], samples, alpha, s, x, warm=warm, multistart=True, n_steps=o.n_steps, debias=o.debias)
     out = _rsb1_outputs(point, s, x, ch)
     out.update(
         ess_median=ch["ess_median"],
@@ -684,9 +752,13 @@ def rsb1_ground_state(
     }
 
 
-def inner_size_check(sigma, fields: Fields, alpha, lam, s, x, n_inners=(8, 32), inner_seed=1) -> list[dict]:
+def inner_size_check(
+    sigma, fields: Fields, alpha, lam, s, x, n_inners=(8, 32), inner_seed=1, independent=False, debias=False
+) -> list[dict]:
     """The N₁ dependence at a fixed state: one full channel pass per N₁ in ``n_inners`` at state x
-    (8,) and Parisi parameter s, on the same outer ``fields`` (docs/theory.md §13, "Finite N₁").
+    (8,) and Parisi parameter s, on the same outer ``fields`` (docs/theory.md §13, "Finite N₁"),
+    with one inner set shared by the outer samples or (``independent``) one per outer sample, and the
+    plain or (``debias``) jackknifed estimators of :func:`rsb1_channel`.
 
     At a saddle point Φ is stationary, so the change of Φ between N₁ values at fixed x is, to first
     order, the change of the solved Φ. Returns one dict per N₁: n_inner, phi, sigma, energy_direct,
@@ -696,8 +768,8 @@ def inner_size_check(sigma, fields: Fields, alpha, lam, s, x, n_inners=(8, 32), 
     """
     out = []
     for n1 in n_inners:
-        inner = draw_inner(fields.L, int(n1), inner_seed)
-        ch = rsb1_channel(sigma, (fields, inner), alpha, s, x)
+        inner = draw_inner(fields.L, int(n1), inner_seed, fields.n if independent else None)
+        ch = rsb1_channel(sigma, (fields, inner), alpha, s, x, debias=debias)
         th = thermodynamics(lam, alpha, s, np.asarray(x, float), ch)
         fx = rsb1_prior(lam, s, ch)
         out.append(

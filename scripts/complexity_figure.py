@@ -24,6 +24,7 @@ from matplotlib.ticker import MaxNLocator
 from slrpipe.figures.style import COLORS, legend_below, panels, save
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ladder import point_ladder
+from slrpipe.theory.replica import rsb1
 
 
 def erm_energies(store: str, experiment: str, sigma: str, lam: float, alpha: float) -> dict:
@@ -76,8 +77,7 @@ def draw(scan: dict, erm: dict, title: str, out: str):
     a.set_xscale("log")
     a.set_xlabel("Parisi parameter s")
     a.set_ylabel(r"objective per dimension $\mathcal{L}/D$")
-    # the physical part of the curve has de/ds < 0 (Σ concave in e); where e grows with s it is not
-    phys = np.r_[True, np.diff(e) <= 0]
+    phys = rsb1.physical(rows)  # de/ds ≤ 0: Σ concave in e
     for mask, fmt, lab in (
         (conv & phys, "o", "1RSB (e(s), Σ(s)) ± s.e., de/ds ≤ 0"),
         (conv & ~phys, "^", "de/ds > 0 (not physical)"),

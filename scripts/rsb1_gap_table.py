@@ -2,8 +2,9 @@
 closes (docs/theory.md §13): one row per ``scripts/rsb1_table.py --json`` file.
 
 Per point: the RS objective and test error on the 1RSB's outer samples (hard channel); the 1RSB state
-reported — at s* where Σ crosses zero, else the converged s of largest Φ (Φ(s) ≤ e_gs for every s,
-so that Φ is a lower bound of the ground-state energy), with its Σ ± s.e., the typical state's test
+reported — at s* where Σ crosses zero, else the s of largest Φ on the physical part of the scan
+(converged, de/ds ≤ 0: ``rsb1.physical``; Φ(s) ≤ e_gs for every s, so that Φ is a lower bound of the
+ground-state energy), with its Σ ± s.e., the typical state's test
 error and 2 tr(Q₁ − Q₀) = 2(δq_k + δq_v), the distance between two states; ERM from a store with a D
 ladder and several starts per seed (config/distance.yaml): the ground state found over all starts,
 objective 𝓛/D and test error (population risk at the learned weights), and the distances d
@@ -27,6 +28,7 @@ from distance_table import _two_lowest
 
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ladder import point_ladder
+from slrpipe.theory.replica import rsb1
 
 
 def _limit(values) -> tuple[float, float]:
@@ -69,10 +71,10 @@ def erm_summary(pt, optimizer: str = "lbfgs") -> dict:
 
 def rsb1_summary(scan: dict) -> dict | None:
     """The reported 1RSB row (module docstring) with its kind ('s*' or 'max Φ'), or None where no
-    s converged."""
+    s converged on the physical part of the curve (``rsb1.physical``: de/ds ≤ 0)."""
     if scan.get("star"):
         return dict(scan["star"], kind="s*")
-    rows = [r for r in scan["scan"] if r["converged"] in (True, "True") and r["phi"] is not None]
+    rows = [r for r, ok in zip(scan["scan"], rsb1.physical(scan["scan"]), strict=True) if ok]
     if not rows:
         return None
     return dict(max(rows, key=lambda r: r["phi"]), kind="max Φ")

@@ -42,6 +42,9 @@ def test_independent_inner_sets_are_one_antithetic_set_per_outer_sample():
     assert not np.allclose(inner.xi_k[0], inner.xi_k[1])  # each outer sample its own set
     np.testing.assert_array_equal(inner.xi_v, rsb1.draw_inner(2, 8, seed=3, n_outer=5).xi_v)  # seeded
     assert not rsb1.draw_inner(2, 8, seed=3).independent
+    mc = rsb1.draw_inner(2, 8, seed=3, n_outer=5, qmc=False)  # iid pairs instead of Sobol'
+    assert mc.xi_k.shape == (5, 8, 2) and not np.allclose(mc.xi_k, inner.xi_k)
+    np.testing.assert_array_equal(mc.xi_v[:, :4], -mc.xi_v[:, 4:])
     with pytest.raises(ValueError, match="n_outer"):
         rsb1.draw_inner(2, 8, n_outer=0)
     fields = draw_fields("spiked", 1.0, 2, 0.0, 8, 0, qmc=True)
@@ -63,6 +66,16 @@ def test_prior_rejects_a_nonpositive_a():
     }
     with pytest.raises(ValueError, match="A_k"):
         rsb1.rsb1_prior(0.1, 2.0, conj)  # λ + V̂ − sδq̂ = 1.1 − 2 < 0
+
+
+def test_physical_part_of_a_scan_ends_where_the_energy_turns_up():
+    def row(e, conv=True):
+        return {"energy_direct": e, "energy_direct_se": 0.01, "converged": conv}
+
+    # flat within 0.1 s.e. counts as de/ds ≤ 0; an unconverged row is skipped; after the turn, nothing
+    scan = [row(1.0), row(1.0005), row(9.0, False), row(0.99), row(1.02), row(0.98)]
+    assert rsb1.physical(scan).tolist() == [True, True, False, True, False, False]
+    assert rsb1.physical([]).tolist() == []
 
 
 def test_prior_projects_negative_jackknifed_conjugates_to_zero():

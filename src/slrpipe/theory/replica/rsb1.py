@@ -7,9 +7,11 @@ D; the y of Mézard–Parisi) weights states by e^{−sD·e}. One fixed-point ma
 
 * output channel (:func:`rsb1_channel`): nested Monte Carlo. Outer = the RS ``Fields`` (teacher,
   label, outer student noise ξ⁰, antithetic); inner = ``Inner`` (N₁ vectors ξ¹ per outer sample,
-  independent across outer samples, or one set shared by all; antithetic). ω = m h* + √(q₀ − m²) ξ⁰ + √δq ξ¹; the hard global prox of
+  independent across outer samples, or one set shared by all; antithetic).
+  ω = m h* + √(q₀ − m²) ξ⁰ + √δq ξ¹; the hard global prox of
   :func:`slrpipe.theory.replica.prox.prox` at V gives 𝓜 and f = (h − ω)/V per (outer, inner) pair;
-  per outer sample the tilt π ∝ e^{−s𝓜} gives ⟨f⟩, Var_π f, log Z, KL, ⟨loss⟩ and the conjugates
+  per outer sample the tilt π ∝ e^{−s𝓜} gives ⟨f⟩, Var_π f, log Z, KL, ⟨loss⟩ (optionally each
+  jackknifed over the two halves of the inner set) and the conjugates
   q̂₀ = αEΣ⟨f⟩², δq̂ = αEΣVar_π f, V̂ = −αEΣ⟨f⟩ξ⁰/√(q₀ − m²) + sδq̂ and the Rao–Blackwellised m̂;
 * ridge prior (:func:`rsb1_prior`): V = 1/(λ + V̂), A = λ + V̂ − sδq̂, m = m̂/A,
   q₀ = (m̂² + q̂₀)/A², δq = V²δq̂/(1 − sVδq̂).
@@ -287,7 +289,8 @@ def rsb1_channel(
 
     Args:
         sigma: score name (``prox.PROX_SIGMAS``).  samples: (fields, inner): the outer samples
-        (:class:`Fields`, N₀, the RS fields) and :class:`Inner` (N₁, shared or per outer sample).  alpha: n/D > 0.
+        (:class:`Fields`, N₀, the RS fields) and :class:`Inner` (N₁, shared or per outer sample).
+        alpha: n/D > 0.
         s: Parisi parameter > 0.
         x: (8,) state in the order ``STATE1`` (V > 0, δq ≥ 0, q₀ ≥ m²).
         warm: (N₀·N₁, W, L) prox warm starts (``out["warm"]`` of the previous pass) or None.
@@ -306,8 +309,8 @@ def rsb1_channel(
         1/Σπ²), ``*_n1_bias`` (jackknife estimates of the 1/N₁ self-normalisation bias, same units as
         the key; with a shared inner set they miss its sampling error, which dominates at N₁ = 8 —
         compare N₁ with 4N₁, :func:`inner_size_check`; with independent sets that error is in the
-        ``*_se``; docs/theory.md §13), prox_multi (fraction of
-        prox solves with ≥ 2 starts ending at different values), warm (N₀·N₁, 3, L).
+        ``*_se``; docs/theory.md §13), prox_multi (fraction of prox solves with ≥ 2 starts ending at
+        different values), warm (N₀·N₁, 3, L).
     Raises:
         ValueError: bad σ, α ≤ 0, s ≤ 0 or an invalid state.
         TypeError: an unknown prox option, or softmin among them.
@@ -690,6 +693,27 @@ def _star(solve, scan, sols) -> dict | None:
             r = solve(s_star, init=np.array([near[k] for k in STATE1]), warm=near["prox_warm"])
             return {k: r[k] for k in _SUMMARY}
     return None
+
+
+def physical(scan, rel_tol: float = 0.1) -> np.ndarray:
+    """Which rows of an s scan (``rsb1_ground_state(...)["scan"]``, ascending s) lie on the physical
+    part of the complexity curve, where de/ds ≤ 0 (Σ(e) concave, docs/theory.md §13): the converged
+    rows up to the first whose e(s) exceeds the previous converged row's by more than ``rel_tol`` ×
+    its outer s.e. (the energies of one scan share their samples, so their differences are far less
+    noisy than that s.e.); every row after that turn is not physical.
+
+    Returns:
+        bool array, one per row.
+    """
+    out = np.zeros(len(scan), bool)
+    last = None
+    for i, r in enumerate(scan):
+        if r["converged"] not in (True, "True") or not math.isfinite(r["energy_direct"]):
+            continue
+        if last is not None and r["energy_direct"] > last["energy_direct"] + rel_tol * r["energy_direct_se"]:
+            break
+        out[i], last = True, r
+    return out
 
 
 def rsb1_ground_state(

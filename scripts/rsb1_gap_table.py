@@ -1,16 +1,18 @@
 """RS, 1RSB and ERM side by side at the disputed points, and the fraction of the RS–ERM gap that 1RSB
 closes (docs/theory.md §13): one row per ``scripts/rsb1_table.py --json`` file.
 
-Per point: the RS objective and test error on the 1RSB's outer samples (hard channel); the 1RSB state
-reported — at s* where Σ crosses zero, else the s of largest Φ on the physical part of the scan
-(converged, de/ds ≤ 0: ``rsb1.physical``; Φ(s) ≤ e_gs for every s, so that Φ is a lower bound of the
-ground-state energy), with its Σ ± s.e., the typical state's test
-error and 2 tr(Q₁ − Q₀) = 2(δq_k + δq_v), the distance between two states; ERM from a store with a D
-ladder and several starts per seed (config/distance.yaml): the ground state found over all starts,
-objective 𝓛/D and test error (population risk at the learned weights), and the distances d
+Per point: the RS objective and test error on the 1RSB's outer samples (hard channel); the 1RSB
+state reported — at s* where Σ crosses zero within the physical part of the scan, else the s of
+largest Φ on that part (converged, de/ds ≤ 0: ``rsb1.physical``; Φ(s) ≤ e_gs for every s, so that
+Φ is a lower bound of the ground-state energy), with its Σ ± s.e., the typical state's test error and
+2 tr(Q₁ − Q₀) = 2(δq_k + δq_v), the distance between two states; ERM from a store with a D ladder and
+several starts per seed (config/distance.yaml): the ground state found over all starts, objective
+𝓛/D and test error (population risk at the learned weights), and the distances d
 (informed vs first random start) and d₂ (the two lowest minima), all extrapolated D → ∞
 (slrpipe.store.ladder.point_ladder); and the gap closed, (1RSB − RS)/(ERM − RS), for the objective
-and the test error ("no gap" where ERM's D → ∞ value lies within 2 s.e. of RS's).
+and the test error ("no gap" where ERM's D → ∞ value lies within 2 s.e. of RS's: ERM's s.e. and,
+for the objective, the RS objective's outer Monte Carlo s.e. combined; the RS test error's is not
+estimated here).
 
 Usage: python scripts/rsb1_gap_table.py --store results/slr.zarr [--store other.zarr]
            scan1.json scan2.json …
@@ -71,12 +73,14 @@ def erm_summary(pt, optimizer: str = "lbfgs") -> dict:
 
 def rsb1_summary(scan: dict) -> dict | None:
     """The reported 1RSB row (module docstring) with its kind ('s*' or 'max Φ'), or None where no
-    s converged on the physical part of the curve (``rsb1.physical``: de/ds ≤ 0)."""
-    if scan.get("star"):
-        return dict(scan["star"], kind="s*")
+    s converged on the physical part of the curve (``rsb1.physical``: de/ds ≤ 0); s* counts only
+    where it lies within that part."""
     rows = [r for r, ok in zip(scan["scan"], rsb1.physical(scan["scan"]), strict=True) if ok]
     if not rows:
         return None
+    star = scan.get("star")
+    if star and star["s"] <= max(r["s"] for r in rows):  # a crossing on the physical part
+        return dict(star, kind="s*")
     return dict(max(rows, key=lambda r: r["phi"]), kind="max Φ")
 
 
@@ -106,17 +110,19 @@ def row(scan: dict, stores) -> str:
     og, eg = erm["obj_ground"], erm["err_ground"]
     return (
         f"| {name} | {rs_cell} | {rsb} | {tr:.2f} | {_pm(erm['d'], 2)}; {_pm(erm['d2'], 2)} |"
-        f" {_pm(og, 4)} / {_pm(eg, 3)} | {_closed(r['phi'], rs['objective'], og)} |"
+        f" {_pm(og, 4)} / {_pm(eg, 3)} | {_closed(r['phi'], rs['objective'], og, alpha * rs['train_loss_se'])} |"
         f" {_closed(r['test_error'], rs['test_error'], eg)} |"
     )
 
 
-def _closed(theory: float, rs: float, erm: tuple[float, float]) -> str:
-    """(1RSB − RS)/(ERM − RS), or why not: no ERM limit, or an RS–ERM gap under 2 s.e. of ERM's."""
+def _closed(theory: float, rs: float, erm: tuple[float, float], rs_se: float = 0.0) -> str:
+    """(1RSB − RS)/(ERM − RS), or why not: no ERM limit, or an RS–ERM gap under 2 s.e. (ERM's and,
+    where given, the RS value's outer Monte Carlo s.e. combined)."""
     if not math.isfinite(erm[0]):
         return "—"
-    if abs(erm[0] - rs) < 2 * erm[1]:
-        return f"no gap ({(erm[0] - rs) / erm[1]:+.1f} s.e.)"
+    se = math.hypot(erm[1], rs_se)
+    if abs(erm[0] - rs) < 2 * se:
+        return f"no gap ({(erm[0] - rs) / se:+.1f} s.e.)"
     return f"{(theory - rs) / (erm[0] - rs):.2f}"
 
 

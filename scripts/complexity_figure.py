@@ -61,7 +61,7 @@ def draw(scan: dict, erm: dict, title: str, out: str):
     e = np.array([r["energy_direct"] for r in rows])
     sig = np.array([r["sigma"] for r in rows])
     sig_se = np.array([r["sigma_se"] for r in rows])
-    conv = np.array([r["converged"] in (True, "True") for r in rows])  # rsb1_table writes numpy bools as text
+    conv = np.array([bool(r["converged"]) for r in rows])
     e_rs = scan["rs"]["objective"]
     fig, (a, b) = panels(2, width=3.6, height=2.9)
     c = COLORS["softmax"]

@@ -83,7 +83,7 @@ def main():
         ground_ladder(node)
 
 
-def _two_lowest(loss: np.ndarray, dist: np.ndarray) -> tuple[float, float, int, int]:
+def two_lowest(loss: np.ndarray, dist: np.ndarray) -> tuple[float, float, int, int]:
     """(d₂, J₂ − J₁, starts at the ground state, starts finished) of one seed's runs (flat arrays)."""
     ok = np.isfinite(loss)
     if ok.sum() < 2:
@@ -103,7 +103,7 @@ def lowest_two(node, optimizer: str) -> None:
         pt = runs.sel(sigma=s, lam=lam, alpha=al)
         loss, dist = (pt[v].transpose("D", "seed", "run").values for v in ("train_loss", "dist_ground"))
         per = np.array(
-            [[_two_lowest(lo, di) for lo, di in zip(ls, ds, strict=True)] for ls, ds in zip(loss, dist, strict=True)]
+            [[two_lowest(lo, di) for lo, di in zip(ls, ds, strict=True)] for ls, ds in zip(loss, dist, strict=True)]
         )
         d2 = xr.DataArray(per[..., 0], dims=("D", "seed"), coords={"D": node["D"], "seed": node["seed"]})
         pl = point_ladder(d2)  # per (D, seed, 4): d₂, J₂ − J₁, at ground, finished

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 import xarray as xr
-from distance_table import _two_lowest
+from distance_table import two_lowest
 
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ladder import point_ladder
@@ -66,7 +66,7 @@ def erm_summary(pt, optimizer: str = "lbfgs") -> dict:
     }
     runs = pt.sel(optimizer=optimizer).stack(run=("init", "restart"))
     loss, dist = (runs[v].transpose("D", "seed", "run").values for v in ("train_loss", "dist_ground"))
-    d2 = [[_two_lowest(lo, di)[0] for lo, di in zip(ls, ds, strict=True)] for ls, ds in zip(loss, dist, strict=True)]
+    d2 = [[two_lowest(lo, di)[0] for lo, di in zip(ls, ds, strict=True)] for ls, ds in zip(loss, dist, strict=True)]
     out["d2"] = _limit(xr.DataArray(np.array(d2), dims=("D", "seed"), coords={"D": pt["D"], "seed": pt["seed"]}))
     return out
 

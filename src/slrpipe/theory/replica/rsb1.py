@@ -708,7 +708,7 @@ def physical(scan, rel_tol: float = 0.1) -> np.ndarray:
     out = np.zeros(len(scan), bool)
     last = None
     for i, r in enumerate(scan):
-        if r["converged"] not in (True, "True") or not math.isfinite(r["energy_direct"]):
+        if not r["converged"] or not math.isfinite(r["energy_direct"]):
             continue
         if last is not None and r["energy_direct"] > last["energy_direct"] + rel_tol * r["energy_direct_se"]:
             break

@@ -30,6 +30,7 @@ import dataclasses
 import functools
 import logging
 import math
+import operator
 import time
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import xarray as xr
-from jax.scipy.special import logsumexp, ndtr
+from jax.scipy.special import erfc, logsumexp
 
 from slrpipe.theory.replica.channel import _mean_se
 from slrpipe.theory.replica.fields import Fields, check_task, draw_fields
@@ -60,13 +61,18 @@ def _log_c(model, nu, L, wk, m_k):
     if nu == 0 or L == 1:
         return jnp.full((L,), -math.log(L))
     # P(argmax = ε) = E_t Π_{ℓ≠ε} Φ((ω_ε − ω_ℓ)/√V + t), t ~ N(0, 1), by Gauss–Hermite; in
-    # probability space (ndtr is ~5× cheaper than log_ndtr), floored so that log c stays finite
+    # probability space (Φ is ~5× cheaper than log Φ), floored so that log c stays finite.
+    # Φ(x) = erfc(−x/√2)/2, accurate in both tails, where jax.scipy's ndtr evaluates erf and
+    # erfc on every element (5.6× slower; the same values to 6·10⁻¹⁴ relative). Only the pairs
+    # ℓ ≠ ε, and Π_ℓ as L − 2 elementwise products (L is static): reverse mode through jnp.prod
+    # costs ~3× its forward. Value and gradient at N = 8192, L = 3, one core: 108 → 45 ms.
     t, w = np.polynomial.hermite_e.hermegauss(_GH_NODES)
     w = w / math.sqrt(2 * math.pi)
     sv = jnp.sqrt(jnp.maximum(1 - m_k, 1e-12))
-    a = (wk[:, None] - wk[None, :]) / sv  # a[ε, ℓ]
-    cdf = ndtr(a[:, :, None] + t[None, None, :])  # (ε, ℓ, node)
-    cdf = jnp.where(jnp.eye(L, dtype=bool)[:, :, None], 1.0, cdf).prod(1)
+    others = np.array([[j for j in range(L) if j != e] for e in range(L)])  # (L, L − 1)
+    a = (wk[:, None] - wk[others]) / sv  # a[ε, j] = (ω_ε − ω_{others[ε, j]})/√V
+    cdf = 0.5 * erfc(-(a[:, :, None] + t[None, None, :]) / math.sqrt(2))  # Φ, (ε, j, node)
+    cdf = functools.reduce(operator.mul, [cdf[:, j] for j in range(L - 1)])
     return jnp.log(jnp.maximum(cdf @ w, 1e-300))
 
 

@@ -254,7 +254,6 @@ def _finish(ends: _Ends, obs: _Obs, V, sigma, beta=None):
         "dz_dy": dh_dy[L:],
         "hess_pd": pd,
         "n_best": jnp.sum(vals < vals[i] + 1e-9 * (1 + jnp.abs(vals[i]))),
-        "n_starts": jnp.full((), chis.shape[0]),
     }
     if beta is not None:
         out.update(_softmin_stats(_Ends(chis, vals, gns), i, obs, V, sigma, beta))
@@ -296,9 +295,10 @@ def _blocked(fn, n, *args):
     return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:])[:M], out)
 
 
-@functools.partial(jax.jit, static_argnames=("sigma", "n_steps"))
+@functools.partial(jax.jit, static_argnames=("sigma",))
 def _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
-    """Newton from each of the (M, L) starts chi0 with its own centre and label (lanes)."""
+    """Newton from each of the (M, L) starts chi0 with its own centre and label (lanes);
+    ``n_steps`` is traced, so that both phases of :func:`_run_lanes` run one compiled program."""
     return _blocked(lambda c, a, b, e: _newton(c, a, b, e, Vk, Vv, sigma, n_steps), chi0.shape[1], chi0, wk, wv, y)
 
 
@@ -328,18 +328,21 @@ def _batch_finish(ends: _Ends, obs: _Obs, V, beta, sigma, soft):
 _FIRST_STEPS, _FIRST_STEPS_LONG, _CONT_TOL, _CONT_BATCH = 8, 4, 1e-10, 512
 
 
-#: lanes per first-phase Newton call on CPU: a pass has (samples × starts) lanes, and the starts
-#: per sample differ between full, cheap and warm-started passes (7, 4, 10 at L = 3); calls of one
-#: size compile one program instead of one per count (~2 s of XLA compilation each, per σ and
-#: process without a warm persistent cache). Lanes are independent: the same numbers either way.
-_LANE_CALL = 1 << 12
+#: lanes per Newton call on CPU, in both phases of :func:`_run_lanes`: a pass has (samples ×
+#: starts) lanes, and the starts per sample differ between full, cheap and warm-started passes
+#: (7, 4, 10 at L = 3); calls of one size (and ``n_steps`` traced) compile one program per σ and L
+#: instead of one per count and phase (~1.5–2 s of XLA compilation each, per process without a
+#: warm persistent cache). Measured (one core, N = 4096, L = 3, a full warm-started pass): 512
+#: lanes per call as fast as 4096 (softmax 0.32 vs 0.34 s, linear 0.27 vs 0.26 s). Lanes are
+#: independent: the same numbers either way.
+_LANE_CALL = _CONT_BATCH
 
 
 def _newton_calls(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
-    """:func:`_batch_newton` on numpy lanes; on CPU above ``_LANE_CALL`` lanes in calls of that
-    many (the last padded with copies of lane 0). Returns numpy chis (M, L), vals, gns (M,)."""
+    """:func:`_batch_newton` on numpy lanes; on CPU in calls of ``_LANE_CALL`` lanes (the last
+    padded with copies of lane 0). Returns numpy chis (M, L), vals, gns (M,)."""
     M = chi0.shape[0]
-    if M <= _LANE_CALL or jax.default_backend() != "cpu":
+    if jax.default_backend() != "cpu":
         return tuple(np.array(a) for a in _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps))
     pad = -M % _LANE_CALL
     lanes = [np.concatenate([a, np.repeat(a[:1], pad, 0)]) if pad else a for a in (chi0, wk, wv, y)]
@@ -446,10 +449,41 @@ def _prox_chunk(sigma, obs: _Obs, warm, V, o: ProxOptions) -> dict:
     n, S, L = st.shape
     rep = lambda arr: np.repeat(np.asarray(arr), S, axis=0)
     chis, vals, gns = _run_lanes(np.asarray(st).reshape(n * S, L), *map(rep, obs), *V, sigma, int(o.n_steps))
-    ends = _Ends(jnp.asarray(chis.reshape(n, S, L)), jnp.asarray(vals.reshape(n, S)), jnp.asarray(gns.reshape(n, S)))
+    width = _finish_width(sigma, L, o) if o.multistart else S
+    ends = _pad_ends(chis.reshape(n, S, L), vals.reshape(n, S), gns.reshape(n, S), width)
     beta = float(o.softmin) if o.softmin is not None else 0.0
-    r = _batch_finish(ends, obs, V, beta, sigma, o.softmin is not None)
-    return {k: np.asarray(v) for k, v in r.items()}
+    r = _batch_finish(_Ends(*map(jnp.asarray, ends)), obs, V, beta, sigma, o.softmin is not None)
+    return {k: np.asarray(v) for k, v in r.items()} | {"n_starts": np.full(n, S)}
+
+
+#: most warm starts a solver pass adds per sample (the previous pass's minimum and two runners-up)
+_WARM_MAX = 3
+
+
+def _finish_width(sigma: str, L: int, o: ProxOptions) -> int:
+    """End points per sample that :func:`_batch_finish` is compiled for on a multi-start pass:
+    those of a full pass with ``_WARM_MAX`` warm starts (the centre, the displaced starts of
+    :func:`_starts`, the warm starts), so that the full passes with and without warm starts (10
+    and 7 end points at softmax L = 3) run one program (~2.5 s of XLA compilation per count, σ and
+    process without a warm persistent cache). The cheap passes (4 end points) keep their own: they
+    are most passes, and padded to 10 a cheap pass took 25 % longer (0.15 vs 0.12 s, N = 4096)."""
+    n_dirs = (2 * L if L > 1 else L) if sigma in _NORMALISED else 2 * L + 4
+    return 1 + min(n_dirs, int(o.directions)) + _WARM_MAX
+
+
+def _pad_ends(chis, vals, gns, width):
+    """The (n, S) end points padded to ``width`` per sample with inert ones: ψ = |∇ψ| = +∞ (never
+    the minimum, a runner-up or a soft-min term; :func:`_finish` counts only finite ψ), χ a copy
+    of the first end point (finite arithmetic). Unchanged where S ≥ width."""
+    pad = width - chis.shape[1]
+    if pad <= 0:
+        return chis, vals, gns
+    inf = np.full((chis.shape[0], pad), np.inf)
+    return (
+        np.concatenate([chis, np.repeat(chis[:, :1], pad, axis=1)], axis=1),
+        np.concatenate([vals, inf], axis=1),
+        np.concatenate([gns, inf], axis=1),
+    )
 
 
 def prox(sigma, omega_k, omega_v, y, V_k, V_v, *, warm=None, options: ProxOptions | None = None, **flat):

@@ -8,6 +8,9 @@ rule length:
         "results/logs/length/{exp}/{sigma}.log",
     benchmark:
         "results/benchmarks/length/{exp}/{sigma}.tsv"
+    # as the population sweeps (theory.smk): the longest (softplus_norm, ~45 s) must not run alone
+    # at the end while the other core idles
+    priority: 5
     threads: 1
     params:
         args=args_of(PLAN.length),

@@ -15,6 +15,9 @@ for _name, _batch in PLAN.population_batches.items():
             f"results/logs/population/{_name}.log",
         benchmark:
             f"results/benchmarks/population/{_name}.tsv"
+        # after the replica sweeps and before the training batches: the longest of these (max_Lvar,
+        # ~30 s) then never runs alone at the end, the short training batches fill the other core
+        priority: 5
         threads: family_threads(_POPULATION)
         resources:
             **family_resources(_POPULATION),

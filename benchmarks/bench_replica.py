@@ -37,6 +37,14 @@ Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on th
  (8) ``compile``: CPU seconds to compile each jitted piece of the prox (Newton lanes, the finish with
      the implicit Jacobian and soft-min) per L of --Ls, σ = softmax (compile time does not depend on
      N; the solver compiles these once per process and start count).
+ (9) ``programs``: the XLA compilations of one solve per σ of --sigmas (α = 10, N = --n-samples,
+     cold start: full, cheap and warm-started passes, polish-free) in a fresh process state: their
+     number and seconds, by jitted function (on CPU two Newton programs per σ and L, the first
+     phase's and the continuation's; one finish program for the full passes, one for the cheap
+     ones).
+ (10) ``bayes``: the Bayes-optimal channel of max-SLR at ν = ∞, L = 3 (Gauss–Hermite argmax
+     probabilities and their gradient), one evaluation at N = --n-samples, and the sweep of the
+     default config (7 α, both starts): wall time, iterations.
 ``--quick`` (CI): the default parts (1)–(3) for softmax alone at N = 256, a scipy subset of 4 samples,
 2 seeds, α ∈ {5, 10} and a 3-point panel: the same calls, most of the time compilation (about a
 minute of CPU).
@@ -367,6 +375,60 @@ def bench_compile(a):
                 )
 
 
+def bench_programs(a):
+    import logging
+    import re
+
+    import jax
+
+    compiled = []
+
+    class _Count(logging.Handler):
+        def emit(self, record):
+            m = re.match(r"Finished XLA compilation of jit\((\w+)\) in ([0-9.e-]+) sec", record.getMessage())
+            if m:
+                compiled.append((m.group(1), float(m.group(2))))
+
+    logging.getLogger("jax").addHandler(_Count())
+    jax.config.update("jax_log_compiles", True)
+    for sigma in a.sigmas.split(","):
+        compiled.clear()
+        f = draw_fields("spiked", a.nu, a.L, 0.0, a.n_samples, 0, qmc=True)
+        t = time.perf_counter()
+        r = solve_replica(ReplicaTask(sigma, "spiked", a.nu, a.L, 0.0), a.lam, 10.0, fields=f)
+        by = {}
+        for name, sec in compiled:
+            n, tot = by.get(name, (0, 0.0))
+            by[name] = (n + 1, tot + sec)
+        big = {k: v for k, v in by.items() if v[1] > 0.05}
+        print(
+            f"(9) one {sigma} solve (L={a.L}, N={a.n_samples}, α=10, {r['iterations']} evaluations): "
+            f"{time.perf_counter() - t:.1f} s wall, {len(compiled)} XLA compilations, "
+            f"{sum(s for _, s in compiled):.1f} s; > 0.05 s: "
+            + ", ".join(f"{k} {n}× {tot:.1f} s" for k, (n, tot) in sorted(big.items())),
+            flush=True,
+        )
+    jax.config.update("jax_log_compiles", False)
+
+
+def bench_bayes(a):
+    from slrpipe.theory.replica.bayes_optimal import bayes_optimal_sweep, bo_channel
+
+    f = draw_fields("max", math.inf, 3, 0.0, a.n_samples, 0)
+    bo_channel(f, 1.0, 0.5, 0.5)  # compile
+    t = time.perf_counter()
+    for _ in range(10):
+        bo_channel(f, 1.0, 0.5, 0.5)
+    per = (time.perf_counter() - t) / 10
+    t = time.perf_counter()
+    ds = bayes_optimal_sweep("max", math.inf, 3, 0.0, [0.5, 1, 2, 3, 5, 10, 20], n_samples=a.n_samples)
+    print(
+        f"(10) Bayes-optimal max-SLR ν=∞ L=3 N={a.n_samples}: {per * 1e3:.1f} ms per channel evaluation; "
+        f"sweep over 7 α: {time.perf_counter() - t:.1f} s, {int(ds['iterations'].sum())} iterations",
+        flush=True,
+    )
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--L", type=int, default=3)
@@ -380,7 +442,7 @@ def main():
     p.add_argument(
         "--parts",
         default="channel,sweep,panel",
-        help="comma-separated: channel, sweep, panel, lowlam, default, device, length, compile",
+        help="comma-separated: channel, sweep, panel, lowlam, default, device, length, compile, programs, bayes",
     )
     p.add_argument(
         "--policy", choices=("new", "prev", "noprobe", "old"), default="new", help="solver policies (lowlam, default)"
@@ -408,6 +470,8 @@ def main():
         ("device", bench_device),
         ("length", bench_length),
         ("compile", bench_compile),
+        ("programs", bench_programs),
+        ("bayes", bench_bayes),
     ):
         if part in parts:
             fn(a)

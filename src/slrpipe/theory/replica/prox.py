@@ -295,10 +295,9 @@ def _blocked(fn, n, *args):
     return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:])[:M], out)
 
 
-@functools.partial(jax.jit, static_argnames=("sigma",))
+@functools.partial(jax.jit, static_argnames=("sigma", "n_steps"))
 def _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
-    """Newton from each of the (M, L) starts chi0 with its own centre and label (lanes);
-    ``n_steps`` is traced, so that both phases of :func:`_run_lanes` run one compiled program."""
+    """Newton from each of the (M, L) starts chi0 with its own centre and label (lanes)."""
     return _blocked(lambda c, a, b, e: _newton(c, a, b, e, Vk, Vv, sigma, n_steps), chi0.shape[1], chi0, wk, wv, y)
 
 
@@ -328,21 +327,21 @@ def _batch_finish(ends: _Ends, obs: _Obs, V, beta, sigma, soft):
 _FIRST_STEPS, _FIRST_STEPS_LONG, _CONT_TOL, _CONT_BATCH = 8, 4, 1e-10, 512
 
 
-#: lanes per Newton call on CPU, in both phases of :func:`_run_lanes`: a pass has (samples ×
-#: starts) lanes, and the starts per sample differ between full, cheap and warm-started passes
-#: (7, 4, 10 at L = 3); calls of one size (and ``n_steps`` traced) compile one program per σ and L
-#: instead of one per count and phase (~1.5–2 s of XLA compilation each, per process without a
-#: warm persistent cache). Measured (one core, N = 4096, L = 3, a full warm-started pass): 512
-#: lanes per call as fast as 4096 (softmax 0.32 vs 0.34 s, linear 0.27 vs 0.26 s). Lanes are
-#: independent: the same numbers either way.
-_LANE_CALL = _CONT_BATCH
+#: lanes per first-phase Newton call on CPU: a pass has (samples × starts) lanes, and the starts
+#: per sample differ between full, cheap and warm-started passes (7, 4, 10 at L = 3); calls of one
+#: size compile one program instead of one per count (~2 s of XLA compilation each, per σ and
+#: process without a warm persistent cache). Lanes are independent: the same numbers either way.
+#: Not smaller: in calls of 512 lanes (the continuation's size, so one program for both phases) a
+#: pass took 10–17 % longer (linear full pass 0.259 vs 0.223 s, softmax cheap pass 0.145 vs
+#: 0.124 s; N = 4096, one core): the per-call cost outweighs one program's compilation.
+_LANE_CALL = 1 << 12
 
 
 def _newton_calls(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
-    """:func:`_batch_newton` on numpy lanes; on CPU in calls of ``_LANE_CALL`` lanes (the last
-    padded with copies of lane 0). Returns numpy chis (M, L), vals, gns (M,)."""
+    """:func:`_batch_newton` on numpy lanes; on CPU above ``_LANE_CALL`` lanes in calls of that
+    many (the last padded with copies of lane 0). Returns numpy chis (M, L), vals, gns (M,)."""
     M = chi0.shape[0]
-    if jax.default_backend() != "cpu":
+    if M <= _LANE_CALL or jax.default_backend() != "cpu":
         return tuple(np.array(a) for a in _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps))
     pad = -M % _LANE_CALL
     lanes = [np.concatenate([a, np.repeat(a[:1], pad, 0)]) if pad else a for a in (chi0, wk, wv, y)]

@@ -39,8 +39,8 @@ def _limit(values) -> tuple[float, float]:
     return (pl.fit.limit, pl.fit.limit_se) if pl.fit else (math.nan, math.nan)
 
 
-def find_node(stores, model: str, nu: float, L: int, lam: float, alpha: float):
-    """The ERM node (xarray Dataset) of the stores holding softmax at (model, ν, L, λ, α) with a D
+def find_node(stores, model: str, nu: float, L: int, lam: float, alpha: float, sigma: str = "softmax"):
+    """The ERM node (xarray Dataset) of the stores holding σ at (model, ν, L, λ, α) with a D
     ladder, or None."""
     for store in stores:
         erm = open_store(store)["erm"]
@@ -50,8 +50,8 @@ def find_node(stores, model: str, nu: float, L: int, lam: float, alpha: float):
                 continue
             if float(node["nu"].values) != nu or int(node["L"].values) != L:
                 continue
-            if lam in node["lam"].values and alpha in node["alpha"].values and "softmax" in node["sigma"].values:
-                return node.sel(sigma="softmax", lam=lam, alpha=alpha)
+            if lam in node["lam"].values and alpha in node["alpha"].values and sigma in node["sigma"].values:
+                return node.sel(sigma=sigma, lam=lam, alpha=alpha)
     return None
 
 
@@ -94,9 +94,10 @@ def row(scan: dict, stores) -> str:
     model, nu, lam, alpha = a.get("model", "spiked"), float(a["nu"]), float(a["lam"]), float(a["alpha"])
     rs = scan["rs"]
     r = rsb1_summary(scan)
-    pt = find_node(stores, model, nu, int(a["L"]), lam, alpha)
+    sigma = a.get("sigma", "softmax")  # scans written before --sigma existed are softmax
+    pt = find_node(stores, model, nu, int(a["L"]), lam, alpha, sigma)
     erm = erm_summary(pt) if pt is not None else None
-    name = f"{model} ν = {nu:g}, λ = {lam:g}, α = {alpha:g}"
+    name = f"{sigma} {model} ν = {nu:g}, λ = {lam:g}, α = {alpha:g}"
     rs_cell = f"{rs['objective']:.4f} ± {alpha * rs['train_loss_se']:.4f} / {rs['test_error']:.3f}"
     if r is None:
         return f"| {name} | {rs_cell} | no converged s | | | | | |"
@@ -132,7 +133,7 @@ def main(argv=None):
     ap.add_argument("scans", nargs="+", help="JSON files of scripts/rsb1_table.py --json")
     a = ap.parse_args(argv)
     print(
-        "| point (softmax) | RS objective / test error | 1RSB Φ / test error | 2 tr(Q₁ − Q₀) |"
+        "| point | RS objective / test error | 1RSB Φ / test error | 2 tr(Q₁ − Q₀) |"
         " ERM d; d₂, D → ∞ | ERM ground state 𝓛/D / test error, D → ∞ | gap closed: objective | test error |"
     )
     print("|---|---|---|---|---|---|---|---|")

@@ -1,4 +1,4 @@
-"""RS against zero-temperature 1RSB (docs/theory.md §13) against ERM at the disputed softmax points.
+"""RS against zero-temperature 1RSB (docs/theory.md §13) against ERM at the disputed points (softmax, or linear with --sigma).
 
 Usage: python scripts/rsb1_table.py --alpha 20 [--lam 0.01] [--model spiked] [--nu 1] [--L 3]
            [--n-outer 1024] [--n-inner 16] [--shared-inner] [--s-grid 0.5,2,8] [--tol 2e-4] [--max-iter 80]
@@ -25,6 +25,7 @@ import math
 import os
 import time
 
+from slrpipe.io import write_text
 from slrpipe.threads import thread_env
 
 os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
@@ -63,6 +64,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--alpha", type=float, required=True)
     ap.add_argument("--lam", type=float, default=0.01)
+    ap.add_argument("--sigma", default="softmax", choices=("softmax", "linear"))
     ap.add_argument("--model", default="spiked", choices=("spiked", "max"))
     ap.add_argument("--nu", type=float, default=1.0)
     ap.add_argument("--L", type=int, default=3)
@@ -76,7 +78,7 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    point = (ReplicaTask("softmax", a.model, a.nu, a.L, 0.0), a.lam, a.alpha)
+    point = (ReplicaTask(a.sigma, a.model, a.nu, a.L, 0.0), a.lam, a.alpha)
     t0 = time.perf_counter()
     fields = draw_fields(a.model, a.nu, a.L, 0.0, a.n_outer, 0, qmc=True)
     soft, hard = rs_solutions(point, fields, dict(zip(STATE, map(float, a.init.split(",")))))
@@ -101,7 +103,7 @@ def main(argv=None):
     )
     erm = ERM.get((a.nu, a.alpha, a.lam)) if a.model == "spiked" else None
     print(
-        f"\nsoftmax {a.model} ν={a.nu:g} L={a.L} λ={a.lam:g} α={a.alpha:g}; N₀={res['n_outer']} N₁={res['n_inner']};"
+        f"\n{a.sigma} {a.model} ν={a.nu:g} L={a.L} λ={a.lam:g} α={a.alpha:g}; N₀={res['n_outer']} N₁={res['n_inner']};"
         f" {time.perf_counter() - t0:.0f} s wall"
     )
     print("| theory | objective | test error | δq (k, v) | Σ | N₁-bias δq̂ (k, v) / Φ_out | ESS | residual |")
@@ -129,18 +131,14 @@ def main(argv=None):
             f"gap closed ({word}): ({best:.4f} − {e_rs:.4f}) / ({erm[0]:.3f} − {e_rs:.4f}) = "
             f"{(best - e_rs) / (erm[0] - e_rs):.3f}"
         )
-    if a.json:
-        with open(a.json, "w") as fh:
-            json.dump(
-                dict(
-                    args=vars(a),
-                    soft={k: soft[k] for k in ("objective", "test_error", "residual", "converged")},
-                    **{k: v for k, v in res.items()},
-                ),
-                fh,
-                default=lambda o: None if isinstance(o, float) and math.isnan(o) else str(o),
-                indent=1,
-            )
+    if a.json:  # atomically: a killed run leaves no truncated table
+        record = dict(
+            args=vars(a),
+            soft={k: soft[k] for k in ("objective", "test_error", "residual", "converged")},
+            **{k: v for k, v in res.items()},
+        )
+        nan_none = lambda o: None if isinstance(o, float) and math.isnan(o) else str(o)
+        write_text(json.dumps(record, default=nan_none, indent=1), a.json)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from slrpipe.theory.replica.solver import STATE, solve_replica
 
 log = logging.getLogger("rsb1_table")
 
-#: (ν, α, λ) → (objective mean, s.e., test error mean, s.e.) of ERM, docs/theory.md §10 (iv)
+#: (ν, α, λ) → (objective mean, s.e., test error mean, s.e.) of softmax ERM, docs/theory.md §10 (iv)
 ERM = {
     (1.0, 20.0, 0.01): (3.753, 0.049, 0.718, 0.005),
     (1.0, 10.0, 0.01): (1.377, 0.025, 0.808, 0.005),
@@ -101,7 +101,7 @@ def main(argv=None):
         rs=rs,
         options=rsb1.Rsb1Options(tol=a.tol, max_iter=a.max_iter),
     )
-    erm = ERM.get((a.nu, a.alpha, a.lam)) if a.model == "spiked" else None
+    erm = ERM.get((a.nu, a.alpha, a.lam)) if a.model == "spiked" and a.sigma == "softmax" else None
     print(
         f"\n{a.sigma} {a.model} ν={a.nu:g} L={a.L} λ={a.lam:g} α={a.alpha:g}; N₀={res['n_outer']} N₁={res['n_inner']};"
         f" {time.perf_counter() - t0:.0f} s wall"

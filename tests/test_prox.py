@@ -200,3 +200,37 @@ def test_bad_directions_raise():
     wk, wv, y, _ = _inputs(N=4)
     with pytest.raises(ValueError, match="directions"):
         P.prox("softmax", wk, wv, y, 1.0, 1.0, directions=0)
+
+
+@pytest.mark.parametrize("sigma", ["softmax", "linear"])
+def test_padded_end_points_are_inert(sigma):
+    # a full pass without warm starts has fewer end points than one with them; both are padded to one
+    # width (one compiled finish program). The padding must change nothing: the winner, runners-up,
+    # Jacobian and counts exactly, the soft-min weighted sums up to their reduction order.
+    import jax
+    import jax.numpy as jnp
+
+    wk, wv, y, _ = _inputs()
+    with jax.enable_x64(True):
+        obs = P._Obs(*(jnp.asarray(a) for a in (wk, wv, y)))
+        st = np.asarray(P._batch_starts(obs, None, (3.0, 2.0), sigma, True))
+        n, S, L = st.shape
+        rep = lambda a: np.repeat(a, S, axis=0)
+        chis, vals, gns = P._run_lanes(st.reshape(n * S, L), rep(wk), rep(wv), rep(y), 3.0, 2.0, sigma, 25)
+        ends = (chis.reshape(n, S, L), vals.reshape(n, S), gns.reshape(n, S))
+        width = P._finish_width(sigma, L, P.ProxOptions())
+        assert width == S + P._WARM_MAX
+        padded = P._pad_ends(*ends, width)
+        assert padded[0].shape == (n, width, L)
+        out = [
+            {
+                k: np.asarray(v)
+                for k, v in P._batch_finish(P._Ends(*map(jnp.asarray, e)), obs, (3.0, 2.0), 100.0, sigma, True).items()
+            }
+            for e in (ends, padded)
+        ]
+    for k in out[0]:
+        if k in ("fk", "fv", "fk2", "fv2", "loss"):
+            np.testing.assert_allclose(out[1][k], out[0][k], rtol=1e-14, atol=1e-15, err_msg=k)
+        else:
+            np.testing.assert_array_equal(out[1][k], out[0][k], err_msg=k)

@@ -459,15 +459,22 @@ def _prox_chunk(sigma, obs: _Obs, warm, V, o: ProxOptions) -> dict:
 _WARM_MAX = 3
 
 
+@functools.cache
+def _multistart_count(sigma: str, L: int, directions: int) -> int:
+    """Starts per sample of :func:`_starts` (the centre and the displaced starts kept), read off
+    its traced output shape."""
+    x, s = jax.ShapeDtypeStruct((L,), jnp.float64), jax.ShapeDtypeStruct((), jnp.float64)
+    return jax.eval_shape(lambda a, b, c, d, e: _starts(a, b, c, d, e, sigma, directions), x, x, s, s, s).shape[0]
+
+
 def _finish_width(sigma: str, L: int, o: ProxOptions) -> int:
     """End points per sample that :func:`_batch_finish` is compiled for on a multi-start pass:
-    those of a full pass with ``_WARM_MAX`` warm starts (the centre, the displaced starts of
-    :func:`_starts`, the warm starts), so that the full passes with and without warm starts (10
-    and 7 end points at softmax L = 3) run one program (~2.5 s of XLA compilation per count, σ and
-    process without a warm persistent cache). The cheap passes (4 end points) keep their own: they
-    are most passes, and padded to 10 a cheap pass took 25 % longer (0.15 vs 0.12 s, N = 4096)."""
-    n_dirs = (2 * L if L > 1 else L) if sigma in _NORMALISED else 2 * L + 4
-    return 1 + min(n_dirs, int(o.directions)) + _WARM_MAX
+    those of a full pass with ``_WARM_MAX`` warm starts, so that the full passes with and without
+    warm starts (10 and 7 end points at softmax L = 3) run one program (~2.5 s of XLA compilation
+    per count, σ and process without a warm persistent cache). The cheap passes (4 end points) keep
+    their own: they are most passes, and padded to 10 a cheap pass took 25 % longer (0.15 vs
+    0.12 s, N = 4096)."""
+    return _multistart_count(sigma, L, int(o.directions)) + _WARM_MAX
 
 
 def _pad_ends(chis, vals, gns, width):

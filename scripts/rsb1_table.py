@@ -137,8 +137,8 @@ def main(argv=None):
             soft={k: soft[k] for k in ("objective", "test_error", "residual", "converged")},
             **{k: v for k, v in res.items()},
         )
-        nan_none = lambda o: None if isinstance(o, float) and math.isnan(o) else str(o)
-        write_text(json.dumps(record, default=nan_none, indent=1), a.json)
+        # default=str for the numpy scalars; floats (NaN included) never reach it: json writes NaN
+        write_text(json.dumps(record, default=str, indent=1), a.json)
 
 
 if __name__ == "__main__":

@@ -6,23 +6,29 @@ that has it before JAX or numpy start their thread pools: set it in a child's en
 ``os.environ`` (``setdefault``: a value set by the caller wins) before those imports. This module
 imports neither (nor anything of slrpipe), so it can be imported first. :func:`threads_allowed`
 reads the count back in a job (the replica prox's threads); :func:`map_threads` runs a map on a
-thread pool (the store's aggregation).
+thread pool and :func:`map_processes` on a process pool (the store's aggregation).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 #: the variables of the BLAS and OpenMP thread pools (numpy/scipy; the replica prox reads
 #: OMP_NUM_THREADS as its number of chunk threads, slrpipe.theory.replica.prox.prox_threads)
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: the size of XLA's CPU intra-op thread pool ("XLAEigen"): the PJRT CPU client reads NPROC and
+#: otherwise takes every core, whatever XLA_FLAGS say. Left at the core count, two single-core
+#: jobs side by side on 2 cores each ran a train batch in 17.3 s against 8.6 s alone; pinned,
+#: 12.0–12.6 s (10.7 s alone), with bit-identical results (docs/cluster.md, "Threads")
+XLA_POOL_VAR = "NPROC"
 
 
 def thread_env(n: int | str = 1, *, multi_thread_eigen: bool = False) -> dict[str, str]:
     """The variables that pin XLA (CPU) and BLAS/OpenMP to ``n`` threads, in this order:
-    ``XLA_FLAGS`` ('--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=n'), then
-    ``BLAS_THREAD_VARS`` = n.
+    ``XLA_FLAGS`` ('--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=n'),
+    ``XLA_POOL_VAR`` (NPROC, the size of XLA's intra-op pool) = n, then ``BLAS_THREAD_VARS`` = n.
 
     Args:
         n: threads, an int ≥ 1; or a placeholder str filled in later (the Snakemake rules pass
@@ -37,7 +43,7 @@ def thread_env(n: int | str = 1, *, multi_thread_eigen: bool = False) -> dict[st
     if not isinstance(n, str) and (int(n) != n or n < 1):
         raise ValueError(f"n: threads must be an integer ≥ 1 or a placeholder string, got {n!r}")
     eigen = "true" if multi_thread_eigen else "false"
-    env = {"XLA_FLAGS": f"--xla_cpu_multi_thread_eigen={eigen} intra_op_parallelism_threads={n}"}
+    env = {"XLA_FLAGS": f"--xla_cpu_multi_thread_eigen={eigen} intra_op_parallelism_threads={n}", XLA_POOL_VAR: str(n)}
     env.update({var: str(n) for var in BLAS_THREAD_VARS})
     return env
 
@@ -57,4 +63,18 @@ def map_threads(fn, items: list, workers: int = 1) -> list:
     if workers <= 1 or len(items) <= 1:
         return [fn(x) for x in items]
     with ThreadPoolExecutor(min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def map_processes(fn, items: list, workers: int = 1) -> list:
+    """``[fn(x) for x in items]``, on ``workers`` processes when > 1 (for work that holds the GIL,
+    such as opening files through xarray); the same list for any count. ``fn`` and the items must
+    pickle (a module-level function); an exception of ``fn`` is raised here. The processes are
+    forked where the platform allows (no re-import), so call it before anything starts threads
+    or JAX."""
+    if workers <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    with ProcessPoolExecutor(min(workers, len(items)), mp_context=ctx) as pool:
         return list(pool.map(fn, items))

@@ -36,8 +36,8 @@ rule aggregate:
     benchmark:
         "results/benchmarks/aggregate.tsv"
     localrule: True
-    # it runs alone, after every compute job: both cores of a laptop evaluate the population risk
-    # at the learned overlaps (Snakemake caps it at --cores, at --local-cores under a cluster profile)
+    # it runs alone, after every compute job: both cores of a laptop build the experiments' nodes
+    # side by side (Snakemake caps it at --cores, at --local-cores under a cluster profile)
     threads: 2
     params:
         store=lambda wildcards, output: output[0].removesuffix(".done"),

@@ -15,7 +15,7 @@ def add_arguments(p):
         "--workers",
         type=int,
         default=1,
-        help="threads for the population risk at the ERM runs' learned overlaps (default 1; the store is the same for any count)",
+        help="processes building the experiments' nodes side by side (default 1; the store is the same for any count)",
     )
     p.add_argument(
         "--results", help="with --config: the results directory the jobs wrote to (default: the directory of --out)"

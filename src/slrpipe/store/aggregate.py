@@ -41,9 +41,9 @@ from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
 from slrpipe.store.distance import to_ground, to_informed
 from slrpipe.store.ground import add_ground_state
-from slrpipe.store.trajectory import add_trajectory_risk
+from slrpipe.store.trajectory import DYNAMICS, add_trajectory_risk
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
-from slrpipe.threads import map_threads
+from slrpipe.threads import map_processes, map_threads
 from slrpipe.vocabulary import TEACHER_SEED_OFFSET
 
 log = logging.getLogger(__name__)
@@ -247,8 +247,12 @@ def build_store(members: dict, config: dict, out, log=None, workers: int = 1) ->
     workflow's ``plan.members``); every coordinate is read from the files themselves. ``config``:
     the validated workflow config, kept in the root attributes (each node also carries its
     experiment's settings). ``log``: a log file path (default: the caller's logging set-up).
-    ``workers``: threads for the population risk at the ERM runs' learned overlaps (the slowest part;
-    numpy releases the GIL there); the store is the same for any count.
+    ``workers``: processes building the experiments' nodes side by side
+    (:func:`slrpipe.threads.map_processes`: reading the files holds the GIL, so threads would not
+    help there); the store is the same for any count.
+
+    Raises:
+        UnreadableResult: a result file cannot be read (one line naming it; the previous store is kept).
     """
     if log is None:
         return _build_store(members, config, out, workers)
@@ -262,28 +266,43 @@ def build_store(members: dict, config: dict, out, log=None, workers: int = 1) ->
         logger.removeHandler(handler)
 
 
+def _node(job) -> tuple[str, xr.Dataset]:
+    """(store path, node) of one experiment; ``job`` = (kind, name, its result files, its config
+    entry, threads for the population risk at the learned overlaps)."""
+    kind, name, files, exp, workers = job
+    log.info("aggregating %s/%s from %d files", kind, name, len(files))
+    if kind == "population":
+        node = population_node(files)
+    elif kind == "length":
+        node = length_node(files)
+    elif kind == "erm":
+        task = _erm_task(files)
+        by_D = isinstance(exp.get("D"), list)  # a D ladder
+        node = add_population_prediction(erm_node(files, by_D), task, workers)
+        node = add_ground_state(add_trajectory_risk(node, task, workers))
+    else:
+        node = replica_node(files)
+    # the parameters the node holds as coordinates are not repeated as attributes: one form each
+    node.attrs.update({k: json.dumps(v) for k, v in exp.items() if k not in ON_COORDINATES})
+    node.attrs["experiment"] = name
+    return f"/{kind}/{name}", node
+
+
 def _build_store(members: dict, config: dict, out, workers: int) -> Path:
-    nodes = {}
-    for (kind, name), files in members.items():
-        log.info("aggregating %s/%s from %d files", kind, name, len(files))
-        if kind == "population":
-            node = population_node(files)
-        elif kind == "length":
-            node = length_node(files)
-        elif kind == "erm":
-            task = _erm_task(files)
-            by_D = isinstance((config.get("erm") or {}).get(name, {}).get("D"), list)  # a D ladder
-            node = add_population_prediction(erm_node(files, by_D), task, workers)
-            node = add_ground_state(add_trajectory_risk(node, task, workers))
-        else:
-            node = replica_node(files)
-        exp = (config.get(kind) or {}).get(name, {})
-        # the parameters the node holds as coordinates are not repeated as attributes: one form each
-        node.attrs.update({k: json.dumps(v) for k, v in exp.items() if k not in ON_COORDINATES})
-        node.attrs["experiment"] = name
-        nodes[f"/{kind}/{name}"] = node
+    # the nodes are built side by side in processes (reading hundreds of files holds the GIL),
+    # the slowest first: ERM nodes with risk curves along trajectories (DYNAMICS), then by file
+    # count; the store keeps the members' order
+    jobs = [(kind, name, files, (config.get(kind) or {}).get(name, {}), 1) for (kind, name), files in members.items()]
+
+    def cost(i):
+        kind, _, files, exp, _ = jobs[i]
+        return (kind != "erm", not set(exp.get("optimizers") or ()) & set(DYNAMICS), -len(files), i)
+
+    order = sorted(range(len(jobs)), key=cost)
+    built = map_processes(_node, [jobs[i] for i in order], workers)
+    nodes = dict(sorted(zip(order, built, strict=True)))
     root = xr.Dataset(attrs=provenance(config=config, git_commit=git_commit(), constraints_sha256=constraints_sha256()))
-    tree = xr.DataTree.from_dict({"/": root, **nodes})
+    tree = xr.DataTree.from_dict({"/": root, **dict(nodes.values())})
     return write_store(tree, out)
 
 

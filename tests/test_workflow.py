@@ -241,6 +241,28 @@ def test_adding_a_restart_lists_exactly_its_jobs(done):
     assert len(new) == 4 and len(trained) == 20, trained
 
 
+def test_changing_a_replica_sweep_redraws_the_figures_that_draw_it(done):
+    """spiked_L2's replica sweep at another channel sample count: its two σ jobs (the Bayes-optimal
+    sweep has its own count), the store, the check, and every figure drawing that node — fig3 and
+    validation by name, optimization because opt_L2 and opt_gd_L2 have its data setting (spiked,
+    ν = 2, L = 2, Δ = 0) — and no other figure."""
+    cfg = yaml.safe_load((done / "config" / "smoke.yaml").read_text())
+    cfg["replica"]["spiked_L2"]["n_samples"] = 256  # 512 -> 256
+    path = done / "config" / "smoke_samples.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
+    assert job_stats(out) == {
+        "replica": 2,
+        "plan": 1,
+        "aggregate": 1,
+        "fig_fig3": 1,
+        "fig_optimization": 1,
+        "fig_validation": 1,
+        "validate": 1,
+        "all": 1,
+    }, out
+
+
 def test_store_has_starts_trajectories_and_ground_state(done):
     from slrpipe.store.aggregate import open_store
 

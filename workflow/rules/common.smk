@@ -3,11 +3,12 @@ import json
 import shlex
 import sys
 
-from slrpipe.figures import REGISTRY
+from slrpipe.figures import DRAWS_SETTING_REPLICA, REGISTRY
 from slrpipe.fingerprint import fingerprint
 from slrpipe.commands._config import plan_text
 from slrpipe.io import write_text
 from slrpipe.jobs import command_line
+from slrpipe.lengths import format_L
 from slrpipe.threads import thread_env
 from slrpipe.workflow import ConfigError, batch_resources, plan, validate
 
@@ -83,7 +84,16 @@ def figure_uses(fig):
     if kind == "replica":  # the ERM markers drawn on each replica panel
         linked = [config["replica"][n]["erm"] for n in names if config["replica"][n]["erm"]]
         files += experiment_files("erm", linked)
+    if fig in DRAWS_SETTING_REPLICA:  # the replica line of each ERM experiment's data setting
+        laws = {_data_law(config["erm"][n]) for n in names}
+        same = [r for r, exp in config["replica"].items() if _data_law(exp) in laws]
+        files += experiment_files("replica", same)
     return files
+
+
+def _data_law(exp):
+    """(model, ν, L, Δ) of an experiment, L in its one text form (as the store's nodes hold it)."""
+    return (exp["model"], float(exp["nu"]), format_L(exp["L"]), float(exp["delta"]))
 
 
 # The plan as the commands that read the whole workflow (aggregate, validate) receive it: the

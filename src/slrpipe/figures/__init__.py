@@ -16,3 +16,8 @@ REGISTRY = {
     "optimization": "erm",
     "validation": "replica",  # the verdict of every ERM point against the replica theory
 }
+
+#: figures of ERM experiments that also draw the replica node of each experiment's data setting
+#: (model, ν, L, Δ; figures/optimization.py): their rules list that node's result files as well, so
+#: that a changed replica result redraws them (workflow/rules/common.smk, ``figure_uses``)
+DRAWS_SETTING_REPLICA = frozenset({"optimization"})

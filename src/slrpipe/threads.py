@@ -19,9 +19,8 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 #: OMP_NUM_THREADS as its number of chunk threads, slrpipe.theory.replica.prox.prox_threads)
 BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 #: the size of XLA's CPU intra-op thread pool ("XLAEigen"): the PJRT CPU client reads NPROC and
-#: otherwise takes every core, whatever XLA_FLAGS say. Left at the core count, two single-core
-#: jobs side by side on 2 cores each ran a train batch in 17.3 s against 8.6 s alone; pinned,
-#: 12.0–12.6 s (10.7 s alone), with bit-identical results (docs/cluster.md, "Threads")
+#: otherwise takes every core the process may run on, whatever XLA_FLAGS say, so that a 1-thread
+#: job used ~1.4 cores (docs/cluster.md, "Threads")
 XLA_POOL_VAR = "NPROC"
 
 

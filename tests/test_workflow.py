@@ -320,6 +320,22 @@ def test_report_has_figures_with_captions(done):
     assert "optimal population risk vs signal strength" in html  # the fig2 caption
 
 
+def test_the_first_replica_sweep_of_each_sigma_starts_first(workflow_dir):
+    """The default config's dry run: of its 9 replica jobs, exactly the first sweep of each σ
+    (softmax, linear) has priority 11, so that the two jobs a 2-core run starts first compile
+    different XLA programs; the rest, the Bayes-optimal sweeps included, have 10."""
+    out = snakemake(workflow_dir, "--cores", "2", "-n").stdout
+    jobs = re.findall(r"^rule replica:\n(.*?)(?:\n\n|\Z)", out, re.M | re.S)
+    prio = {}
+    for block in jobs:
+        path = re.search(r"output: (\S+)", block).group(1)
+        prio[path] = int(re.search(r"priority: (\d+)", block).group(1))
+    assert len(prio) == 9, out
+    first = sorted(p for p, v in prio.items() if v == 11)
+    assert [p.split("/")[-2] for p in first] == ["linear", "softmax"], prio
+    assert all(v == 10 for p, v in prio.items() if p not in first), prio
+
+
 def test_population_only_config_end_to_end(workflow_dir):
     """Every config section is optional: a population sweep alone runs to its store and figure."""
     cfg = {

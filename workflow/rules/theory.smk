@@ -28,6 +28,12 @@ for _name, _batch in PLAN.population_batches.items():
             f"{THREAD_ENV} {SLRPIPE} population-batch {{params.args}} > {{log}} 2>&1"
 
 
+# 11 for the first replica sweep of each σ in the plan, 10 for the other sweeps and the
+# Bayes-optimal ones (rule replica)
+_FIRST_OF_SIGMA = {job.sigma: out for out, job in reversed(PLAN.replica.items()) if job.sigma}
+REPLICA_PRIORITY = {out: 11 if out in _FIRST_OF_SIGMA.values() else 10 for out in PLAN.replica}
+
+
 rule replica:
     output:
         "results/replica/{key}.nc",
@@ -36,8 +42,10 @@ rule replica:
     benchmark:
         "results/benchmarks/replica/{key}.tsv"
     # the longest jobs of a run (fold searches: up to ~2 min on CPU) start first, so that they do
-    # not finish alone at the end while the other core idles
-    priority: 10
+    # not finish alone at the end while the other core idles; the first job of each σ before the
+    # others (11): two same-σ jobs started together would both compile its XLA programs (~11 s
+    # each), while a later one loads them from the shared cache
+    priority: lambda wildcards: REPLICA_PRIORITY[f"results/replica/{wildcards.key}.nc"]
     threads: 1
     params:
         args=args_of(PLAN.replica),

@@ -50,6 +50,20 @@ def planned_jobs(wd, *extra) -> dict[str, int]:
     return job_stats(out)
 
 
+def dry_run_with(wd, name: str, edit) -> str:
+    """The dry run's output with the smoke config changed by ``edit(cfg)`` (written as
+    config/<name>.yaml)."""
+    cfg = yaml.safe_load((wd / "config" / "smoke.yaml").read_text())
+    edit(cfg)
+    path = wd / "config" / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return snakemake(wd, "--cores", "2", "--configfile", str(path), "-n").stdout
+
+
+#: the jobs after any change of a result: the plan file, the store, the check and the target
+AFTER_RESULTS = {"plan": 1, "aggregate": 1, "validate": 1, "all": 1}
+
+
 def open_strictly(store):
     """The store opened by plain xarray with every warning an error (consolidated metadata, nothing
     foreign inside the store directory)."""
@@ -187,25 +201,18 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
     """spiked_L2's α = 8 becomes 4 (the YAML rewritten with its keys sorted: another experiment
     order). The new α runs in new batches; the α = 8 batches lose spiked_L2's runs, so they rerun
     with the runs they keep (opt_L2, opt_gd_L2: a batch is one job); the α = 2 batches are untouched."""
-    cfg = yaml.safe_load((done / "config" / "smoke.yaml").read_text())
-    cfg["erm"]["spiked_L2"]["alphas"] = [2.0, 4.0]  # 8.0 -> 4.0
-    path = done / "config" / "smoke_alpha.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
+    out = dry_run_with(done, "smoke_alpha", lambda cfg: cfg["erm"]["spiked_L2"].update(alphas=[2.0, 4.0]))  # 8 -> 4
     # 2 datasets (seeds) of the new α, the α = 4 and α = 8 batches (both σ each), then the plan file,
     # aggregation, the figures with ERM points and the ERM-vs-theory check; no theory job, and not
     # fig2/cor43
     assert job_stats(out) == {
         "generate_data": 2,
         "train_erm": 2,
-        "plan": 1,
-        "aggregate": 1,
         "fig_erm_vs_population": 1,
         "fig_fig3": 1,
         "fig_optimization": 1,
         "fig_validation": 1,
-        "validate": 1,
-        "all": 1,
+        **AFTER_RESULTS,
     }, out
     trained = trained_outputs(out)
     assert not any("/alpha2/" in t for t in trained), trained
@@ -220,21 +227,14 @@ def test_adding_a_restart_lists_exactly_its_jobs(done):
     """One more random start: the training batches that hold its runs (2 α, both σ, restart 1) —
     a batch is one job, so its other runs are retrained with it — then the store, the figures of
     the experiments in those batches and the check; no data or theory job, not fig2/cor43."""
-    cfg = yaml.safe_load((done / "config" / "smoke.yaml").read_text())
-    cfg["erm"]["opt_L2"]["restarts"] = 2
-    path = done / "config" / "smoke_restart.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
+    out = dry_run_with(done, "smoke_restart", lambda cfg: cfg["erm"]["opt_L2"].update(restarts=2))
     assert job_stats(out) == {
         "train_erm": 2,
-        "plan": 1,
-        "aggregate": 1,
         "fig_optimization": 1,
         "fig_erm_vs_population": 1,
         "fig_fig3": 1,
         "fig_validation": 1,
-        "validate": 1,
-        "all": 1,
+        **AFTER_RESULTS,
     }, out
     trained = trained_outputs(out)
     new = [t for t in trained if t.endswith("_random-r1_lbfgs.nc")]
@@ -246,20 +246,13 @@ def test_changing_a_replica_sweep_redraws_the_figures_that_draw_it(done):
     sweep has its own count), the store, the check, and every figure drawing that node — fig3 and
     validation by name, optimization because opt_L2 and opt_gd_L2 have its data setting (spiked,
     ν = 2, L = 2, Δ = 0) — and no other figure."""
-    cfg = yaml.safe_load((done / "config" / "smoke.yaml").read_text())
-    cfg["replica"]["spiked_L2"]["n_samples"] = 256  # 512 -> 256
-    path = done / "config" / "smoke_samples.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    out = snakemake(done, "--cores", "2", "--configfile", str(path), "-n").stdout
+    out = dry_run_with(done, "smoke_samples", lambda cfg: cfg["replica"]["spiked_L2"].update(n_samples=256))  # 512
     assert job_stats(out) == {
         "replica": 2,
-        "plan": 1,
-        "aggregate": 1,
         "fig_fig3": 1,
         "fig_optimization": 1,
         "fig_validation": 1,
-        "validate": 1,
-        "all": 1,
+        **AFTER_RESULTS,
     }, out
 
 

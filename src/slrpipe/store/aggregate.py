@@ -268,8 +268,8 @@ def build_store(members: dict, config: dict, out, log=None, workers: int = 1) ->
 
 def _node(job) -> tuple[str, xr.Dataset]:
     """(store path, node) of one experiment; ``job`` = (kind, name, its result files, its config
-    entry, threads for the population risk at the learned overlaps)."""
-    kind, name, files, exp, workers = job
+    entry)."""
+    kind, name, files, exp = job
     log.info("aggregating %s/%s from %d files", kind, name, len(files))
     if kind == "population":
         node = population_node(files)
@@ -278,8 +278,7 @@ def _node(job) -> tuple[str, xr.Dataset]:
     elif kind == "erm":
         task = _erm_task(files)
         by_D = isinstance(exp.get("D"), list)  # a D ladder
-        node = add_population_prediction(erm_node(files, by_D), task, workers)
-        node = add_ground_state(add_trajectory_risk(node, task, workers))
+        node = add_ground_state(add_trajectory_risk(add_population_prediction(erm_node(files, by_D), task), task))
     else:
         node = replica_node(files)
     # the parameters the node holds as coordinates are not repeated as attributes: one form each
@@ -292,10 +291,10 @@ def _build_store(members: dict, config: dict, out, workers: int) -> Path:
     # the nodes are built side by side in processes (reading hundreds of files holds the GIL),
     # the slowest first: ERM nodes with risk curves along trajectories (DYNAMICS), then by file
     # count; the store keeps the members' order
-    jobs = [(kind, name, files, (config.get(kind) or {}).get(name, {}), 1) for (kind, name), files in members.items()]
+    jobs = [(kind, name, files, (config.get(kind) or {}).get(name, {})) for (kind, name), files in members.items()]
 
     def cost(i):
-        kind, _, files, exp, _ = jobs[i]
+        kind, _, files, exp = jobs[i]
         return (kind != "erm", not set(exp.get("optimizers") or ()) & set(DYNAMICS), -len(files), i)
 
     order = sorted(range(len(jobs)), key=cost)

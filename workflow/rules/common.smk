@@ -8,9 +8,8 @@ from slrpipe.fingerprint import fingerprint
 from slrpipe.commands._config import plan_text
 from slrpipe.io import write_text
 from slrpipe.jobs import command_line
-from slrpipe.lengths import format_L
 from slrpipe.threads import thread_env
-from slrpipe.workflow import ConfigError, batch_resources, plan, validate
+from slrpipe.workflow import ConfigError, batch_resources, plan, setting_dir, validate
 
 try:
     validate(config)  # against the package's schema (workflow/schemas/ links to it)
@@ -85,15 +84,10 @@ def figure_uses(fig):
         linked = [config["replica"][n]["erm"] for n in names if config["replica"][n]["erm"]]
         files += experiment_files("erm", linked)
     if fig in DRAWS_SETTING_REPLICA:  # the replica line of each ERM experiment's data setting
-        laws = {_data_law(config["erm"][n]) for n in names}
-        same = [r for r, exp in config["replica"].items() if _data_law(exp) in laws]
+        settings = {setting_dir(config["erm"][n]) for n in names}
+        same = [r for r, exp in config["replica"].items() if setting_dir(exp) in settings]
         files += experiment_files("replica", same)
     return files
-
-
-def _data_law(exp):
-    """(model, ν, L, Δ) of an experiment, L in its one text form (as the store's nodes hold it)."""
-    return (exp["model"], float(exp["nu"]), format_L(exp["L"]), float(exp["delta"]))
 
 
 # The plan as the commands that read the whole workflow (aggregate, validate) receive it: the

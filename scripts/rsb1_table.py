@@ -33,7 +33,7 @@ os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 from slrpipe.theory.replica import rsb1
 from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.theory.replica.options import ReplicaTask
-from slrpipe.theory.replica.solver import STATE, solve_replica
+from slrpipe.theory.replica.solver import STATE
 
 log = logging.getLogger("rsb1_table")
 
@@ -49,15 +49,8 @@ ERM = {
 
 
 def rs_solutions(point, fields, init):
-    """(soft RS, hard RS) on ``fields`` at ``point`` = (task, λ, α): soft from ``init`` (Anderson,
-    then damped), hard from soft."""
-    soft = solve_replica(*point, fields=fields, init=init, max_iter=80)
-    if not soft["converged"]:
-        soft = solve_replica(
-            *point, fields=fields, init={k: soft[k] for k in STATE}, method="damped", max_iter=200, patience=200
-        )
-    hard = solve_replica(*point, fields=fields, init={k: soft[k] for k in STATE}, softmin=None, max_iter=60)
-    return soft, hard
+    """(soft RS, hard RS) on ``fields`` at ``point`` = (task, λ, α) (``rsb1.rs_on_samples``)."""
+    return rsb1.rs_on_samples(*point, fields, init)
 
 
 def main(argv=None):

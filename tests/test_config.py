@@ -95,6 +95,31 @@ BAD = {
         "replica.spiked_L2.sigmas[1]",
         "'softmax', 'linear', 'softplus_norm'",
     ),
+    "rsb1 without rs": (
+        lambda c: c["replica"]["spiked_L2"].update(ansatz=["rsb1"]),
+        "replica.spiked_L2.ansatz",
+        "allowed: [rs] or [rs, rsb1]",
+    ),
+    "rsb1 alpha off the RS grid": (
+        lambda c: c["replica"]["spiked_L2"]["rsb1"].update(alphas=[3.0]),
+        "replica.spiked_L2.rsb1.alphas",
+        "allowed: values of alphas [2.0, 8.0]",
+    ),
+    "rsb1 inner samples": (
+        lambda c: c["replica"]["spiked_L2"]["rsb1"].update(n_inner=10),
+        "replica.spiked_L2.rsb1.n_inner",
+        "multiple of 4",
+    ),
+    "rsb1 s grid descending": (
+        lambda c: c["replica"]["spiked_L2"]["rsb1"].update(s_grid=[4.0, 1.0]),
+        "replica.spiked_L2.rsb1.s_grid",
+        "strictly ascending",
+    ),
+    "unknown ansatz": (
+        lambda c: c["replica"]["spiked_L2"].update(ansatz=["rs", "frsb"]),
+        "replica.spiked_L2.ansatz[1]",
+        "'rs', 'rsb1'",
+    ),
 }
 
 
@@ -121,6 +146,7 @@ def test_schema_enums_are_the_vocabulary():
     assert tuple(erm["inits"]["items"]["enum"]) == voc.INITS
     assert tuple(erm["optimizers"]["items"]["enum"]) == voc.OPTIMIZERS
     assert tuple(erm["dtype"]["enum"]) == voc.DTYPES
+    assert tuple(defs["replica"]["properties"]["ansatz"]["items"]["enum"]) == voc.ANSATZE
 
 
 def test_every_section_optional_and_defaults_from_the_schema():
@@ -229,3 +255,21 @@ def test_init_seeds_distinct_and_stable():
     assert init_seed(3, 7) == init_seed(3, 7)
     with pytest.raises(ValueError):
         init_seed(-1, 0)
+
+
+def test_plan_one_rsb1_job_per_point_started_from_its_rs_sweep():
+    """ansatz [rs, rsb1]: one 1RSB job per (σ, λ, α of rsb1.alphas), its RS sweep as the start, its
+    file a member of the replica experiment; rsb1.alphas null means the whole RS grid."""
+    cfg = validate(copy.deepcopy(SMOKE))
+    p = plan(cfg)
+    assert sorted(p.rsb1) == [
+        f"results/replica/spiked/L2/nu2/delta0/{s}/rsb1/lam0.1_alpha8_n128x8_seed0_1.nc" for s in ("linear", "softmax")
+    ]
+    for path, job in p.rsb1.items():
+        assert job.rs in p.replica and p.replica[job.rs].sigma == job.sigma and job.alpha == 8.0
+        assert job.s_grid == (1.0, 4.0) and job.max_iter == 10 and path in p.members[("replica", "spiked_L2")]
+    every = copy.deepcopy(SMOKE)
+    every["replica"]["spiked_L2"]["rsb1"]["alphas"] = None
+    assert sorted({j.alpha for j in plan(validate(every)).rsb1.values()}) == [2.0, 8.0]
+    del every["replica"]["spiked_L2"]["ansatz"]  # the default: RS only
+    assert not plan(validate(every)).rsb1

@@ -12,9 +12,10 @@ from slrpipe.store.validation import ValidationFailed, compare, validate_store
 ALPHAS = [1.0, 4.0]
 
 
-def store(tmp_path, erm_shift, converged=True, extra_rep=None, pop_shift=None):
+def store(tmp_path, erm_shift, converged=True, extra_rep=None, pop_shift=None, extra_erm=None):
     """A store with replica test error 0.5 at every α and ERM runs 0.5 + shift ± 0.01 over 4 seeds
-    (``pop_shift``: also a ``test_error_pop`` at 0.5 + pop_shift with the same spread)."""
+    (``pop_shift``: also a ``test_error_pop`` at 0.5 + pop_shift with the same spread; ``extra_rep``,
+    ``extra_erm``: more variables, name → value at every point or array over α)."""
     rng = np.random.default_rng(0)
     noise = rng.normal(0, 0.01, size=(1, 1, 2, 4))
     noise -= noise.mean(-1, keepdims=True)  # the seed mean is exactly 0.5 + shift
@@ -25,6 +26,8 @@ def store(tmp_path, erm_shift, converged=True, extra_rep=None, pop_shift=None):
         },
         coords={"sigma": ["softmax"], "lam": [0.1], "alpha": ALPHAS, "seed": [0, 1, 2, 3]},
     )
+    for k, v in (extra_erm or {}).items():
+        erm[k] = (("sigma", "lam", "alpha", "seed"), np.broadcast_to(np.reshape(v, (1, 1, -1, 1)), (1, 1, 2, 4)))
     if pop_shift is not None:
         erm["test_error_pop"] = (("sigma", "lam", "alpha", "seed"), 0.5 + pop_shift + noise)
     rep = xr.Dataset(
@@ -35,7 +38,7 @@ def store(tmp_path, erm_shift, converged=True, extra_rep=None, pop_shift=None):
         coords={"sigma": ["softmax"], "lam": [0.1], "alpha": ALPHAS},
     )
     for k, v in (extra_rep or {}).items():
-        rep[k] = (("sigma", "lam", "alpha"), np.full((1, 1, 2), v))
+        rep[k] = (("sigma", "lam", "alpha"), np.broadcast_to(np.reshape(v, (1, 1, -1)), (1, 1, 2)))
     if "test_error_seed_mean" in rep:
         rep.attrs["mc_seeds"] = "4"  # as the aggregation writes experiment fields (JSON text)
     if "prox_tie_fraction" in rep:
@@ -159,6 +162,41 @@ def test_rs_stability_and_verdict_columns(tmp_path):
     assert "unstable ρ=0.80, ties 3/4096" in format_table(ties)
     plain = compare(open_store(store(tmp_path / "d", 0.1)), CONFIG)  # no stability in the store
     assert all(np.isnan(r["rs_stable"]) and r["verdict"] == "theory MC error not measured" for r in plain)
+
+
+def test_rsb1_columns_give_the_fraction_of_the_gap_closed(tmp_path):
+    """Where the replica experiment solved 1RSB (rsb1_* in its node) each row gets the 1RSB columns:
+    (1RSB − RS)/(ERM − RS) of the objective and of the test error, RS on the 1RSB samples, the ERM
+    reference named; a point 1RSB did not solve (NaN) gets NaN and no line in the 1RSB section."""
+    from slrpipe.store.aggregate import open_store
+    from slrpipe.store.validation import RSB1_COLUMNS, format_table
+
+    rsb1 = {
+        "rsb1_rs_objective": [1.0, np.nan],  # solved at α = 1 only
+        "rsb1_rs_test_error": [0.5, np.nan],
+        "rsb1_objective": [1.2, np.nan],
+        "rsb1_objective_se": [0.01, np.nan],
+        "rsb1_test_error": [0.53, np.nan],
+        "rsb1_s_star": [2.0, np.nan],
+        "rsb1_distance": [0.3, np.nan],
+        "rsb1_converged": [1.0, np.nan],
+    }
+    # ERM 0.6 ± 0.005 and α·J = 1.4 at α = 1
+    tree = open_store(store(tmp_path, 0.1, extra_rep=rsb1, extra_erm={"train_loss": [1.4, 0.35]}))
+    rows = compare(tree, CONFIG)
+    one, four = rows
+    assert set(RSB1_COLUMNS) <= set(one)
+    assert one["gap_closed_objective"] == pytest.approx((1.2 - 1.0) / (1.4 - 1.0))
+    assert one["gap_closed_test"] == pytest.approx((0.53 - 0.5) / (0.6 - 0.5))
+    assert one["rsb1_erm_ref"] == "informed" and one["rsb1_erm_objective"] == pytest.approx(1.4)
+    assert np.isnan(four["gap_closed_objective"]) and np.isnan(four["rsb1_objective"])
+    table = format_table(rows)
+    section = table.split("1RSB (docs/theory.md §13)", 1)[1].splitlines()
+    lines = [s for s in section if s.startswith("softmax ")]
+    assert len(lines) == 1 and "1.2000 ± 0.0100" in lines[0] and "0.50" in lines[0] and "0.30" in lines[0]
+    assert max(map(len, table.splitlines())) <= 120
+    plain = compare(open_store(store(tmp_path / "p", 0.1)), CONFIG)  # no 1RSB in the store: no columns
+    assert not set(RSB1_COLUMNS) & set(plain[0]) and "1RSB" not in format_table(plain)
 
 
 LADDER = [100, 200, 400, 800]

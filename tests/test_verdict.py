@@ -46,13 +46,29 @@ def test_order_of_the_rules():
     assert verdict(T, TSE, _far(1.2, 0.01), rs_stable=True) == "unexplained"
     assert verdict(T, TSE, _far(), rs_stable=math.nan) == "unexplained"  # stability not checked
     assert verdict(T, TSE, _far(), rs_stable=0.0) == "RS unstable"  # stored as 1/0 in the sweep
-    assert set(VERDICTS) == {
+    assert VERDICTS == (
         "agrees",
         "agrees after D → ∞",
         "ERM not at its ground state",
+        "1RSB agrees",
         "RS unstable",
+        "1RSB does not close the gap",
         "unexplained",
-    }
+    )
+
+
+def test_a_solved_1rsb_point_replaces_the_rs_unstable_flag():
+    """Where the 1RSB ground state was solved, its test error decides what RS instability only
+    flagged: ERM's ground state or informed start (largest D or D → ∞) agreeing with it by the same
+    rule (no 1RSB Monte Carlo error: the 5 % clause) is "1RSB agrees", none agreeing "1RSB does not
+    close the gap" whatever the stability; rules 1–3 still come first, and NaN means not solved."""
+    assert verdict(T, TSE, _far(), _ground(1.21, 0.01), rs_stable=False, rsb1=1.2) == "1RSB agrees"
+    assert verdict(T, TSE, _far(), rs_stable=False, rsb1=1.28) == "1RSB agrees"  # the informed start, 1.6 %
+    assert verdict(T, TSE, _far(), _ground(1.3, 0.01, 1.19, 0.02), rsb1=1.2) == "1RSB agrees"  # D → ∞
+    assert verdict(T, TSE, _far(), _ground(1.3, 0.01), rs_stable=False, rsb1=1.1) == "1RSB does not close the gap"
+    assert verdict(T, TSE, _far(), rs_stable=True, rsb1=1.1) == "1RSB does not close the gap"
+    assert verdict(T, TSE, _far(), rs_stable=False, rsb1=math.nan) == "RS unstable"
+    assert verdict(T, TSE, Measurement(1.01, 0.01), rsb1=1.3) == "agrees"
 
 
 def test_missing_theory_and_bad_rule():

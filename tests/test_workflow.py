@@ -245,15 +245,67 @@ def test_changing_a_replica_sweep_redraws_the_figures_that_draw_it(done):
     """spiked_L2's replica sweep at another channel sample count: its two σ jobs (the Bayes-optimal
     sweep has its own count), the store, the check, and every figure drawing that node — fig3 and
     validation by name, optimization because opt_L2 and opt_gd_L2 have its data setting (spiked,
-    ν = 2, L = 2, Δ = 0) — and no other figure."""
+    ν = 2, L = 2, Δ = 0) — and no other figure; the 1RSB points start from the sweep, so they
+    follow it."""
     out = dry_run_with(done, "smoke_samples", lambda cfg: cfg["replica"]["spiked_L2"].update(n_samples=256))  # 512
     assert job_stats(out) == {
         "replica": 2,
+        "rsb1": 2,
         "fig_fig3": 1,
         "fig_optimization": 1,
         "fig_validation": 1,
         **AFTER_RESULTS,
     }, out
+
+
+def test_changing_the_replica_alpha_grid_reruns_its_sweeps(done):
+    """The α grid is in a sweep's command line, not its path: Snakemake reruns the sweep because
+    it records the command (a params function of the wildcards only, args_of in
+    workflow/rules/common.smk; a function of the output would not be recorded). Both σ sweeps and
+    the Bayes-optimal one of spiked_L2 rerun, and the 1RSB points that start from them."""
+    out = dry_run_with(done, "smoke_grid", lambda cfg: cfg["replica"]["spiked_L2"].update(alphas=[2.0, 4.0, 8.0]))
+    assert job_stats(out) == {
+        "replica": 3,
+        "rsb1": 2,
+        "fig_fig3": 1,
+        "fig_optimization": 1,
+        "fig_validation": 1,
+        **AFTER_RESULTS,
+    }, out
+
+
+@pytest.mark.parametrize("option", [{"n_inner": 4}, {"tol": 1e-3}])
+def test_changing_a_1rsb_option_reruns_only_the_1rsb_points(done, option):
+    """A 1RSB sample size (in the path) or solver option (in the command line) reruns the two
+    1RSB points of spiked_L2 (α = 8, softmax and linear), not the RS sweep they start from."""
+    out = dry_run_with(done, "smoke_rsb1", lambda cfg: cfg["replica"]["spiked_L2"]["rsb1"].update(option))
+    assert job_stats(out) == {
+        "rsb1": 2,
+        "fig_fig3": 1,
+        "fig_optimization": 1,
+        "fig_validation": 1,
+        **AFTER_RESULTS,
+    }, out
+
+
+def test_rsb1_points_in_the_store_and_the_table(done):
+    """ansatz [rs, rsb1] at α = 8: the 1RSB files in the replica node (NaN at α = 2, not solved),
+    the scan on dim s, and RS on the 1RSB outer samples (N₀ = 128) equal to the RS sweep's fixed
+    point (N = 512) within 4 combined Monte Carlo s.e. of the objective (the same equations on
+    other samples; hard vs soft-min channel differ by ≤ 0.2 s.e., docs/theory.md §13)."""
+    tree = open_strictly(done / "results" / "slr.zarr")
+    rep = tree["replica/spiked_L2"].to_dataset()
+    rs = rep["rsb1_rs_objective"]
+    assert rs.dims == ("sigma", "lam", "alpha") and rep["rsb1_scan_phi"].dims == ("sigma", "lam", "alpha", "s")
+    assert bool(rs.sel(alpha=8.0).notnull().all()) and bool(rs.sel(alpha=2.0).isnull().all())
+    assert list(rep["s"].values) == [1.0, 4.0]
+    for s in ("softmax", "linear"):
+        a = rep.sel(sigma=s, lam=0.1, alpha=8.0)
+        se = np.hypot(float(a["rsb1_rs_objective_se"]), 8.0 * float(a["train_loss_se"]))
+        assert abs(float(a["rsb1_rs_objective"]) - float(a["objective"])) <= 4 * se, (s, a)
+    rows = json.loads((done / "results" / "validation.json").read_text())
+    assert all(np.isfinite(r["rsb1_rs_objective"]) == (r["alpha"] == 8.0) for r in rows)
+    assert "1RSB (docs/theory.md §13)" in (done / "results" / "validation.txt").read_text()
 
 
 def test_store_has_starts_trajectories_and_ground_state(done):

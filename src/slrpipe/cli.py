@@ -20,6 +20,7 @@ COMMANDS = {
     "population-batch": "slrpipe.commands.population_batch",
     "length": "slrpipe.commands.length",
     "replica": "slrpipe.commands.replica",
+    "rsb1": "slrpipe.commands.rsb1",
     "aggregate": "slrpipe.commands.aggregate",
     "figure": "slrpipe.commands.figure",
     "validate": "slrpipe.commands.validate",

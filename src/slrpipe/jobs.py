@@ -236,6 +236,38 @@ class ReplicaJob:
             object.__setattr__(self, "lam_grid", _floats(self.lam_grid))
 
 
+@dataclass(frozen=True)
+class Rsb1Job:
+    """The zero-temperature 1RSB ground state at one point (``slrpipe rsb1``; docs/theory.md §13):
+    the data law, σ, λ, α; the outer samples (n_outer N₀, the RS fields of ``seed``) and inner
+    samples (n_inner N₁ per outer sample, ``inner_seed``); the Parisi parameters scanned (s_grid,
+    ascending), the start δq = frac·(q − m²), the fixed-point tolerance and budget per s; ``rs``:
+    the RS sweep file whose fixed point at (λ, α) starts the RS solve on these samples."""
+
+    model: str
+    nu: float
+    L: dict
+    delta: float
+    sigma: str
+    lam: float
+    alpha: float
+    n_outer: int
+    n_inner: int
+    seed: int
+    inner_seed: int
+    s_grid: tuple
+    frac: float
+    tol: float
+    max_iter: int
+    rs: str
+
+    def __post_init__(self):
+        for name in ("nu", "delta", "lam", "alpha", "frac", "tol"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        object.__setattr__(self, "L", length_law(self.L))
+        object.__setattr__(self, "s_grid", _floats(self.s_grid))
+
+
 #: the record each command consumes
 RECORDS = {
     "generate": DataJob,
@@ -245,4 +277,5 @@ RECORDS = {
     "population-batch": PopulationBatchJob,
     "length": LengthJob,
     "replica": ReplicaJob,
+    "rsb1": Rsb1Job,
 }

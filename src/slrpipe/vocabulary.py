@@ -31,6 +31,10 @@ NORMALISED_SIGMAS = ("softmax", "softplus_norm")
 ODD_SIGMAS = ("linear", "erf")
 #: the starts drawn at random (seeded by init_seed); the informed start is deterministic.
 RANDOM_INITS = ("random", "small")
+#: replica ansätze of the finite-α theory: replica-symmetric (docs/theory.md §2–§9) and zero-temperature
+#: one-step replica-symmetry breaking (docs/theory.md §13).
+RS, RSB1 = "rs", "rsb1"
+ANSATZE = (RS, RSB1)
 #: floating-point precisions of training.
 DTYPES = ("float32", "float64")
 

@@ -28,11 +28,12 @@ from slrpipe.jobs import (
     PopulationBatchJob,
     PopulationJob,
     ReplicaJob,
+    Rsb1Job,
     TrainBatchJob,
     TrainJob,
 )
 from slrpipe.lengths import length_law
-from slrpipe.vocabulary import BAYES, FIRST_ORDER, init_seed, seeds
+from slrpipe.vocabulary import BAYES, FIRST_ORDER, RS, RSB1, init_seed, seeds
 
 #: the config schema, package data (workflow/schemas/config.schema.yaml links to it)
 SCHEMA = resources.files("slrpipe") / "resources" / "config.schema.yaml"
@@ -193,6 +194,26 @@ def _cross_checks(config: dict) -> None:
                 f"config error: replica.{name}.bayes_optimal: for model max needs nu = 0 or inf (got {exp['nu']}); "
                 "set bayes_optimal: false"
             )
+        if RSB1 in exp["ansatz"]:
+            _check_rsb1(name, exp)
+
+
+def _check_rsb1(name: str, exp: dict) -> None:
+    """The 1RSB options of replica experiment ``name``: each job starts from the RS sweep at its
+    (σ, λ, α), so rs is solved too and rsb1.alphas lie on the RS grid."""
+    if RS not in exp["ansatz"]:
+        raise ConfigError(
+            f"config error: replica.{name}.ansatz: rsb1 starts from the RS sweep; allowed: [rs] or [rs, rsb1]"
+        )
+    opts = exp["rsb1"]
+    off = [a for a in opts["alphas"] or () if not any(math.isclose(a, b, rel_tol=1e-12) for b in exp["alphas"])]
+    if off:
+        raise ConfigError(
+            f"config error: replica.{name}.rsb1.alphas: {off} not on the RS grid; allowed: values of alphas {exp['alphas']}"
+        )
+    grid = opts["s_grid"]
+    if any(b <= a for a, b in zip(grid, grid[1:])):
+        raise ConfigError(f"config error: replica.{name}.rsb1.s_grid: {grid} must be strictly ascending")
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,7 +282,7 @@ class Plan:
     (:mod:`slrpipe.jobs`) whose :func:`~slrpipe.jobs.argv` is the job's command line.
 
     ``population``, ``length``, ``data``, ``erm`` (one :class:`~slrpipe.jobs.TrainJob` per trained
-    model), ``replica``: path → record. ``train_batches``: batch name → :class:`TrainBatchJob`, the
+    model), ``replica`` (RS sweeps, Bayes-optimal state evolution), ``rsb1`` (1RSB points): path → record. ``train_batches``: batch name → :class:`TrainBatchJob`, the
     ERM runs trained in one process (:func:`batch_key`); ``population_batches``: batch name →
     :class:`PopulationBatchJob`, the σ of one population experiment (one directory) swept in one
     process. ``members``: (kind, experiment) → the result paths the store reads for that
@@ -272,6 +293,7 @@ class Plan:
     data: dict = field(default_factory=dict)
     erm: dict = field(default_factory=dict)
     replica: dict = field(default_factory=dict)
+    rsb1: dict = field(default_factory=dict)
     train_batches: dict = field(default_factory=dict)
     population_batches: dict = field(default_factory=dict)
     members: dict = field(default_factory=dict)
@@ -345,7 +367,8 @@ def plan(config: dict, results: str = "results") -> Plan:
     (setting, σ, λ, α, D, seed) and run of :func:`erm_runs` (init × restart × optimizer; one D per
     α, or each rung of a D ladder), trained in batches of :func:`batch_key` (setting, α, D);
     replica one job per (setting, σ, λ) over the α grid (warm-started along α) plus one
-    Bayes-optimal job per setting."""
+    Bayes-optimal job per setting, and with ``ansatz: [rs, rsb1]`` one 1RSB job per (σ, λ, α) of
+    ``rsb1.alphas`` (``Plan.rsb1``; its file is a member of the replica experiment)."""
     p = Plan()
     pops = dict(config["population"])
     for name, exp in config["erm"].items():  # population optimum at each ERM setting, for its panel
@@ -455,10 +478,41 @@ def _plan_replica(config: dict, p: Plan, results: str) -> None:
                     ),
                 )
                 p.members.setdefault(("replica", name), []).append(path)
+                if RSB1 in exp["ansatz"]:
+                    _plan_rsb1(exp, p, f"{stem}/{sigma}/rsb1", ("replica", name), sigma=sigma, lam=lam, rs=path)
         if exp["bayes_optimal"]:
             path = f"{stem}/bayes_optimal_n{exp['bayes_optimal_samples']}_seed{exp['seed']}.nc"
             _add(p.replica, path, ReplicaJob(**base, n_samples=exp["bayes_optimal_samples"], bayes_optimal=True))
             p.members.setdefault(("replica", name), []).append(path)
+
+
+def _plan_rsb1(exp: dict, p: Plan, stem: str, members: tuple, *, sigma: str, lam: float, rs: str) -> None:
+    """One Rsb1Job per α of ``rsb1.alphas`` (all of the grid if null) at (σ, λ), started from the
+    RS sweep file ``rs``; the path keys the samples (N₀, N₁ and their seeds), the solver options
+    are its command line's."""
+    o = exp["rsb1"]
+    for alpha in o["alphas"] or exp["alphas"]:
+        path = f"{stem}/lam{fmt(lam)}_alpha{fmt(alpha)}_n{o['n_outer']}x{o['n_inner']}_seed{exp['seed']}_{o['inner_seed']}.nc"
+        job = Rsb1Job(
+            model=exp["model"],
+            nu=exp["nu"],
+            L=_law(exp["L"]),
+            delta=exp["delta"],
+            sigma=sigma,
+            lam=lam,
+            alpha=alpha,
+            n_outer=o["n_outer"],
+            n_inner=o["n_inner"],
+            seed=exp["seed"],
+            inner_seed=o["inner_seed"],
+            s_grid=o["s_grid"],
+            frac=o["frac"],
+            tol=o["tol"],
+            max_iter=o["max_iter"],
+            rs=rs,
+        )
+        _add(p.rsb1, path, job)
+        p.members.setdefault(members, []).append(path)
 
 
 def _plan_length(config: dict, p: Plan, results: str) -> None:

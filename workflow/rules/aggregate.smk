@@ -28,6 +28,7 @@ rule aggregate:
         population=list(PLAN.population),
         erm=list(PLAN.erm),
         replica=list(PLAN.replica),
+        rsb1=list(PLAN.rsb1),
         length=list(PLAN.length),
     output:
         STORE_DONE,

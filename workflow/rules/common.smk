@@ -45,6 +45,7 @@ FINGERPRINT = {
     "population": fingerprint(["slrpipe.commands.population_batch"]),
     "length": fingerprint(["slrpipe.commands.length"]),
     "replica": fingerprint(["slrpipe.commands.replica"]),
+    "rsb1": fingerprint(["slrpipe.commands.rsb1"]),
 }
 
 
@@ -65,9 +66,11 @@ def family_resources(family):
     return {k: _plain(v) for k, v in entries.items()}
 
 
-def args_of(table):
-    """A rule's ``params.args``: the command line of the planned record of its output (slrpipe.jobs)."""
-    return lambda wildcards, output: command_line(table[output[0]])
+def args_of(table, output):
+    """A rule's ``params.args``: the command line of the planned record of its output (slrpipe.jobs),
+    ``output`` being the rule's output pattern. A function of the wildcards only: Snakemake records
+    (and compares, to rerun a job whose command changed) no params derived from input or output."""
+    return lambda wildcards: command_line(table[output.format(**wildcards)])
 
 
 def experiment_files(kind, names):

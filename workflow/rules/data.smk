@@ -12,7 +12,7 @@ rule generate_data:
         "results/benchmarks/data/{key}.tsv"
     threads: 1
     params:
-        args=args_of(PLAN.data),
+        args=args_of(PLAN.data, "results/data/{key}.zarr"),
         fingerprint=FINGERPRINT["generate"],
     shell:
         f"{THREAD_ENV} {SLRPIPE} generate {{params.args}} --out {{output}} > {{log}} 2>&1"

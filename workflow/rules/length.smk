@@ -13,7 +13,7 @@ rule length:
     priority: 5
     threads: 1
     params:
-        args=args_of(PLAN.length),
+        args=args_of(PLAN.length, "results/length/{exp}/{sigma}.nc"),
         fingerprint=FINGERPRINT["length"],
     shell:
         f"{THREAD_ENV} {SLRPIPE} length {{params.args}} --out {{output}} > {{log}} 2>&1"

@@ -41,6 +41,8 @@ rule replica:
         "results/logs/replica/{key}.log",
     benchmark:
         "results/benchmarks/replica/{key}.tsv"
+    wildcard_constraints:
+        key=r"(?:(?!/rsb1/).)+",  # a 1RSB point's file is rule rsb1's
     # the longest jobs of a run (fold searches: up to ~2 min on CPU) start first, so that they do
     # not finish alone at the end while the other core idles; the first job of each σ before the
     # others (11): two same-σ jobs started together would both compile its XLA programs (~11 s
@@ -48,7 +50,29 @@ rule replica:
     priority: lambda wildcards: REPLICA_PRIORITY[f"results/replica/{wildcards.key}.nc"]
     threads: 1
     params:
-        args=args_of(PLAN.replica),
+        args=args_of(PLAN.replica, "results/replica/{key}.nc"),
         fingerprint=FINGERPRINT["replica"],
     shell:
         f"{THREAD_ENV} {JAX_CACHE_ENV} {SLRPIPE} replica {{params.args}} --out {{output}} > {{log}} 2>&1"
+
+
+# Zero-temperature 1RSB at one (setting, σ, λ, α) (replica experiments with ansatz [rs, rsb1];
+# docs/theory.md §13): started from the RS sweep's fixed point there, so it follows that sweep.
+RSB1_OUTPUT = "results/replica/{key}/rsb1/{point}.nc"
+
+
+rule rsb1:
+    input:
+        rs=lambda wildcards: PLAN.rsb1[RSB1_OUTPUT.format(**wildcards)].rs,
+    output:
+        RSB1_OUTPUT,
+    log:
+        "results/logs/replica/{key}/rsb1/{point}.log",
+    benchmark:
+        "results/benchmarks/replica/{key}/rsb1/{point}.tsv"
+    threads: 1
+    params:
+        args=args_of(PLAN.rsb1, RSB1_OUTPUT),
+        fingerprint=FINGERPRINT["rsb1"],
+    shell:
+        f"{THREAD_ENV} {JAX_CACHE_ENV} {SLRPIPE} rsb1 {{params.args}} --out {{output}} > {{log}} 2>&1"

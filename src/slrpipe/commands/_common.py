@@ -1,4 +1,4 @@
-"""Argument parsing shared by the subcommands (ν and L text forms; see :mod:`slrpipe.lengths`)."""
+"""Argument parsing shared by the subcommands (ν, L and grid text forms; see :mod:`slrpipe.lengths`)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,21 @@ def parse_nu(text: str) -> float:
     if not (v >= 0):
         raise ValueError(f"nu: must be ≥ 0 or inf, got {text}")
     return v
+
+
+def parse_grid(text: str) -> list[float]:
+    """A comma-separated list of numbers (a grid of α, λ or s), non-empty.
+
+    Raises:
+        ValueError: one line naming the grid.
+    """
+    try:
+        vals = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"grid: comma-separated numbers expected, got {text!r}") from None
+    if not vals:
+        raise ValueError(f"grid: empty, got {text!r}")
+    return vals
 
 
 def typed(parse):

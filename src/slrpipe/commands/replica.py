@@ -7,21 +7,11 @@ Writes one netCDF file (``slrpipe.io.write_netcdf``) holding the ``xarray.Datase
 
 from __future__ import annotations
 
-from slrpipe.commands._common import parse_L, parse_nu, typed
+from slrpipe.commands._common import parse_grid, parse_L, parse_nu, typed
 from slrpipe.io import write_netcdf
 from slrpipe.jobs import ReplicaJob, from_namespace, text
 from slrpipe.provenance import provenance
 from slrpipe.vocabulary import MODELS, REPLICA_SIGMAS
-
-
-def _grid(text: str) -> list[float]:
-    try:
-        vals = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ValueError(f"grid: comma-separated numbers expected, got {text!r}") from None
-    if not vals:
-        raise ValueError(f"grid: empty, got {text!r}")
-    return vals
 
 
 def add_arguments(p) -> None:
@@ -32,9 +22,9 @@ def add_arguments(p) -> None:
     p.add_argument("--L", required=True, type=typed(parse_L), help="fixed sequence length (variable L not supported)")
     p.add_argument("--delta", type=float, default=0.0, help="label-noise standard deviation Δ")
     p.add_argument(
-        "--lam-grid", default=None, type=typed(_grid), help="comma-separated ridge strengths λ (default 0.1)"
+        "--lam-grid", default=None, type=typed(parse_grid), help="comma-separated ridge strengths λ (default 0.1)"
     )
-    p.add_argument("--alpha-grid", required=True, type=typed(_grid), help="comma-separated α = n/D")
+    p.add_argument("--alpha-grid", required=True, type=typed(parse_grid), help="comma-separated α = n/D")
     p.add_argument("--n-samples", type=int, default=20000, help="Monte Carlo samples of the channel")
     p.add_argument("--seed", type=int, default=0, help="seed of the common random numbers")
     p.add_argument(

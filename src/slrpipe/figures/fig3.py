@@ -10,6 +10,10 @@ whose Monte Carlo s.d. exceeds the validation's ``max_theory_rel_sd`` of the val
 config the store carries; near a fold, where the RS prediction is ill-conditioned and not
 enforced by the validation) get a cross.
 
+1RSB (docs/theory.md §13), where the replica experiment solved it (``ansatz: [rs, rsb1]``): the
+test error of a typical ground-state minimum at s* as open squares; where Σ(s) does not cross zero
+on the s grid, RS on the 1RSB samples as open circles (no ground state claimed).
+
 RS stability (docs/theory.md §11): a theory line is solid between two grid points where the RS
 fixed point is stable (``rs_stable`` 1, or not checked) and dashed on every interval touching a
 point where it is unstable (``rs_stable`` 0) — there the replica-symmetric prediction need not be
@@ -81,6 +85,7 @@ def draw_panel(ax, tree, rep, rel_sd: float) -> None:
     ``rel_sd``: the validation's ``max_theory_rel_sd`` (the ill-conditioning crosses)."""
     # layers in drawing order (it fixes the stacking and the legend's order)
     _draw_replica(ax, rep, rel_sd)
+    _draw_rsb1(ax, rep)
     _draw_bayes_optimal(ax, rep)
     _draw_linked_erm(ax, tree, rep)
     log_alpha_axis(ax)
@@ -148,6 +153,45 @@ def _draw_replica_line(ax, rep, s: str, lam, lw: float, rel_sd: float) -> bool:
             label=f"second RS fixed point, {LABELS.get(s, s)}",
         )
     return unstable
+
+
+def _draw_rsb1(ax, rep) -> None:
+    """The 1RSB ground state's test error (a typical minimum at s*, docs/theory.md §13) where the
+    node has 1RSB points: per (σ, λ) large open squares joined by a dotted line, and small open
+    circles for RS on the same (outer) samples where 1RSB found no s* (Σ does not cross zero)."""
+    if "rsb1_test_error" not in rep:
+        return
+    alpha = rep["alpha"].values
+    for s in ordered(rep["sigma"].values):
+        for lam in rep["lam"].values:
+            gs = rep["rsb1_test_error"].sel(sigma=s, lam=lam)
+            solved = rep["rsb1_rs_test_error"].sel(sigma=s, lam=lam).notnull()
+            name = f"{LABELS.get(s, s)}, λ = {lam:g}"
+            if bool(gs.notnull().any()):
+                ok = gs.notnull().values
+                ax.plot(
+                    alpha[ok],
+                    gs.values[ok],
+                    ls=":",
+                    lw=1,
+                    marker="s",
+                    ms=6,
+                    fillstyle="none",
+                    color=COLORS.get(s),
+                    label=f"1RSB ground state {name}",
+                )
+            none = (solved & gs.isnull()).values
+            if none.any():
+                ax.plot(
+                    alpha[none],
+                    rep["rsb1_rs_test_error"].sel(sigma=s, lam=lam).values[none],
+                    ls="none",
+                    marker="o",
+                    ms=6,
+                    fillstyle="none",
+                    color=COLORS.get(s),
+                    label=f"1RSB: no s* on the grid (RS, same samples) {name}",
+                )
 
 
 def _draw_bayes_optimal(ax, rep) -> None:

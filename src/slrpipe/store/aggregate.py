@@ -19,7 +19,9 @@ experiment's config entry and provenance as attributes):
   (slrpipe.store.trajectory); and the ground state over the starts, ``*_ground`` and ``ground_init/restart/optimizer`` (slrpipe.store.ground).
   ``slrpipe.store.ground.reference`` selects the informed start (the dims (sigma, lam, alpha, seed)).
 - ``/replica/<exp>``: dims (sigma, lam, alpha) — replica prediction (model.md §6), plus
-  ``test_error_opt_lam`` / ``lam_opt`` (minimum over the λ grid) and ``bayes_optimal_*`` (dim alpha).
+  ``test_error_opt_lam`` / ``lam_opt`` (minimum over the λ grid) and ``bayes_optimal_*`` (dim alpha);
+  with ``ansatz: [rs, rsb1]`` the 1RSB points as ``rsb1_*`` (their s scans ``rsb1_scan_*`` on dim s;
+  slrpipe.commands.rsb1.dataset), NaN where not solved.
 
 The root carries the config (JSON), package version, git commit and creation time.
 """
@@ -203,13 +205,26 @@ def _erm_task(files) -> SLRTask:
     return SLRTask(str(ds["model"].values), float(ds["nu"]), law, float(ds["delta"]), 2)
 
 
+def _rsb1_part(ds: xr.Dataset) -> xr.Dataset:
+    """One 1RSB point's file (``slrpipe rsb1``) as ``rsb1_*`` variables on (sigma, lam, alpha),
+    the scan on (sigma, lam, alpha, s); flags as floats (1/0, NaN where a point was not solved)."""
+    key = {d: [ds[d].values.item()] for d in ("sigma", "lam", "alpha")}
+    ds = ds.reset_coords(drop=True)
+    ds = ds.assign({v: ds[v].astype(float) for v in ds.data_vars if ds[v].dtype == bool})
+    return ds.rename({v: f"rsb1_{v}" for v in ds.data_vars}).expand_dims(key)
+
+
 def replica_node(files) -> xr.Dataset:
     """Replica sweeps (one file per σ, dims lam × alpha) stacked along ``sigma``; the Bayes-optimal
-    state evolution (no σ coordinate) as ``bayes_optimal_*`` variables on alpha."""
-    parts, bo, setting = [], None, {}
+    state evolution (no σ coordinate) as ``bayes_optimal_*`` variables on alpha; 1RSB points (one
+    file each, dim s) as ``rsb1_*`` variables (:func:`_rsb1_part`), NaN at the points not solved."""
+    parts, rsb1, bo, setting = [], [], None, {}
     for f in files:
         ds = read_netcdf(f)
         setting = _setting(ds)
+        if ds.attrs.get("command") == "rsb1":
+            rsb1.append(_rsb1_part(ds))
+            continue
         if "sigma" not in ds.coords:  # the Bayes-optimal sweep
             ds = ds.reset_coords(drop=True)
             bo = ds.rename({v: f"bayes_optimal_{v}" for v in ds.data_vars})
@@ -226,6 +241,10 @@ def replica_node(files) -> xr.Dataset:
         out["lam_opt"] = err.fillna(np.inf).idxmin("lam").where(np.isfinite(out["test_error_opt_lam"]))
     if bo is not None:
         out = out.merge(bo, compat="override", join="outer")
+    if rsb1:
+        out = out.merge(
+            xr.merge(rsb1, join="outer", combine_attrs="drop"), join="outer", combine_attrs="drop_conflicts"
+        )
     return out.assign_coords(setting)
 
 

@@ -111,6 +111,37 @@ LADDER_COLUMNS = [
     "z_limit",
     "z_ground_limit",
 ]
+#: columns of a row whose replica experiment solved 1RSB there (ansatz [rs, rsb1]; docs/theory.md §13):
+#: at s* (Σ(s*) = 0) the ground state's objective Φ(s*) ± s.e., test error of a typical minimum and
+#: 2 tr δQ (the predicted (1/D)|W_a − W_b|²); RS on the same samples; the ERM reference (``rsb1_erm_ref``
+#: says which: the ground state over starts, D → ∞ where there is a ladder, else the informed start)
+#: and the fraction of the RS–ERM gap that 1RSB closes, (1RSB − RS)/(ERM − RS), for both
+RSB1_COLUMNS = [
+    "rsb1_s_star",
+    "rsb1_objective",
+    "rsb1_objective_se",
+    "rsb1_test_error",
+    "rsb1_distance",
+    "rsb1_converged",
+    "rsb1_rs_objective",
+    "rsb1_rs_test_error",
+    "rsb1_erm_objective",
+    "rsb1_erm_test",
+    "rsb1_erm_ref",
+    "gap_closed_objective",
+    "gap_closed_test",
+]
+#: RSB1_COLUMNS read from the replica node (its ``rsb1_*`` variables, slrpipe.store.aggregate)
+_RSB1 = {
+    "rsb1_s_star": "rsb1_s_star",
+    "rsb1_objective": "rsb1_objective",
+    "rsb1_objective_se": "rsb1_objective_se",
+    "rsb1_test_error": "rsb1_test_error",
+    "rsb1_distance": "rsb1_distance",
+    "rsb1_converged": "rsb1_converged",
+    "rsb1_rs_objective": "rsb1_rs_objective",
+    "rsb1_rs_test_error": "rsb1_rs_test_error",
+}
 _THEORY = {
     "theory": "test_error",
     "theory_seed_mean": "test_error_seed_mean",
@@ -188,6 +219,43 @@ def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
         out["theory"] = seed_mean
     out["theory_mc_se"] = out["theory_mc_sd"] / np.sqrt(k) if k > 1 else np.nan
     return out
+
+
+def _rsb1_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
+    """The 1RSB values (``_RSB1``) at a grid point (σ, λ, α) of the replica node; NaN where 1RSB
+    was not solved there (no interpolation: each point is its own job)."""
+    out = dict.fromkeys(_RSB1, np.nan)
+    a, lams = rep["alpha"].values, rep["lam"].values
+    near, lam_near = np.abs(np.log(a / alpha)) <= ALPHA_RTOL, np.isclose(lams, lam)
+    if sigma not in rep["sigma"].values or not near.any() or not lam_near.any():
+        return out
+    pt = rep.sel(sigma=sigma).isel(alpha=int(np.argmax(near)), lam=int(np.argmax(lam_near)))
+    for col, var in _RSB1.items():
+        out[col] = float(pt[var].values)
+    return out
+
+
+def _rsb1_gap(r: dict) -> dict:
+    """The ERM reference of the 1RSB columns and the fractions of the RS–ERM gap closed (RSB1_COLUMNS)."""
+    candidates = (
+        (r.get("ground_limit"), "ground D→∞"),
+        (r["ground_mean"], "ground"),
+        (r.get("erm_limit"), "informed D→∞"),
+        (r["erm_mean"], "informed"),
+    )
+    value, ref = next(((v, w) for v, w in candidates if _finite(v)), (np.nan, ""))
+    obj = r["ground_objective"] if _finite(r["ground_objective"]) else r["erm_objective"]
+
+    def closed(x, rs, erm):
+        return (x - rs) / (erm - rs) if all(map(_finite, (x, rs, erm))) and erm != rs else np.nan
+
+    return {
+        "rsb1_erm_objective": obj,
+        "rsb1_erm_test": value,
+        "rsb1_erm_ref": ref,
+        "gap_closed_objective": closed(r["rsb1_objective"], r["rsb1_rs_objective"], obj),
+        "gap_closed_test": closed(r["rsb1_test_error"], r["rsb1_rs_test_error"], value),
+    }
 
 
 def _mean_se(x: xr.DataArray) -> tuple[float, float, int]:
@@ -303,8 +371,8 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
 
 
 def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | None:
-    """The row (``COLUMNS``, plus ``LADDER_COLUMNS`` for a ladder) of one (σ, λ, α) point; None
-    where ERM has no value there."""
+    """The row (``COLUMNS``, plus ``LADDER_COLUMNS`` for a ladder and ``RSB1_COLUMNS`` where the
+    replica experiment solved 1RSB) of one (σ, λ, α) point; None where ERM has no value there."""
     pt = link.erm.sel(sigma=sigma, lam=lam, alpha=alpha)
     test, _, k_test = _mean_se(pt["test_error"])
     quantity = "test_error_pop" if "test_error_pop" in pt and int(pt["test_error_pop"].count()) else "test_error"
@@ -330,8 +398,9 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
     )
     ok = bool(abs(z) <= crit.max_abs_z or abs(rel) <= crit.rel_tol) if np.isfinite(theory) else False
     lad = _ladder_at(link.by_D, sigma, lam, alpha, quantity, theory, sd) if "D" in link.by_D.dims else {}
-    th["verdict"] = _verdict_at(th, mean, se, ground, lad, crit)
-    return dict(
+    rsb1 = _rsb1_at(link.rep, str(sigma), float(lam), float(alpha)) if "rsb1_objective" in link.rep else {}
+    th["verdict"] = _verdict_at(th, mean, se, ground, lad, crit, rsb1.get("rsb1_test_error"))
+    row = dict(
         experiment=link.name,
         sigma=str(sigma),
         lam=float(lam),
@@ -351,18 +420,24 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
         agrees=ok,
         **lad,
     )
+    if rsb1:
+        row.update(rsb1)
+        row.update(_rsb1_gap(row))
+    return row
 
 
-def _verdict_at(th: dict, mean: float, se: float, ground: dict, lad: dict, crit: _Criteria) -> str:
+def _verdict_at(th: dict, mean: float, se: float, ground: dict, lad: dict, crit: _Criteria, rsb1=None) -> str:
     """The per-point verdict (slrpipe.store.verdict) from the row's theory columns ``th``, the
-    informed start's ``mean`` ± ``se`` at the largest D, the ``ground`` state columns and, where
-    the experiment has a D ladder, the D → ∞ limits of both (``lad``; else None: not measured)."""
+    informed start's ``mean`` ± ``se`` at the largest D, the ``ground`` state columns, where
+    the experiment has a D ladder the D → ∞ limits of both (``lad``; else None: not measured), and
+    the 1RSB ground state's test error ``rsb1`` (None/NaN: not solved)."""
     return point_verdict(
         th["theory"],
         th["theory_mc_se"],
         Measurement(mean, se, lad.get("erm_limit"), lad.get("erm_limit_se")),
         Measurement(ground["ground_mean"], ground["ground_se"], lad.get("ground_limit"), lad.get("ground_limit_se")),
         rs_stable=th["rs_stable"],
+        rsb1=rsb1,
         rule=Rule(crit.max_abs_z, crit.rel_tol),
     )
 
@@ -522,7 +597,41 @@ def format_table(rows: list[dict], width: int = WIDTH) -> str:
     ladder = [r for r in rows if r.get("ladder_D")]
     if ladder:
         lines += format_ladder(ladder, width)
+    rsb1 = [r for r in rows if _finite(r.get("rsb1_rs_objective"))]
+    if rsb1:
+        lines += ["", *format_rsb1(rsb1, width)]
     return "\n".join(lines).rstrip("\n")
+
+
+def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
+    """The 1RSB section of the table (``RSB1_COLUMNS``): per point RS and 1RSB on the same samples
+    beside the ERM reference, objective (min 𝓛/D) and test error, the fraction of each gap closed,
+    s* and 2 tr δQ; '—' where Σ does not cross zero on the s grid (no ground state claimed)."""
+    out = _wrap(
+        "1RSB (docs/theory.md §13): RS and the 1RSB ground state (s*: Σ = 0) on the same samples, against ERM "
+        "(ref: ground state over starts, D→∞ where a ladder exists); closed = (1RSB − RS)/(ERM − RS); "
+        "2trδQ: the predicted distance (1/D)|W_a − W_b|² between minima",
+        width,
+        indent="",
+    )
+    head = (
+        f"{'sigma':<8}{'lam':>5}{'alpha':>6}{'s*':>6}{'obj RS':>8}{'1RSB ± s.e.':>17}{'ERM':>8}"
+        f"{'closed':>7}{'test RS':>8}{'1RSB':>8}{'ERM':>8}{'closed':>7}{'2trδQ':>7}  ref"
+    )
+    for name in dict.fromkeys(r["experiment"] for r in rows):
+        out += ["", f"== {name} ==", head, "-" * min(len(head) + 12, width)]
+        out += [_rsb1_line(r) for r in rows if r["experiment"] == name]
+    return out
+
+
+def _rsb1_line(r: dict) -> str:
+    return (
+        f"{r['sigma']:<8}{r['lam']:>5g}{r['alpha']:>6.3g}{_n(r['rsb1_s_star'], 2):>6}"
+        f"{_n(r['rsb1_rs_objective']):>8}{_pm(r['rsb1_objective'], r['rsb1_objective_se']):>17}"
+        f"{_n(r['rsb1_erm_objective']):>8}{_n(r['gap_closed_objective'], 2):>7}"
+        f"{_n(r['rsb1_rs_test_error']):>8}{_n(r['rsb1_test_error']):>8}{_n(r['rsb1_erm_test']):>8}"
+        f"{_n(r['gap_closed_test'], 2):>7}{_n(r['rsb1_distance'], 3):>7}  {r['rsb1_erm_ref']}"
+    )
 
 
 def _fit(r: dict, who: str) -> str:

@@ -16,10 +16,16 @@ Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order
   3. ``ERM not at its ground state``: not 1–2, but the ERM ground state (lowest training objective
      over informed and random starts) agrees, at the largest D or extrapolated (same rules, the
      precision clause of 2 against the ground state at the largest D);
-  4. ``RS unstable``: none of the ERM values agrees and the RS fixed point is unstable
+  4. ``1RSB agrees``: not 1–3, the one-step RSB ground state was solved at the point (its s*
+     found, docs/theory.md §13) and an ERM value (ground state or informed start, at the largest D
+     or extrapolated) agrees with its test error by the same rules (its Monte Carlo error not
+     measured: the relative clause carries it);
+  5. ``RS unstable``: not 1–3, 1RSB not solved there, and the RS fixed point is unstable
      (``rs_stable`` False, docs/theory.md §11): the replica-symmetric prediction is not expected
      to be exact there;
-  5. ``unexplained``: none of the above — a bug until shown otherwise.
+  6. ``1RSB does not close the gap``: not 1–4 where 1RSB was solved: RS instability alone no
+     longer explains the gap (the validation table's 1RSB section gives the numbers);
+  7. ``unexplained``: none of the above — a bug until shown otherwise.
 ``theory missing`` (not one of the five) is returned where the theory has no converged
 value: nothing is compared there; ``theory MC error not measured`` where the point would be
 ``unexplained`` but the theory's Monte Carlo error is unknown (one draw, ``mc_seeds`` = 1): a gap
@@ -34,7 +40,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-VERDICTS = ("agrees", "agrees after D → ∞", "ERM not at its ground state", "RS unstable", "unexplained")
+VERDICTS = (
+    "agrees",
+    "agrees after D → ∞",
+    "ERM not at its ground state",
+    "1RSB agrees",
+    "RS unstable",
+    "1RSB does not close the gap",
+    "unexplained",
+)
 MISSING = "theory missing"
 UNMEASURED = "theory MC error not measured"
 #: defaults of the agreement rule (those of config/validation.yaml's enforcement)
@@ -101,6 +115,7 @@ def verdict(
     ground: Measurement = NOT_MEASURED,
     *,
     rs_stable=None,
+    rsb1=None,
     rule: Rule = DEFAULT_RULE,
 ) -> str:
     """The verdict of one point (module docstring).
@@ -110,6 +125,7 @@ def verdict(
         erm: ERM from the informed start (largest D, and its D → ∞ limit where there is a ladder).
         ground: the same for the ERM ground state (default: not measured).
         rs_stable: True/False (or 1/0) from the replica output (NaN/None: not checked).
+        rsb1: test error of the 1RSB ground state at s* (NaN/None: not solved, or no s* found).
         rule: the agreement rule.
     Returns: one of ``VERDICTS``, or ``MISSING`` / ``UNMEASURED``.
     Raises: ValueError: rule.max_abs_z ≤ 0 or rule.rel_tol < 0.
@@ -128,10 +144,17 @@ def verdict(
         ground, theory, tse, max_abs_z
     ):
         return VERDICTS[2]
+    if _finite(rsb1):
+        closes = any(
+            agrees(m.value, m.se, rsb1, 0.0, max_abs_z=max_abs_z, rel_tol=rel_tol)
+            or _limit_agrees(m, rsb1, 0.0, max_abs_z)
+            for m in (ground, erm)
+        )
+        return VERDICTS[3] if closes else VERDICTS[5]
     stable = None if rs_stable is None or (isinstance(rs_stable, float) and math.isnan(rs_stable)) else bool(rs_stable)
     if stable is False:
-        return VERDICTS[3]
-    return VERDICTS[4] if _finite(theory_se) else UNMEASURED
+        return VERDICTS[4]
+    return VERDICTS[6] if _finite(theory_se) else UNMEASURED
 
 
 def _limit_agrees(m: Measurement, theory, tse, max_abs_z) -> bool:

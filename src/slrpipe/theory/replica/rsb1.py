@@ -716,6 +716,28 @@ def physical(scan, rel_tol: float = 0.1) -> np.ndarray:
     return out
 
 
+def rs_on_samples(task: ReplicaTask, lam, alpha, fields: Fields, init: dict) -> tuple[dict, dict]:
+    """The RS fixed point on the 1RSB outer samples, for the comparison on the same samples and
+    the start of the s scan: the soft-min channel from ``init`` (Anderson, then damped if that
+    fails), then the hard channel (``softmin=None``, the one 1RSB uses; docs/theory.md §13) from it.
+
+    Args:
+        task: :class:`ReplicaTask`.  lam, alpha: floats > 0.  fields: the outer :class:`Fields`.
+        init: starting order parameters (keys ``slrpipe.theory.replica.solver.STATE``), e.g. the
+            RS sweep's fixed point at (λ, α) on its own samples.
+    Returns:
+        (soft, hard): the two ``solve_replica`` results.
+    """
+    from slrpipe.theory.replica.solver import STATE, solve_replica
+
+    soft = solve_replica(task, lam, alpha, fields=fields, init=init, max_iter=80)
+    if not soft["converged"]:
+        start = {k: soft[k] for k in STATE}
+        soft = solve_replica(task, lam, alpha, fields=fields, init=start, method="damped", max_iter=200, patience=200)
+    hard = solve_replica(task, lam, alpha, fields=fields, init={k: soft[k] for k in STATE}, softmin=None, max_iter=60)
+    return soft, hard
+
+
 def rsb1_ground_state(
     task: ReplicaTask,
     lam,

@@ -1,0 +1,175 @@
+"""Zero-temperature 1RSB ground state of ridge ERM at one (σ, λ, α), beside RS on the same samples.
+
+Reads the RS sweep file ``--rs`` (``slrpipe replica``) for its fixed point at (λ, α), solves RS
+again on the 1RSB outer samples (soft then hard channel, ``rsb1.rs_on_samples``), scans the Parisi
+parameter over ``--s-grid`` and solves at s*, where the complexity crosses zero
+(``rsb1.rsb1_ground_state``; docs/theory.md §13). Writes one netCDF file (:func:`dataset`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import xarray as xr
+
+from slrpipe.commands._common import parse_grid, parse_L, parse_nu, typed
+from slrpipe.io import read_netcdf, write_netcdf
+from slrpipe.jobs import Rsb1Job, from_namespace, text
+from slrpipe.provenance import provenance
+from slrpipe.vocabulary import MODELS, REPLICA_SIGMAS
+
+log = logging.getLogger(__name__)
+
+#: the per-s quantities of the scan (``rsb1._SUMMARY`` names → dataset names: ``sigma`` is σ's
+#: coordinate, so the complexity Σ is ``complexity``)
+SCAN = {
+    "phi": "phi",
+    "sigma": "complexity",
+    "sigma_se": "complexity_se",
+    "energy_direct": "energy",
+    "energy_direct_se": "energy_se",
+    "test_error": "test_error",
+    "dq_k": "dq_k",
+    "dq_v": "dq_v",
+    "m_k": "m_k",
+    "m_v": "m_v",
+    "q1_k": "q1_k",
+    "q1_v": "q1_v",
+    "V_k": "V_k",
+    "V_v": "V_v",
+    "ess_median": "ess_median",
+    "residual": "residual",
+    "converged": "converged",
+    "dqhat_k_n1_bias": "dqhat_k_n1_bias",
+    "dqhat_v_n1_bias": "dqhat_v_n1_bias",
+    "wall_time": "wall_time",
+}
+#: RS on the same outer samples (hard channel)
+RS_KEYS = ("objective", "test_error", "m_k", "q_k", "V_k", "m_v", "q_v", "V_v", "residual", "converged")
+
+
+def add_arguments(p) -> None:
+    """The options of ``slrpipe rsb1`` (added to its subparser ``p``)."""
+    p.add_argument("--sigma", required=True, choices=REPLICA_SIGMAS, help="score function")
+    p.add_argument("--model", required=True, choices=MODELS)
+    p.add_argument("--nu", required=True, type=typed(parse_nu), help="signal strength (max-SLR: inf allowed)")
+    p.add_argument("--L", required=True, type=typed(parse_L), help="fixed sequence length")
+    p.add_argument("--delta", type=float, default=0.0, help="label-noise standard deviation Δ")
+    p.add_argument("--lam", required=True, type=float, help="ridge λ > 0")
+    p.add_argument("--alpha", required=True, type=float, help="α = n/D > 0 (a point of the RS sweep's grid)")
+    p.add_argument("--n-outer", type=int, default=1024, help="outer samples N₀ (the RS fields)")
+    p.add_argument("--n-inner", type=int, default=32, help="inner samples N₁ per outer sample (multiple of 4)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the outer samples")
+    p.add_argument("--inner-seed", type=int, default=1, help="seed of the inner samples")
+    p.add_argument("--s-grid", required=True, type=typed(parse_grid), help="comma-separated Parisi parameters s")
+    p.add_argument("--frac", type=float, default=0.05, help="start δq = frac·(q − m²) from the RS state")
+    p.add_argument("--tol", type=float, default=2e-4, help="fixed-point tolerance")
+    p.add_argument("--max-iter", type=int, default=80, help="channel evaluations per s")
+    p.add_argument("--rs", required=True, help="the RS sweep file (slrpipe replica) whose fixed point starts RS")
+    p.add_argument("--out", required=True, help="output netCDF path")
+
+
+def rs_start(path, lam: float, alpha: float) -> dict:
+    """The RS sweep's order parameters at (λ, α) (``solver.STATE`` keys) from its file ``path``.
+
+    Raises:
+        ValueError: (λ, α) not on the sweep's grid (one line naming the file and the grid).
+    """
+    from slrpipe.theory.replica.solver import STATE
+
+    ds = read_netcdf(path)
+    lams, alphas = ds["lam"].values, ds["alpha"].values
+    i, j = np.flatnonzero(np.isclose(lams, lam, rtol=1e-12)), np.flatnonzero(np.isclose(alphas, alpha, rtol=1e-12))
+    if not i.size or not j.size:
+        raise ValueError(f"rs: (λ, α) = ({lam}, {alpha}) not on the grid of {path}: λ {list(lams)}, α {list(alphas)}")
+    pt = ds.isel(lam=int(i[0]), alpha=int(j[0]))
+    return {k: float(pt[k]) for k in STATE}
+
+
+def dataset(job: Rsb1Job, res: dict, scan_physical) -> xr.Dataset:
+    """The result of one point as an ``xarray.Dataset``.
+
+    Dims: s (the scan grid). Variables: ``scan_*`` on s (:data:`SCAN`: Φ(s), the complexity Σ(s) ±
+    s.e., the typical-state energy e(s) ± s.e. and test error, δq, m, q₁, V per column, the median
+    inner ESS, residual, converged, N₁ biases; ``scan_physical``: on the concave branch of Σ(e));
+    ``rs_*`` scalars (:data:`RS_KEYS`, RS on the same samples, hard channel; ``rs_objective_se`` its
+    outer Monte Carlo s.e.); at s* (where Σ crosses
+    zero; NaN where it does not): ``s_star``, ``objective`` (Φ(s*) = e_gs, min 𝓛/D of the ground
+    state) ± ``objective_se``, ``test_error`` (a typical ground-state minimum), ``dq_k``, ``dq_v``,
+    ``distance`` = 2(δq_k + δq_v) (the predicted (1/D)|W_a − W_b|² between two minima), ``m_k``,
+    ``m_v``, ``q1_k``, ``q1_v``, ``converged``. Coordinates: σ, the data law, λ, α; attributes: the
+    samples and solver options.
+    """
+    grid = np.array(job.s_grid)
+    scan = res["scan"]
+    data = {f"scan_{new}": ("s", np.array([r[old] for r in scan])) for old, new in SCAN.items()}
+    data["scan_physical"] = ("s", np.asarray(scan_physical, bool))
+    data.update({f"rs_{k}": ((), res["rs"][k]) for k in RS_KEYS})
+    data["rs_objective_se"] = ((), job.alpha * res["rs"]["train_loss_se"])  # the train loss's outer MC s.e.
+    star = res["star"]
+    nan = math.nan
+    at = (lambda k: star[k]) if star else (lambda k: nan)
+    data.update(
+        s_star=((), at("s")),
+        objective=((), at("phi")),
+        objective_se=((), at("energy_direct_se")),
+        test_error=((), at("test_error")),
+        dq_k=((), at("dq_k")),
+        dq_v=((), at("dq_v")),
+        distance=((), 2.0 * (at("dq_k") + at("dq_v"))),
+        m_k=((), at("m_k")),
+        m_v=((), at("m_v")),
+        q1_k=((), at("q1_k")),
+        q1_v=((), at("q1_v")),
+        converged=((), bool(star["converged"]) if star else False),
+    )
+    L = next(iter(job.L))
+    coords = dict(
+        s=grid, sigma=job.sigma, model=job.model, nu=job.nu, L=L, delta=job.delta, lam=job.lam, alpha=job.alpha
+    )
+    attrs = dict(
+        theory="one-step replica-symmetry breaking, zero temperature (docs/theory.md §13)",
+        n_outer=res["n_outer"],
+        n_inner=res["n_inner"],
+        seed=job.seed,
+        inner_seed=job.inner_seed,
+        frac=job.frac,
+        tol=job.tol,
+        max_iter=job.max_iter,
+        rs_start=job.rs,
+    )
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def run(args) -> int:
+    """Run ``slrpipe rsb1`` on parsed arguments; returns the exit status (0 on success).
+
+    Raises:
+        ValueError: a bad parameter, or (λ, α) not on the RS sweep's grid (the CLI prints it as one
+        line and exits with 2)."""
+    from slrpipe.theory.replica import ReplicaTask, rsb1
+
+    job = from_namespace(Rsb1Job, args)
+    if len(job.L) != 1:
+        raise ValueError(f"L: the replica solver needs a fixed length, got {text(job.L)}")
+    task = ReplicaTask(job.sigma, job.model, job.nu, next(iter(job.L)), job.delta).normalised()
+    draw = rsb1.Rsb1Draw(job.n_outer, job.n_inner, job.seed, job.inner_seed)
+    options = rsb1.Rsb1Options(tol=job.tol, max_iter=job.max_iter)
+    init = rs_start(job.rs, job.lam, job.alpha)
+    fields, _ = draw.samples(task)
+    _, hard = rsb1.rs_on_samples(task, job.lam, job.alpha, fields, init)
+    log.info(
+        "RS on the 1RSB samples (hard channel): objective %.6f test error %.5f converged %s",
+        hard["objective"],
+        hard["test_error"],
+        hard["converged"],
+    )
+    res = rsb1.rsb1_ground_state(
+        task, job.lam, job.alpha, draw=draw, s_grid=job.s_grid, frac=job.frac, rs=hard, options=options
+    )
+    ds = dataset(job, res, rsb1.physical(res["scan"]))
+    ds.attrs.update(provenance(command="rsb1", nu_text=text(job.nu)))
+    write_netcdf(ds, args.out)
+    return 0

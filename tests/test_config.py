@@ -55,7 +55,7 @@ BAD = {
         "figures.fig2",
         "not a population experiment",
     ),
-    "unknown figure": (lambda c: c["figures"].update(fig9=[]), "figures.fig9", "allowed: ['cor43'"),
+    "unknown figure": (lambda c: c["figures"].update(fig9=[]), "figures.fig9", "allowed: ['complexity', 'cor43'"),
     "nu nan": (lambda c: c["erm"]["spiked_L2"].update(nu=math.nan), "erm.spiked_L2.nu", "allowed: a finite number"),
     "nu nan in a grid": (
         lambda c: c["population"]["spiked_L2"].update(nu=[0.5, math.nan]),
@@ -263,11 +263,11 @@ def test_plan_one_rsb1_job_per_point_started_from_its_rs_sweep():
     cfg = validate(copy.deepcopy(SMOKE))
     p = plan(cfg)
     assert sorted(p.rsb1) == [
-        f"results/replica/spiked/L2/nu2/delta0/{s}/rsb1/lam0.1_alpha8_n128x8_seed0_1.nc" for s in ("linear", "softmax")
+        f"results/replica/spiked/L2/nu2/delta0/{s}/rsb1/lam0.1_alpha8_n512x4_seed0_1.nc" for s in ("linear", "softmax")
     ]
     for path, job in p.rsb1.items():
         assert job.rs in p.replica and p.replica[job.rs].sigma == job.sigma and job.alpha == 8.0
-        assert job.s_grid == (1.0, 4.0) and job.max_iter == 10 and path in p.members[("replica", "spiked_L2")]
+        assert job.s_grid == (1.0, 4.0) and job.max_iter == 5 and path in p.members[("replica", "spiked_L2")]
     every = copy.deepcopy(SMOKE)
     every["replica"]["spiked_L2"]["rsb1"]["alphas"] = None
     assert sorted({j.alpha for j in plan(validate(every)).rsb1.values()}) == [2.0, 8.0]

@@ -183,7 +183,7 @@ def test_store_contents(done):
 def test_figures_are_real_images(done):
     import matplotlib.image as mpimg
 
-    for fig in ("fig2", "cor43", "erm_vs_population", "fig3", "optimization", "validation"):
+    for fig in ("fig2", "cor43", "erm_vs_population", "fig3", "optimization", "validation", "complexity"):
         png, pdf = done / "results" / "figures" / f"{fig}.png", done / "results" / "figures" / f"{fig}.pdf"
         assert pdf.stat().st_size > 5_000 and pdf.read_bytes()[:4] == b"%PDF"
         img = mpimg.imread(png)
@@ -212,6 +212,7 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
         "fig_fig3": 1,
         "fig_optimization": 1,
         "fig_validation": 1,
+        "fig_complexity": 1,
         **AFTER_RESULTS,
     }, out
     trained = trained_outputs(out)
@@ -234,6 +235,7 @@ def test_adding_a_restart_lists_exactly_its_jobs(done):
         "fig_erm_vs_population": 1,
         "fig_fig3": 1,
         "fig_validation": 1,
+        "fig_complexity": 1,
         **AFTER_RESULTS,
     }, out
     trained = trained_outputs(out)
@@ -254,6 +256,7 @@ def test_changing_a_replica_sweep_redraws_the_figures_that_draw_it(done):
         "fig_fig3": 1,
         "fig_optimization": 1,
         "fig_validation": 1,
+        "fig_complexity": 1,
         **AFTER_RESULTS,
     }, out
 
@@ -270,11 +273,12 @@ def test_changing_the_replica_alpha_grid_reruns_its_sweeps(done):
         "fig_fig3": 1,
         "fig_optimization": 1,
         "fig_validation": 1,
+        "fig_complexity": 1,
         **AFTER_RESULTS,
     }, out
 
 
-@pytest.mark.parametrize("option", [{"n_inner": 4}, {"tol": 1e-3}])
+@pytest.mark.parametrize("option", [{"n_inner": 8}, {"tol": 1e-3}])
 def test_changing_a_1rsb_option_reruns_only_the_1rsb_points(done, option):
     """A 1RSB sample size (in the path) or solver option (in the command line) reruns the two
     1RSB points of spiked_L2 (α = 8, softmax and linear), not the RS sweep they start from."""
@@ -284,15 +288,18 @@ def test_changing_a_1rsb_option_reruns_only_the_1rsb_points(done, option):
         "fig_fig3": 1,
         "fig_optimization": 1,
         "fig_validation": 1,
+        "fig_complexity": 1,
         **AFTER_RESULTS,
     }, out
 
 
 def test_rsb1_points_in_the_store_and_the_table(done):
     """ansatz [rs, rsb1] at α = 8: the 1RSB files in the replica node (NaN at α = 2, not solved),
-    the scan on dim s, and RS on the 1RSB outer samples (N₀ = 128) equal to the RS sweep's fixed
-    point (N = 512) within 4 combined Monte Carlo s.e. of the objective (the same equations on
-    other samples; hard vs soft-min channel differ by ≤ 0.2 s.e., docs/theory.md §13)."""
+    the scan on dim s, and RS on the 1RSB outer samples — the sweep's own samples here (N₀ =
+    n_samples = 512, seed 0), started from the sweep's fixed point at (λ, α) — equal to the sweep's
+    objective within 0.2 of its Monte Carlo s.e.: the hard channel 1RSB needs differs from the
+    sweep's soft-min one by at most that (docs/theory.md §13); reading another α or λ of the sweep
+    file, or other samples, would move it by far more."""
     tree = open_strictly(done / "results" / "slr.zarr")
     rep = tree["replica/spiked_L2"].to_dataset()
     rs = rep["rsb1_rs_objective"]
@@ -301,8 +308,8 @@ def test_rsb1_points_in_the_store_and_the_table(done):
     assert list(rep["s"].values) == [1.0, 4.0]
     for s in ("softmax", "linear"):
         a = rep.sel(sigma=s, lam=0.1, alpha=8.0)
-        se = np.hypot(float(a["rsb1_rs_objective_se"]), 8.0 * float(a["train_loss_se"]))
-        assert abs(float(a["rsb1_rs_objective"]) - float(a["objective"])) <= 4 * se, (s, a)
+        se = 8.0 * float(a["train_loss_se"])
+        assert abs(float(a["rsb1_rs_objective"]) - float(a["objective"])) <= 0.2 * se, (s, a)
     rows = json.loads((done / "results" / "validation.json").read_text())
     assert all(np.isfinite(r["rsb1_rs_objective"]) == (r["alpha"] == 8.0) for r in rows)
     assert "1RSB (docs/theory.md §13)" in (done / "results" / "validation.txt").read_text()

@@ -479,25 +479,23 @@ def _plan_replica(config: dict, p: Plan, results: str) -> None:
                 )
                 p.members.setdefault(("replica", name), []).append(path)
                 if RSB1 in exp["ansatz"]:
-                    _plan_rsb1(exp, p, f"{stem}/{sigma}/rsb1", ("replica", name), sigma=sigma, lam=lam, rs=path)
+                    law = {k: base[k] for k in ("model", "nu", "L", "delta")}
+                    _plan_rsb1(exp, p, f"{stem}/{sigma}/rsb1", ("replica", name), law, sigma=sigma, lam=lam, rs=path)
         if exp["bayes_optimal"]:
             path = f"{stem}/bayes_optimal_n{exp['bayes_optimal_samples']}_seed{exp['seed']}.nc"
             _add(p.replica, path, ReplicaJob(**base, n_samples=exp["bayes_optimal_samples"], bayes_optimal=True))
             p.members.setdefault(("replica", name), []).append(path)
 
 
-def _plan_rsb1(exp: dict, p: Plan, stem: str, members: tuple, *, sigma: str, lam: float, rs: str) -> None:
-    """One Rsb1Job per α of ``rsb1.alphas`` (all of the grid if null) at (σ, λ), started from the
-    RS sweep file ``rs``; the path keys the samples (N₀, N₁ and their seeds), the solver options
-    are its command line's."""
+def _plan_rsb1(exp: dict, p: Plan, stem: str, members: tuple, law: dict, *, sigma: str, lam: float, rs: str) -> None:
+    """One Rsb1Job per α of ``rsb1.alphas`` (all of the grid if null) at (σ, λ) of the data law
+    ``law`` (model, nu, L, delta), started from the RS sweep file ``rs``; the path keys the samples
+    (N₀, N₁ and their seeds), the solver options are its command line's."""
     o = exp["rsb1"]
     for alpha in o["alphas"] or exp["alphas"]:
         path = f"{stem}/lam{fmt(lam)}_alpha{fmt(alpha)}_n{o['n_outer']}x{o['n_inner']}_seed{exp['seed']}_{o['inner_seed']}.nc"
         job = Rsb1Job(
-            model=exp["model"],
-            nu=exp["nu"],
-            L=_law(exp["L"]),
-            delta=exp["delta"],
+            **law,
             sigma=sigma,
             lam=lam,
             alpha=alpha,

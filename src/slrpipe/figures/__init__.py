@@ -15,6 +15,7 @@ REGISTRY = {
     "length_alpha": "replica",  # finite α at several L: replica, ERM, Bayes-optimal, n = ∞ limits
     "optimization": "erm",
     "validation": "replica",  # the verdict of every ERM point against the replica theory
+    "complexity": "replica",  # the 1RSB complexity curve Σ(e) at each solved point, ERM's minima on it
 }
 
 #: figures of ERM experiments that also draw the replica node of each experiment's data setting

@@ -104,11 +104,16 @@ def log_error_axis(ax, label="test error"):
     ax.set_ylabel(label)
 
 
-def panels(n: int, width=3.3, height=2.7):
-    """A figure with ``n`` panels side by side, each ``width`` × ``height`` inches; returns
-    (figure, [axes])."""
-    fig, axes = plt.subplots(1, n, figsize=(width * n, height), squeeze=False)
-    return fig, list(axes[0])
+def panels(n: int, width=3.3, height=2.7, ncols: int | None = None):
+    """A figure with ``n`` panels, each ``width`` × ``height`` inches: side by side, or in rows of
+    ``ncols`` (the unused cells of the last row hidden); returns (figure, [its n axes])."""
+    cols = n if ncols is None else max(1, min(ncols, n))
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
 
 
 #: no creation date in the PDF (matplotlib writes the time otherwise): the same figure, the same bytes

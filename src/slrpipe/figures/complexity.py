@@ -1,0 +1,135 @@
+"""Figure ``complexity``: the 1RSB complexity curve Σ(e) at each solved point, with the energies of
+ERM's minima placed on it (docs/theory.md §13).
+
+One panel per (replica experiment, σ, λ, α) where 1RSB was solved (``ansatz: [rs, rsb1]``; the
+store's ``rsb1_scan_*``): the parametric curve (e(s), Σ(s)) of the s scan — e the energy of a
+typical state, 𝓛/D — filled where converged and on the physical branch (de/ds ≤ 0, Σ concave in
+e), triangles where converged past its turn, open where not converged; the ground state s*
+(Σ = 0) as a star; RS on the same samples as a grey square at Σ = 0. ERM's minima of the linked
+experiment as vertical lines: the informed start, the random starts (mean over restarts) and the
+ground state over all starts (where there are random starts), each the objective α·J (= 𝓛/D)
+averaged over seeds — extrapolated to D → ∞ (a ± s.e. band) where the experiment has a D ladder,
+else at its largest D. Panels in rows of ``NCOLS``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import xarray as xr
+
+from slrpipe.store.ladder import point_ladder
+
+from .style import COLORS, LABELS, legend_below, ordered, panels, save, setting_title
+
+#: panels per row (config/rsb1.yaml has 27 points)
+NCOLS = 4
+#: colours of ERM's minima
+SHADES = {"informed": "#2ca02c", "random": "#ff7f0e", "ground state": "#d62728"}
+
+
+def erm_energies(node: xr.Dataset, sigma: str, lam: float, alpha: float) -> dict:
+    """{name: (value, s.e., label)} of the objective 𝓛/D = α·J of ERM's informed start, random
+    starts (mean over restarts per seed) and ground state over all starts (L-BFGS runs), seed
+    means: the D → ∞ limit (slrpipe.store.ladder.point_ladder) where ``node`` has a D ladder, else
+    the value at its largest D. Names whose runs the node lacks are left out."""
+    pt = node.sel(sigma=sigma, lam=lam).sel(alpha=alpha, method="nearest")
+    if "optimizer" in pt.dims and "lbfgs" in pt["optimizer"].values:
+        pt = pt.sel(optimizer="lbfgs")
+    series = {}
+    if "init" in pt.dims:
+        for name in ("informed", "random"):
+            if name in pt["init"].values:
+                v = pt["train_loss"].sel(init=name)
+                series[name] = (v.mean("restart") if "restart" in v.dims else v) * alpha
+    if "train_loss_ground" in pt and "random" in series:  # with the informed start alone it is that start
+        series["ground state"] = pt["train_loss_ground"] * alpha
+    out = {}
+    for name, v in series.items():
+        v = v.drop_vars(["init", "restart", "optimizer"], errors="ignore")
+        if "D" in v.dims:
+            fit = point_ladder(v).fit
+            if fit is not None:
+                out[name] = (fit.limit, fit.limit_se, f"D → ∞ ({fit.law})")
+                continue
+            v = v.isel(D=-1)
+        k = int(v.count())
+        if k:
+            se = float(v.std(ddof=1)) / np.sqrt(k) if k > 1 else np.nan
+            out[name] = (float(v.mean()), se, f"D = {int(pt['D'].max()) if 'D' in pt else '?'}")
+    return out
+
+
+def _points(rep: xr.Dataset):
+    """(σ, λ, α) of every point of a replica node where 1RSB was solved."""
+    if "rsb1_rs_objective" not in rep:
+        return []
+    done = rep["rsb1_rs_objective"].notnull()
+    return [
+        (str(s), float(lam), float(a))
+        for s in ordered(rep["sigma"].values)
+        for lam in rep["lam"].values
+        for a in rep["alpha"].values
+        if bool(done.sel(sigma=s, lam=lam, alpha=a))
+    ]
+
+
+def draw_point(ax, rep: xr.Dataset, sigma: str, lam: float, alpha: float, erm: dict) -> None:
+    """One panel (module docstring) of the point (σ, λ, α) of replica node ``rep``; ``erm``: the
+    output of :func:`erm_energies` (may be empty)."""
+    pt = rep.sel(sigma=sigma, lam=lam, alpha=alpha)
+    e, sig = pt["rsb1_scan_energy"].values, pt["rsb1_scan_complexity"].values
+    sig_se, s = pt["rsb1_scan_complexity_se"].values, pt["s"].values
+    conv = pt["rsb1_scan_converged"].values == 1
+    phys = pt["rsb1_scan_physical"].values == 1
+    c = COLORS.get(sigma)
+    for mask, fmt, lab in ((conv & phys, "o", "1RSB (e(s), Σ(s)) ± s.e., de/ds ≤ 0"), (conv & ~phys, "^", "de/ds > 0")):
+        if mask.any():
+            ax.errorbar(
+                e[mask], sig[mask], yerr=sig_se[mask], fmt=fmt, color=c, ms=3, elinewidth=0.6, capsize=2, label=lab
+            )
+    ok = np.isfinite(e) & np.isfinite(sig)
+    ax.plot(e[ok], sig[ok], "-", color=c, lw=0.8, alpha=0.5)
+    if (ok & ~conv).any():
+        ax.scatter(
+            e[ok & ~conv], sig[ok & ~conv], facecolors="white", edgecolors=c, s=14, zorder=3, label="not converged"
+        )
+    for x, y, t in zip(e[ok], sig[ok], s[ok]):
+        ax.annotate(f"s={t:g}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6)
+    if np.isfinite(float(pt["rsb1_s_star"])):
+        ax.plot([float(pt["rsb1_objective"])], [0.0], "*", color="black", ms=9, label="ground state s* (Σ = 0)")
+    ax.plot([float(pt["rsb1_rs_objective"])], [0.0], "s", color="grey", ms=5, label="RS, same samples")
+    for name, (val, se, where) in erm.items():
+        ax.axvline(val, color=SHADES[name], lw=1, ls=":", label=f"ERM {name}")
+        if np.isfinite(se):
+            ax.axvspan(val - se, val + se, color=SHADES[name], alpha=0.12, lw=0)
+        ax.annotate(
+            where, (val, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=5, va="top", ha="right"
+        )
+    ax.axhline(0.0, color="black", lw=0.6)
+    ax.set_xlabel(r"energy $e = \mathcal{L}/D$")
+    ax.set_ylabel("complexity Σ")
+    ax.set_title(f"{setting_title(rep)}\n{LABELS.get(sigma, sigma)}, λ = {lam:g}, α = {alpha:g}", fontsize=8)
+
+
+def plot(tree, experiments, out_stem):
+    """The figure (module docstring): one panel per 1RSB point of the replica ``experiments``
+    (a single empty panel saying so where none has one). ``out_stem``: output path without
+    extension. Returns the written [pdf, png] paths. Raises KeyError for an experiment not in the
+    store."""
+    jobs = []
+    for name in experiments:
+        rep = tree[f"replica/{name}"].to_dataset()
+        erm_name = json.loads(rep.attrs.get("erm", "null"))
+        node = tree[f"erm/{erm_name}"].to_dataset() if erm_name and erm_name in tree.get("erm", {}) else None
+        jobs += [(rep, p, node) for p in _points(rep)]
+    fig, axes = panels(max(len(jobs), 1), width=3.6, height=3.0, ncols=NCOLS)
+    for ax, (rep, (sigma, lam, alpha), node) in zip(axes, jobs):
+        erm = erm_energies(node, sigma, lam, alpha) if node is not None and sigma in node["sigma"].values else {}
+        draw_point(ax, rep, sigma, lam, alpha, erm)
+    if not jobs:
+        axes[0].text(0.5, 0.5, "no 1RSB point solved\n(replica ansatz: [rs, rsb1])", ha="center", va="center")
+        axes[0].set_axis_off()
+    legend_below(fig, axes)
+    return save(fig, out_stem)

@@ -202,10 +202,11 @@ def test_rsb1_columns_give_the_fraction_of_the_gap_closed(tmp_path):
 LADDER = [100, 200, 400, 800]
 
 
-def ladder_store(tmp_path, informed, random):
+def ladder_store(tmp_path, informed, random, random_loss=None, extra_rep=()):
     """A store whose ERM experiment has a D ladder: per (D, seed) the informed and one random start
-    (objectives: the random start is lower), values ``informed(D)`` / ``random(D)`` + seed noise
-    (s.d. 0.002, centred per D so each seed mean is exact); replica 0.5 at α = 1, RS stable."""
+    (objectives: the random start is lower: 0.9, or ``random_loss(D)`` + the same seed noise),
+    values ``informed(D)`` / ``random(D)`` + seed noise (s.d. 0.002, centred per D so each seed
+    mean is exact); replica 0.5 at α = 1, RS stable, plus ``extra_rep`` (name, value) pairs."""
     from slrpipe.store.ground import add_ground_state
 
     rng = np.random.default_rng(1)
@@ -213,7 +214,8 @@ def ladder_store(tmp_path, informed, random):
     noise -= noise.mean(-1, keepdims=True)
     D = np.array(LADDER, float)[:, None]
     te = np.stack([informed(D) + noise, random(D) + noise], axis=-1)  # (D, seed, init)
-    loss = np.stack([np.full_like(noise, 1.0), np.full_like(noise, 0.9)], axis=-1)
+    low = np.full_like(noise, 0.9) if random_loss is None else random_loss(D) + noise
+    loss = np.stack([np.full_like(noise, 1.0), low], axis=-1)
     dims = ("sigma", "lam", "alpha", "D", "seed", "init", "restart", "optimizer")
     shape = (1, 1, 1, len(LADDER), 4, 2, 1, 1)
     erm = xr.Dataset(
@@ -239,6 +241,7 @@ def ladder_store(tmp_path, informed, random):
                 ("replicon", 0.5),
                 ("test_error_seed_mean", 0.5),
                 ("test_error_mc_sd", 0.001),
+                *extra_rep,
             )
         },
         coords={"sigma": ["softmax"], "lam": [0.1], "alpha": [1.0]},
@@ -246,6 +249,35 @@ def ladder_store(tmp_path, informed, random):
     )
     tree = xr.DataTree.from_dict({"/erm/e": add_ground_state(erm), "/replica/r": rep})
     return write_zarr(tree, tmp_path / "slr.zarr")
+
+
+def test_rsb1_gap_uses_the_ground_state_extrapolated_over_the_ladder(tmp_path):
+    """With a D ladder the 1RSB gap is measured against ERM's ground state D → ∞, objective and
+    test error: ground = the random start, test error 0.45 + 20/D and objective 0.8 + 10/D (exact
+    1/D laws + seed noise s.d. 0.002 over 4 seeds), RS 0.55 / 0.7, 1RSB 0.52 / 0.75 → closed
+    0.3 and 0.5 (at the largest D, 800, they would be 0.26 and 0.44); the verdict is "1RSB does
+    not close the gap" (ERM 0.45 vs 1RSB 0.52: 13 %, z ≫ 4)."""
+    from slrpipe.store.aggregate import open_store
+
+    rsb1 = (
+        ("rsb1_rs_objective", 0.7),
+        ("rsb1_rs_test_error", 0.55),
+        ("rsb1_objective", 0.75),
+        ("rsb1_objective_se", 0.01),
+        ("rsb1_test_error", 0.52),
+        ("rsb1_s_star", 1.0),
+        ("rsb1_distance", 0.2),
+        ("rsb1_converged", 1.0),
+    )
+    path = ladder_store(
+        tmp_path, lambda D: 0.6 + 0 * D, lambda D: 0.40 + 20 / D, random_loss=lambda D: 0.8 + 10 / D, extra_rep=rsb1
+    )
+    (r,) = compare(open_store(path), CONFIG)
+    assert r["rsb1_erm_ref"] == "ground D→∞"
+    assert r["rsb1_erm_test"] == pytest.approx(0.40, abs=0.003) and r["gap_closed_test"] == pytest.approx(0.2, abs=0.01)
+    assert r["rsb1_erm_objective"] == pytest.approx(0.8, abs=0.003)
+    assert r["gap_closed_objective"] == pytest.approx(0.5, abs=0.02)
+    assert r["verdict"] == "1RSB does not close the gap"
 
 
 def test_ladder_rows_extrapolate_and_decide_the_verdict(tmp_path):

@@ -114,7 +114,8 @@ LADDER_COLUMNS = [
 #: columns of a row whose replica experiment solved 1RSB there (ansatz [rs, rsb1]; docs/theory.md §13):
 #: at s* (Σ(s*) = 0) the ground state's objective Φ(s*) ± s.e., test error of a typical minimum and
 #: 2 tr δQ (the predicted (1/D)|W_a − W_b|²); RS on the same samples; the ERM reference (``rsb1_erm_ref``
-#: says which: the ground state over starts, D → ∞ where there is a ladder, else the informed start)
+#: says which for the test error: the ground state over starts, D → ∞ where there is a ladder, else
+#: the informed start; the objective likewise, α·J, D → ∞ where there is a ladder)
 #: and the fraction of the RS–ERM gap that 1RSB closes, (1RSB − RS)/(ERM − RS), for both
 RSB1_COLUMNS = [
     "rsb1_s_star",
@@ -235,8 +236,20 @@ def _rsb1_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
     return out
 
 
-def _rsb1_gap(r: dict) -> dict:
-    """The ERM reference of the 1RSB columns and the fractions of the RS–ERM gap closed (RSB1_COLUMNS)."""
+def _objective_limit(by_D: xr.Dataset, sigma, lam, alpha) -> float:
+    """D → ∞ limit of ERM's objective α·J at one point of a ladder node: the ground state over
+    starts where the node has it, else the informed start (slrpipe.store.ladder.point_ladder); NaN
+    without a fit."""
+    var = "train_loss_ground" if "train_loss_ground" in by_D else "train_loss"
+    v = (by_D if var == "train_loss_ground" else reference(by_D))[var].sel(sigma=sigma, lam=lam, alpha=alpha)
+    fit = point_ladder(v * float(alpha)).fit
+    return fit.limit if fit is not None else np.nan
+
+
+def _rsb1_gap(r: dict, objective_limit: float = np.nan) -> dict:
+    """The ERM reference of the 1RSB columns and the fractions of the RS–ERM gap closed
+    (RSB1_COLUMNS); ``objective_limit``: ERM's objective D → ∞ (:func:`_objective_limit`), used
+    where finite, else the ground state's (or the informed start's) at the largest D."""
     candidates = (
         (r.get("ground_limit"), "ground D→∞"),
         (r["ground_mean"], "ground"),
@@ -244,7 +257,7 @@ def _rsb1_gap(r: dict) -> dict:
         (r["erm_mean"], "informed"),
     )
     value, ref = next(((v, w) for v, w in candidates if _finite(v)), (np.nan, ""))
-    obj = r["ground_objective"] if _finite(r["ground_objective"]) else r["erm_objective"]
+    obj = next((o for o in (objective_limit, r["ground_objective"], r["erm_objective"]) if _finite(o)), np.nan)
 
     def closed(x, rs, erm):
         return (x - rs) / (erm - rs) if all(map(_finite, (x, rs, erm))) and erm != rs else np.nan
@@ -422,7 +435,8 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
     )
     if rsb1:
         row.update(rsb1)
-        row.update(_rsb1_gap(row))
+        limit = _objective_limit(link.by_D, sigma, lam, alpha) if "D" in link.by_D.dims else np.nan
+        row.update(_rsb1_gap(row, limit))
     return row
 
 

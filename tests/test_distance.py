@@ -72,3 +72,30 @@ def test_each_run_is_paired_with_the_lowest_objective_run_on_the_same_data():
     ]
     d = to_ground(runs)
     assert d[:4] == [4.0, 1.0, 0.0, 0.25] and math.isnan(d[4]) and d[5] == 0.0
+
+
+def test_second_lowest_is_the_distance_between_the_two_lowest_minima():
+    """d₂ per seed: the dist_ground of the run of second-lowest objective over every start and
+    optimiser (the lowest is the ground state itself, at distance 0); NaN with fewer than two
+    finished runs; unaffected by the order of the runs."""
+    import xarray as xr
+
+    from slrpipe.store.distance import second_lowest
+
+    loss = np.array([[3.0, 1.0, 2.0, np.nan], [np.nan, 1.0, np.nan, np.nan]])  # (seed, restart)
+    dist = np.array([[0.5, 0.0, 0.2, 7.0], [9.0, 0.0, 9.0, 9.0]])
+    dims = ("seed", "init", "restart", "optimizer")
+
+    def node(perm):
+        return xr.Dataset(
+            {
+                "train_loss": (dims, loss[:, perm].reshape(2, 1, 4, 1)),
+                "dist_ground": (dims, dist[:, perm].reshape(2, 1, 4, 1)),
+            },
+            coords={"seed": [0, 1], "init": ["random"], "restart": [0, 1, 2, 3], "optimizer": ["lbfgs"]},
+        )
+
+    for perm in ([0, 1, 2, 3], [3, 2, 1, 0]):
+        d2 = second_lowest(node(perm))
+        assert d2.dims == ("seed",)
+        np.testing.assert_array_equal(d2.values, [0.2, np.nan])

@@ -11,6 +11,7 @@ the same data, the run of lowest final objective over every start and optimiser
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 
 from slrpipe.store.ground import RUN_DIMS
 from slrpipe.vocabulary import ODD_SIGMAS
@@ -71,3 +72,21 @@ def _distances(runs, partner) -> list[float]:
         ref = partner(index)
         out.append(np.nan if ref is None else weight_distance(index["sigma"][0], w, ref))
     return out
+
+
+def second_lowest(node: xr.Dataset) -> xr.DataArray:
+    """d₂: per (σ, λ, α[, D], seed) the ``dist_ground`` of the run of second-lowest final objective
+    ``train_loss`` over every start and optimiser (``RUN_DIMS``) — the distance between the two
+    lowest minima found on the same data (0 where both are one minimum); NaN where fewer than two
+    runs finished. ``node``: an ERM store node with ``train_loss`` and ``dist_ground``.
+
+    Raises:
+        KeyError: the node lacks either variable.
+    """
+    runs = node[["train_loss", "dist_ground"]].stack(run=RUN_DIMS)
+    loss, dist = (runs[v].transpose(..., "run") for v in ("train_loss", "dist_ground"))
+    finite = np.isfinite(loss.values)
+    order = np.argsort(np.where(finite, loss.values, np.inf), axis=-1, kind="stable")
+    second = np.take_along_axis(dist.values, order[..., 1:2], axis=-1)[..., 0]
+    second = np.where(finite.sum(-1) >= 2, second, np.nan)
+    return loss.isel(run=0, drop=True).copy(data=second).rename("dist_second")

@@ -58,6 +58,7 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.io import write_text
+from slrpipe.store.distance import second_lowest
 from slrpipe.store.ground import reference
 from slrpipe.store.ladder import largest_D, point_ladder
 from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS, Measurement, Rule
@@ -115,8 +116,10 @@ LADDER_COLUMNS = [
 #: at s* (Σ(s*) = 0) the ground state's objective Φ(s*) ± s.e., test error of a typical minimum and
 #: 2 tr δQ (the predicted (1/D)|W_a − W_b|²); RS on the same samples; the ERM reference (``rsb1_erm_ref``
 #: says which for the test error: the ground state over starts, D → ∞ where there is a ladder, else
-#: the informed start; the objective likewise, α·J, D → ∞ where there is a ladder)
-#: and the fraction of the RS–ERM gap that 1RSB closes, (1RSB − RS)/(ERM − RS), for both
+#: the informed start; the objective likewise, α·J, D → ∞ where there is a ladder), the fraction of
+#: the RS–ERM gap that 1RSB closes, (1RSB − RS)/(ERM − RS), for both, and ERM's d₂ ± s.e., the
+#: distance between the two lowest minima found on the same data (slrpipe.store.distance.second_lowest;
+#: seed mean, D → ∞ where there is a ladder) — RS predicts 0, 1RSB 2 tr δQ
 RSB1_COLUMNS = [
     "rsb1_s_star",
     "rsb1_objective",
@@ -131,6 +134,8 @@ RSB1_COLUMNS = [
     "rsb1_erm_ref",
     "gap_closed_objective",
     "gap_closed_test",
+    "erm_distance",
+    "erm_distance_se",
 ]
 #: RSB1_COLUMNS read from the replica node (its ``rsb1_*`` variables, slrpipe.store.aggregate)
 _RSB1 = {
@@ -244,6 +249,21 @@ def _objective_limit(by_D: xr.Dataset, sigma, lam, alpha) -> float:
     v = (by_D if var == "train_loss_ground" else reference(by_D))[var].sel(sigma=sigma, lam=lam, alpha=alpha)
     fit = point_ladder(v * float(alpha)).fit
     return fit.limit if fit is not None else np.nan
+
+
+def _erm_distance(by_D: xr.Dataset, sigma, lam, alpha) -> dict:
+    """ERM's d₂ at one point (``erm_distance`` ± ``erm_distance_se``): the seed mean of
+    :func:`slrpipe.store.distance.second_lowest`, extrapolated D → ∞ where the node has a ladder;
+    NaN where the node has no distances or fewer than two finished starts."""
+    nan = {"erm_distance": np.nan, "erm_distance_se": np.nan}
+    if "dist_ground" not in by_D:
+        return nan
+    d2 = second_lowest(by_D).sel(sigma=sigma, lam=lam, alpha=alpha)
+    if "D" in d2.dims:
+        fit = point_ladder(d2).fit
+        return {"erm_distance": fit.limit, "erm_distance_se": fit.limit_se} if fit is not None else nan
+    mean, se, _ = _mean_se(d2)
+    return {"erm_distance": mean, "erm_distance_se": se}
 
 
 def _rsb1_gap(r: dict, objective_limit: float = np.nan) -> dict:
@@ -437,6 +457,7 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
         row.update(rsb1)
         limit = _objective_limit(link.by_D, sigma, lam, alpha) if "D" in link.by_D.dims else np.nan
         row.update(_rsb1_gap(row, limit))
+        row.update(_erm_distance(link.by_D, sigma, lam, alpha))
     return row
 
 
@@ -624,18 +645,23 @@ def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
     out = _wrap(
         "1RSB (docs/theory.md §13): RS and the 1RSB ground state (s*: Σ = 0) on the same samples, against ERM "
         "(ref: ground state over starts, D→∞ where a ladder exists); closed = (1RSB − RS)/(ERM − RS); "
-        "2trδQ: the predicted distance (1/D)|W_a − W_b|² between minima",
+        "2trδQ: the predicted distance (1/D)|W_a − W_b|² between minima (RS: 0); d₂ ERM: the measured one between the "
+        "two lowest minima found per seed (D→∞ where a ladder exists)",
         width,
         indent="",
     )
     head = (
         f"{'sigma':<8}{'lam':>5}{'alpha':>6}{'s*':>6}{'obj RS':>8}{'1RSB ± s.e.':>17}{'ERM':>8}"
-        f"{'closed':>7}{'test RS':>8}{'1RSB':>8}{'ERM':>8}{'closed':>7}{'2trδQ':>7}  ref"
+        f"{'closed':>7}{'test RS':>8}{'1RSB':>8}{'ERM':>8}{'closed':>7}{'2trδQ':>7}{'d₂ ERM':>7}  ref"
     )
     for name in dict.fromkeys(r["experiment"] for r in rows):
         out += ["", f"== {name} ==", head, "-" * min(len(head) + 12, width)]
         out += [_rsb1_line(r) for r in rows if r["experiment"] == name]
     return out
+
+
+#: the ERM reference of a 1RSB row as the text table writes it (the JSON keeps the long form)
+_SHORT_REF = {"ground D→∞": "gr D→∞", "informed D→∞": "inf D→∞"}
 
 
 def _rsb1_line(r: dict) -> str:
@@ -644,7 +670,8 @@ def _rsb1_line(r: dict) -> str:
         f"{_n(r['rsb1_rs_objective']):>8}{_pm(r['rsb1_objective'], r['rsb1_objective_se']):>17}"
         f"{_n(r['rsb1_erm_objective']):>8}{_n(r['gap_closed_objective'], 2):>7}"
         f"{_n(r['rsb1_rs_test_error']):>8}{_n(r['rsb1_test_error']):>8}{_n(r['rsb1_erm_test']):>8}"
-        f"{_n(r['gap_closed_test'], 2):>7}{_n(r['rsb1_distance'], 3):>7}  {r['rsb1_erm_ref']}"
+        f"{_n(r['gap_closed_test'], 2):>7}{_n(r['rsb1_distance'], 3):>7}{_n(r['erm_distance'], 3):>7}"
+        f"  {_SHORT_REF.get(r['rsb1_erm_ref'], r['rsb1_erm_ref'])}"
     )
 
 

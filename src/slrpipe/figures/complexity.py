@@ -4,7 +4,8 @@ ERM's minima placed on it (docs/theory.md §13).
 One panel per (replica experiment, σ, λ, α) where 1RSB was solved (``ansatz: [rs, rsb1]``; the
 store's ``rsb1_scan_*``): the parametric curve (e(s), Σ(s)) of the s scan — e the energy of a
 typical state, 𝓛/D — filled where converged and on the physical branch (de/ds ≤ 0, Σ concave in
-e), triangles where converged past its turn, open where not converged; the ground state s*
+e), triangles where converged past its turn, open where not converged (the axes fit the converged
+points and the references, so a solve far off is clipped); the ground state s*
 (Σ = 0) as a star; RS on the same samples as a grey square at Σ = 0. ERM's minima of the linked
 experiment as vertical lines: the informed start, the random starts (mean over restarts) and the
 ground state over all starts (where there are random starts), each the objective α·J (= 𝓛/D)
@@ -90,27 +91,42 @@ def draw_point(ax, rep: xr.Dataset, sigma: str, lam: float, alpha: float, erm: d
                 e[mask], sig[mask], yerr=sig_se[mask], fmt=fmt, color=c, ms=3, elinewidth=0.6, capsize=2, label=lab
             )
     ok = np.isfinite(e) & np.isfinite(sig)
-    ax.plot(e[ok], sig[ok], "-", color=c, lw=0.8, alpha=0.5)
+    ax.plot(e[ok & conv], sig[ok & conv], "-", color=c, lw=0.8, alpha=0.5)
     if (ok & ~conv).any():
         ax.scatter(
             e[ok & ~conv], sig[ok & ~conv], facecolors="white", edgecolors=c, s=14, zorder=3, label="not converged"
         )
     for x, y, t in zip(e[ok], sig[ok], s[ok]):
-        ax.annotate(f"s={t:g}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6)
+        ax.annotate(f"s={t:g}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6, annotation_clip=True)
+    xs = [float(pt["rsb1_rs_objective"])]
     if np.isfinite(float(pt["rsb1_s_star"])):
-        ax.plot([float(pt["rsb1_objective"])], [0.0], "*", color="black", ms=9, label="ground state s* (Σ = 0)")
-    ax.plot([float(pt["rsb1_rs_objective"])], [0.0], "s", color="grey", ms=5, label="RS, same samples")
+        xs.append(float(pt["rsb1_objective"]))
+        ax.plot(xs[-1:], [0.0], "*", color="black", ms=9, label="ground state s* (Σ = 0)")
+    ax.plot(xs[:1], [0.0], "s", color="grey", ms=5, label="RS, same samples")
     for name, (val, se, where) in erm.items():
-        ax.axvline(val, color=SHADES[name], lw=1, ls=":", label=f"ERM {name}")
+        ax.axvline(val, color=SHADES[name], lw=1, ls=":", label=f"ERM {name} ({where})")
         if np.isfinite(se):
             ax.axvspan(val - se, val + se, color=SHADES[name], alpha=0.12, lw=0)
-        ax.annotate(
-            where, (val, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=5, va="top", ha="right"
-        )
+            xs += [val - se, val + se]
+        xs.append(val)
     ax.axhline(0.0, color="black", lw=0.6)
+    band = (sig_se if np.isfinite(sig_se).all() else np.nan_to_num(sig_se))[ok & conv]
+    _limits(ax, np.r_[e[ok & conv], xs], np.r_[sig[ok & conv] - band, sig[ok & conv] + band, 0.0])
     ax.set_xlabel(r"energy $e = \mathcal{L}/D$")
     ax.set_ylabel("complexity Σ")
     ax.set_title(f"{setting_title(rep)}\n{LABELS.get(sigma, sigma)}, λ = {lam:g}, α = {alpha:g}", fontsize=8)
+
+
+def _limits(ax, x, y, pad=0.08) -> None:
+    """Axis limits around the finite values of ``x`` and ``y`` (converged points and references):
+    a solve that did not converge may lie far off and is clipped rather than set the scale."""
+    for values, setter in ((x, ax.set_xlim), (y, ax.set_ylim)):
+        v = np.asarray(values, float)
+        v = v[np.isfinite(v)]
+        if v.size:
+            lo, hi = v.min(), v.max()
+            d = (hi - lo) * pad or abs(hi) * pad or 1e-3
+            setter(lo - d, hi + d)
 
 
 def plot(tree, experiments, out_stem):

@@ -99,3 +99,5 @@ def test_second_lowest_is_the_distance_between_the_two_lowest_minima():
         d2 = second_lowest(node(perm))
         assert d2.dims == ("seed",)
         np.testing.assert_array_equal(d2.values, [0.2, np.nan])
+    one = second_lowest(node([1, 0, 2, 3]).isel(restart=[0]))  # the informed start alone
+    assert one.dims == ("seed",) and np.isnan(one.values).all()

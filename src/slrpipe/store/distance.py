@@ -86,7 +86,10 @@ def second_lowest(node: xr.Dataset) -> xr.DataArray:
     runs = node[["train_loss", "dist_ground"]].stack(run=RUN_DIMS)
     loss, dist = (runs[v].transpose(..., "run") for v in ("train_loss", "dist_ground"))
     finite = np.isfinite(loss.values)
-    order = np.argsort(np.where(finite, loss.values, np.inf), axis=-1, kind="stable")
-    second = np.take_along_axis(dist.values, order[..., 1:2], axis=-1)[..., 0]
-    second = np.where(finite.sum(-1) >= 2, second, np.nan)
+    if loss.sizes["run"] < 2:  # one start: no second minimum
+        second = np.full(finite.shape[:-1], np.nan)
+    else:
+        order = np.argsort(np.where(finite, loss.values, np.inf), axis=-1, kind="stable")
+        second = np.take_along_axis(dist.values, order[..., 1:2], axis=-1)[..., 0]
+        second = np.where(finite.sum(-1) >= 2, second, np.nan)
     return loss.isel(run=0, drop=True).copy(data=second).rename("dist_second")

@@ -62,6 +62,9 @@ def dry_run_with(wd, name: str, edit) -> str:
 
 #: the jobs after any change of a result: the plan file, the store, the check and the target
 AFTER_RESULTS = {"plan": 1, "aggregate": 1, "validate": 1, "all": 1}
+#: the figures redrawn when spiked_L2's replica or ERM results change: fig3, validation and
+#: complexity draw that replica node, optimization the replica node of its data setting
+REPLICA_FIGURES = {"fig_fig3": 1, "fig_optimization": 1, "fig_validation": 1, "fig_complexity": 1}
 
 
 def open_strictly(store):
@@ -209,10 +212,7 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
         "generate_data": 2,
         "train_erm": 2,
         "fig_erm_vs_population": 1,
-        "fig_fig3": 1,
-        "fig_optimization": 1,
-        "fig_validation": 1,
-        "fig_complexity": 1,
+        **REPLICA_FIGURES,
         **AFTER_RESULTS,
     }, out
     trained = trained_outputs(out)
@@ -253,10 +253,7 @@ def test_changing_a_replica_sweep_redraws_the_figures_that_draw_it(done):
     assert job_stats(out) == {
         "replica": 2,
         "rsb1": 2,
-        "fig_fig3": 1,
-        "fig_optimization": 1,
-        "fig_validation": 1,
-        "fig_complexity": 1,
+        **REPLICA_FIGURES,
         **AFTER_RESULTS,
     }, out
 
@@ -270,10 +267,7 @@ def test_changing_the_replica_alpha_grid_reruns_its_sweeps(done):
     assert job_stats(out) == {
         "replica": 3,
         "rsb1": 2,
-        "fig_fig3": 1,
-        "fig_optimization": 1,
-        "fig_validation": 1,
-        "fig_complexity": 1,
+        **REPLICA_FIGURES,
         **AFTER_RESULTS,
     }, out
 
@@ -285,10 +279,7 @@ def test_changing_a_1rsb_option_reruns_only_the_1rsb_points(done, option):
     out = dry_run_with(done, "smoke_rsb1", lambda cfg: cfg["replica"]["spiked_L2"]["rsb1"].update(option))
     assert job_stats(out) == {
         "rsb1": 2,
-        "fig_fig3": 1,
-        "fig_optimization": 1,
-        "fig_validation": 1,
-        "fig_complexity": 1,
+        **REPLICA_FIGURES,
         **AFTER_RESULTS,
     }, out
 

@@ -22,29 +22,35 @@ from slrpipe.vocabulary import MODELS, REPLICA_SIGMAS
 
 log = logging.getLogger(__name__)
 
-#: the per-s quantities of the scan (``rsb1._SUMMARY`` names → dataset names: ``sigma`` is σ's
-#: coordinate, so the complexity Σ is ``complexity``)
-SCAN = {
-    "phi": "phi",
+#: the per-s quantities of the scan (``rsb1._SUMMARY`` names), stored as ``scan_<name>``
+SCAN = (
+    "phi",
+    "sigma",
+    "sigma_se",
+    "energy_direct",
+    "energy_direct_se",
+    "test_error",
+    "dq_k",
+    "dq_v",
+    "m_k",
+    "m_v",
+    "q1_k",
+    "q1_v",
+    "V_k",
+    "V_v",
+    "ess_median",
+    "residual",
+    "converged",
+    "dqhat_k_n1_bias",
+    "dqhat_v_n1_bias",
+    "wall_time",
+)
+#: the names changed on the way: ``sigma`` is σ's coordinate, so the complexity Σ is ``complexity``
+RENAMED = {
     "sigma": "complexity",
     "sigma_se": "complexity_se",
     "energy_direct": "energy",
     "energy_direct_se": "energy_se",
-    "test_error": "test_error",
-    "dq_k": "dq_k",
-    "dq_v": "dq_v",
-    "m_k": "m_k",
-    "m_v": "m_v",
-    "q1_k": "q1_k",
-    "q1_v": "q1_v",
-    "V_k": "V_k",
-    "V_v": "V_v",
-    "ess_median": "ess_median",
-    "residual": "residual",
-    "converged": "converged",
-    "dqhat_k_n1_bias": "dqhat_k_n1_bias",
-    "dqhat_v_n1_bias": "dqhat_v_n1_bias",
-    "wall_time": "wall_time",
 }
 #: RS on the same outer samples (hard channel)
 RS_KEYS = ("objective", "test_error", "m_k", "q_k", "V_k", "m_v", "q_v", "V_v", "residual", "converged")
@@ -104,7 +110,7 @@ def dataset(job: Rsb1Job, res: dict, scan_physical) -> xr.Dataset:
     """
     grid = np.array(job.s_grid)
     scan = res["scan"]
-    data = {f"scan_{new}": ("s", np.array([r[old] for r in scan])) for old, new in SCAN.items()}
+    data = {f"scan_{RENAMED.get(k, k)}": ("s", np.array([r[k] for r in scan])) for k in SCAN}
     data["scan_physical"] = ("s", np.asarray(scan_physical, bool))
     data.update({f"rs_{k}": ((), res["rs"][k]) for k in RS_KEYS})
     data["rs_objective_se"] = ((), job.alpha * res["rs"]["train_loss_se"])  # the train loss's outer MC s.e.

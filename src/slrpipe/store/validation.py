@@ -137,17 +137,8 @@ RSB1_COLUMNS = [
     "erm_distance",
     "erm_distance_se",
 ]
-#: RSB1_COLUMNS read from the replica node (its ``rsb1_*`` variables, slrpipe.store.aggregate)
-_RSB1 = {
-    "rsb1_s_star": "rsb1_s_star",
-    "rsb1_objective": "rsb1_objective",
-    "rsb1_objective_se": "rsb1_objective_se",
-    "rsb1_test_error": "rsb1_test_error",
-    "rsb1_distance": "rsb1_distance",
-    "rsb1_converged": "rsb1_converged",
-    "rsb1_rs_objective": "rsb1_rs_objective",
-    "rsb1_rs_test_error": "rsb1_rs_test_error",
-}
+#: RSB1_COLUMNS read from the replica node as they are (its ``rsb1_*`` variables, slrpipe.store.aggregate)
+_RSB1 = RSB1_COLUMNS[:8]
 _THEORY = {
     "theory": "test_error",
     "theory_seed_mean": "test_error_seed_mean",
@@ -236,8 +227,8 @@ def _rsb1_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
     if sigma not in rep["sigma"].values or not near.any() or not lam_near.any():
         return out
     pt = rep.sel(sigma=sigma).isel(alpha=int(np.argmax(near)), lam=int(np.argmax(lam_near)))
-    for col, var in _RSB1.items():
-        out[col] = float(pt[var].values)
+    for col in _RSB1:
+        out[col] = float(pt[col].values)
     return out
 
 

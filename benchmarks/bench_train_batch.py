@@ -4,7 +4,7 @@ submits it, against the resource law the Slurm profile requests from (slrpipe.wo
 The batch is taken from a config's plan (default: the paper config's α = 0.5 batch of spiked-SLR
 ν = 1, D = 14 142, n = 7071, every model it holds: softmax and linear), optionally with fewer
 iterations (``--max-iter``), one σ's models only (``--sigma``), fewer members (``--members``) or
-another test-set size (``--n-test``). It runs as
+another test-set size (``--n-test``) or sampler (``--sampler numpy|jax``). It runs as
 one child process (a fresh interpreter, as a job is); printed: wall time, peak RSS (the child's
 ru_maxrss), the time spent drawing training sets, training and on the test sets (from the job's
 ``timing:`` log lines), the off-solve fraction, and the law's mem_mb/runtime request beside the
@@ -52,7 +52,7 @@ def pick_batch(a):
     batch = p.train_batches[name]
     members = [m for m in batch.members if a.sigma is None or m.sigma == a.sigma]
     members = members[: a.members] if a.members else members
-    over = {k: v for k, v in (("max_iter", a.max_iter), ("n_test", a.n_test)) if v is not None}
+    over = {k: v for k, v in (("max_iter", a.max_iter), ("n_test", a.n_test), ("sampler", a.sampler)) if v is not None}
     members = [dataclasses.replace(m, data=None, **over) for m in members]  # drawn in the job
     batch = dataclasses.replace(batch, members=tuple(members))
     return name, batch, batch_resources(batch)
@@ -67,6 +67,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-iter", type=int, default=None)
     ap.add_argument("--n-test", type=int, default=None)
     ap.add_argument("--members", type=int, default=None, help="only the first N models of the batch")
+    ap.add_argument("--sampler", default=None, help="numpy or jax (default: the config's)")
     ap.add_argument("--threads", type=int, default=1, help="XLA/BLAS threads (the profile's set-threads)")
     ap.add_argument("--platform", default=None, help="JAX_PLATFORMS for the child (cpu, cuda); default: JAX's choice")
     ap.add_argument("--quick", action="store_true", help="a tiny batch (config/smoke.yaml, α = 8): for CI")

@@ -31,6 +31,11 @@ BAD = {
         "erm.spiked_L2.alphas[0]",
         "minimum of 0",
     ),
+    "unknown sampler": (
+        lambda c: c["erm"]["spiked_L2"].update(sampler="torch"),
+        "erm.spiked_L2.sampler",
+        "jax: drawn on the device",
+    ),
     "unknown sigma": (lambda c: c["erm"]["spiked_L2"].update(sigmas=["relu"]), "erm.spiked_L2.sigmas[0]", "softmax"),
     "L below 1": (lambda c: c["erm"]["spiked_L2"].update(L=0), "erm.spiked_L2.L", "minimum of 1"),
     "missing key": (lambda c: c["erm"]["spiked_L2"].pop("seeds"), "erm.spiked_L2", "'seeds' is a required property"),
@@ -146,6 +151,7 @@ def test_schema_enums_are_the_vocabulary():
     assert tuple(erm["inits"]["items"]["enum"]) == voc.INITS
     assert tuple(erm["optimizers"]["items"]["enum"]) == voc.OPTIMIZERS
     assert tuple(erm["dtype"]["enum"]) == voc.DTYPES
+    assert tuple(erm["sampler"]["enum"]) == voc.SAMPLERS
     assert tuple(defs["replica"]["properties"]["ansatz"]["items"]["enum"]) == voc.ANSATZE
 
 
@@ -187,6 +193,28 @@ def test_defaults_filled_and_plan():
     # experiments of the same setting share it (the same jobs and files, whatever their order)
     assert len(p.population) == 6
     assert p.members[("population", "at_opt_L2")] == p.members[("population", "at_spiked_L2")]
+
+
+def test_device_sampler_is_part_of_the_data_sets_key():
+    """sampler: jax draws other data sets: paths keyed by it beside the numpy ones, its training
+    sets shared by its σ and λ only, and the command lines carry it."""
+    from slrpipe.jobs import argv
+
+    cfg = copy.deepcopy(SMOKE)
+    cfg["erm"]["on_device"] = {**cfg["erm"]["spiked_L2"], "sampler": "jax"}
+    p = plan(validate(cfg))
+    mine = p.members[("erm", "on_device")]
+    assert len(mine) == len(p.members[("erm", "spiked_L2")]) and not set(mine) & set(p.members[("erm", "spiked_L2")])
+    assert all("_seed0_jax_informed" in path or "_seed1_jax_informed" in path for path in mine)
+    assert all(p.erm[path].sampler == "jax" and p.erm[path].data.endswith("_jax.zarr") for path in mine)
+    assert {d.sampler for path, d in p.data.items() if path.endswith("_jax.zarr")} == {"jax"}
+    assert len(p.data) == 8
+    job = p.erm[mine[0]]
+    assert argv(job)[argv(job).index("--sampler") + 1] == "jax"
+    # the numpy experiment's paths are those of a config without the option
+    assert set(p.members[("erm", "spiked_L2")]) == set(
+        plan(validate(copy.deepcopy(SMOKE))).members[("erm", "spiked_L2")]
+    )
 
 
 def test_size_rule_and_formatting():

@@ -210,3 +210,24 @@ def test_independent_inner_sets_carry_the_inner_error_in_the_standard_error():
     assert spread[False, "v"] > 3 * se[False, "v"], (spread, se)
     for c in ("k", "v"):
         assert spread[True, c] < se[True, c], (c, spread, se)
+
+
+def test_cli_point_without_an_rs_fixed_point_writes_nan_not_a_failure(tmp_path):
+    # an RS sweep that did not converge at (λ, α) leaves NaN order parameters: the 1RSB job records
+    # "not solved" (NaN, converged false) so that the workflow's other points go on
+    import xarray as xr
+
+    from slrpipe.cli import main
+    from slrpipe.theory.replica.solver import STATE
+
+    lam, alpha = np.array([0.01]), np.array([2.0, 5.0])
+    state = {k: (("lam", "alpha"), np.array([[0.5, np.nan]])) for k in STATE}
+    xr.Dataset(state, coords={"lam": lam, "alpha": alpha}).to_netcdf(tmp_path / "rs.nc")
+    out = tmp_path / "p.nc"
+    args = ["rsb1", "--sigma", "softmax", "--model", "spiked", "--nu", "1", "--L", "3", "--lam", "0.01"]
+    args += ["--n-outer", "64", "--n-inner", "4", "--s-grid", "1,2", "--rs", str(tmp_path / "rs.nc")]
+    assert main([*args, "--alpha", "5", "--out", str(out)]) == 0
+    r = xr.open_dataset(out)
+    assert np.isnan(float(r.objective)) and np.isnan(float(r.s_star)) and not bool(r.converged)
+    assert np.isnan(r.scan_complexity.values).all() and not r.scan_converged.values.any()
+    assert r.sizes["s"] == 2 and "RS fixed point" in r.attrs["unsolved"]

@@ -102,7 +102,8 @@ def _floats(xs) -> tuple[float, ...]:
 @dataclass(frozen=True)
 class DataJob:
     """A training set (``slrpipe generate``; docs/model.md §2): the data law (model, ν, L as a length
-    law, Δ), dimension D, n sequences and the teacher and data seeds."""
+    law, Δ), dimension D, n sequences, the teacher and data seeds and the sampler that draws it
+    (``slrpipe.vocabulary.SAMPLERS``; docs/model.md §8)."""
 
     model: str
     nu: float
@@ -112,6 +113,7 @@ class DataJob:
     n: int
     teacher_seed: int
     data_seed: int
+    sampler: str = "numpy"
 
     def __post_init__(self):
         object.__setattr__(self, "nu", float(self.nu))

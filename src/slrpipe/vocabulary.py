@@ -37,6 +37,10 @@ RS, RSB1 = "rs", "rsb1"
 ANSATZE = (RS, RSB1)
 #: floating-point precisions of training.
 DTYPES = ("float32", "float64")
+#: where a data set's random numbers are drawn (docs/model.md §8): numpy on the host, or jax on the
+#: device that trains (threefry keys). Two samplers give two different data sets of the same law.
+NUMPY, JAX = "numpy", "jax"
+SAMPLERS = (NUMPY, JAX)
 
 #: seed offsets (docs/model.md §5): one experiment seed s gives the teacher seed s, the training-data
 #: seed 10000 + s and the test-set seed 20000 + s, so the three streams never coincide.

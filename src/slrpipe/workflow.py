@@ -33,7 +33,7 @@ from slrpipe.jobs import (
     TrainJob,
 )
 from slrpipe.lengths import length_law
-from slrpipe.vocabulary import BAYES, FIRST_ORDER, RS, RSB1, init_seed, seeds
+from slrpipe.vocabulary import BAYES, FIRST_ORDER, NUMPY, RS, RSB1, init_seed, seeds
 
 #: the config schema, package data (workflow/schemas/config.schema.yaml links to it)
 SCHEMA = resources.files("slrpipe") / "resources" / "config.schema.yaml"
@@ -408,7 +408,8 @@ def _plan_erm(config: dict, p: Plan, results: str) -> None:
         for alpha, (D, n) in ((a, dn) for a in exp["alphas"] for dn in sizes(exp, a)):
             for seed in exp["seeds"]:
                 s = seeds(seed)
-                dpath = f"{results}/data/{setting_dir(exp)}/D{D}_n{n}_seed{seed}.zarr"
+                key = f"D{D}_n{n}_seed{seed}" + ("" if exp["sampler"] == NUMPY else f"_{exp['sampler']}")
+                dpath = f"{results}/data/{setting_dir(exp)}/{key}.zarr"
                 data = DataJob(
                     model=exp["model"],
                     nu=exp["nu"],
@@ -418,12 +419,13 @@ def _plan_erm(config: dict, p: Plan, results: str) -> None:
                     n=n,
                     teacher_seed=s["teacher_seed"],
                     data_seed=s["data_seed"],
+                    sampler=exp["sampler"],
                 )
                 if exp["store_data"]:
                     _add(p.data, dpath, data)
                 for sigma in exp["sigmas"]:
                     for lam in exp["lams"]:
-                        stem = f"{results}/erm/{setting_dir(exp)}/{sigma}/lam{fmt(lam)}/alpha{fmt(alpha)}/D{D}_n{n}_seed{seed}"
+                        stem = f"{results}/erm/{setting_dir(exp)}/{sigma}/lam{fmt(lam)}/alpha{fmt(alpha)}/{key}"
                         for start, run in erm_runs(exp, seed):
                             path = f"{stem}_{start}.nc"
                             job = TrainJob(

@@ -1,7 +1,7 @@
 """Draw an SLR dataset (spiked or max, fixed or variable length) into a zarr v3 store.
 
-Streams chunk by chunk (chunk i is drawn from default_rng([data_seed, i])), so memory stays at one
-chunk; the store records every parameter and seed (see ``slrpipe.data.store``).
+Streams chunk by chunk (chunk i is drawn from default_rng([data_seed, i]), or on the device from
+fold_in(PRNGKey(data_seed), i) with --sampler jax), so memory stays at one chunk; the store records every parameter and seed (see ``slrpipe.data.store``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import logging
 
 from slrpipe.commands._common import parse_L, parse_nu
 from slrpipe.jobs import DataJob, from_namespace
-from slrpipe.vocabulary import MODELS
+from slrpipe.vocabulary import MODELS, NUMPY, SAMPLERS
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,12 @@ def add_data_arguments(p, required: bool = True) -> None:
     p.add_argument("--D", type=int, required=required, help="token dimension")
     p.add_argument("--teacher-seed", type=int, required=required)
     p.add_argument("--data-seed", type=int, required=required)
+    p.add_argument(
+        "--sampler",
+        choices=SAMPLERS,
+        default=NUMPY if required else None,
+        help="numpy: drawn on the host (default); jax: on JAX's default device (another draw of the same law)",
+    )
     p.add_argument("--chunk-size", type=int, default=None, help="samples per chunk (default: ~64 MiB of X)")
 
 
@@ -47,7 +53,7 @@ def run(args) -> int:
 
     job = from_namespace(DataJob, args)
     task = SLRTask(job.model, job.nu, job.L, job.delta, job.D)
-    ds = SLRDataset(task, job.n, job.teacher_seed, job.data_seed, args.chunk_size)
+    ds = SLRDataset(task, job.n, job.teacher_seed, job.data_seed, args.chunk_size, job.sampler)
     log.info("generating %d chunks of %d sequences (%s) -> %s", ds.n_chunks, ds.chunk_size, task, args.out)
     write_dataset(args.out, ds)
     log.info("wrote %s", args.out)

@@ -94,6 +94,16 @@ def rs_start(path, lam: float, alpha: float) -> dict:
     return {k: float(pt[k]) for k in STATE}
 
 
+def unsolved(job: Rsb1Job) -> dict:
+    """The result of a point with no RS fixed point to start from (the sweep did not converge
+    there): every number NaN, nothing converged, so the store and the validation read it as not
+    solved instead of the job failing."""
+    nan = math.nan
+    row = {**dict.fromkeys(SCAN, nan), "converged": False}
+    rs = {**dict.fromkeys(RS_KEYS, nan), "converged": False, "train_loss_se": nan}
+    return {"scan": [row] * len(job.s_grid), "rs": rs, "star": None, "n_outer": job.n_outer, "n_inner": job.n_inner}
+
+
 def dataset(job: Rsb1Job, res: dict, scan_physical) -> xr.Dataset:
     """The result of one point as an ``xarray.Dataset``.
 
@@ -164,6 +174,12 @@ def run(args) -> int:
     draw = rsb1.Rsb1Draw(job.n_outer, job.n_inner, job.seed, job.inner_seed)
     options = rsb1.Rsb1Options(tol=job.tol, max_iter=job.max_iter)
     init = rs_start(job.rs, job.lam, job.alpha)
+    if not all(math.isfinite(v) for v in init.values()):
+        log.warning("no RS fixed point at (λ, α) = (%g, %g) in %s: 1RSB not solved (NaN)", job.lam, job.alpha, job.rs)
+        ds = dataset(job, unsolved(job), np.zeros(len(job.s_grid), bool))
+        ds.attrs.update(provenance(command="rsb1", nu_text=text(job.nu), unsolved="no RS fixed point to start from"))
+        write_netcdf(ds, args.out)
+        return 0
     fields, _ = draw.samples(task)
     _, hard = rsb1.rs_on_samples(task, job.lam, job.alpha, fields, init)
     log.info(

@@ -14,7 +14,7 @@ import dataclasses
 
 from slrpipe.commands.generate import add_data_arguments
 from slrpipe.jobs import DataJob, TrainJob, from_namespace
-from slrpipe.vocabulary import DTYPES, INITS, OPTIMIZERS, SIGMAS
+from slrpipe.vocabulary import DTYPES, INITS, NUMPY, OPTIMIZERS, SIGMAS
 
 #: how a run is executed, beside what it is (the TrainJob): argparse dest -> default
 EXECUTION = {"batch_size": None, "sgd_seed": 0, "log_every": 100, "no_theory": False}
@@ -82,6 +82,7 @@ def _stored(path) -> dict:
         "n": d.n,
         "teacher_seed": d.teacher_seed,
         "data_seed": d.data_seed,
+        "sampler": d.sampler,
     }
 
 
@@ -104,12 +105,13 @@ def job_of(args) -> TrainJob:
                 f"data: --{', --'.join(c.replace('_', '-') for c in clash)} contradict the stored dataset {args.data}"
             )
         given = stored
-    missing = [k for k in names if k not in given and k not in ("delta", "n")]
+    missing = [k for k in names if k not in given and k not in ("delta", "n", "sampler")]
     if missing:
         raise ValueError(f"data: give --data or all of --{', --'.join(m.replace('_', '-') for m in missing)}")
     if "n" not in given:
         raise ValueError("n: give exactly one of --n or --alpha")
     given.setdefault("delta", 0.0)
+    given.setdefault("sampler", NUMPY)
     return from_namespace(TrainJob, args, **given)
 
 
@@ -120,7 +122,7 @@ def dataset(job: TrainJob, chunk_size: int | None = None):
     if job.data is not None:
         return SLRDataset.open(job.data)
     task = SLRTask(job.model, job.nu, job.L, job.delta, job.D)
-    return SLRDataset(task, job.n, job.teacher_seed, job.data_seed, chunk_size)
+    return SLRDataset(task, job.n, job.teacher_seed, job.data_seed, chunk_size, job.sampler)
 
 
 def options(job: TrainJob, batch_size=None, sgd_seed=0, log_every=100, no_theory=False):

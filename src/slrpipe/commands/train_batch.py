@@ -9,11 +9,12 @@ inputs): its result file is the same, up to the wall-time attributes.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
 from slrpipe.commands.train import EXECUTION, add_execution_arguments, dataset, train_and_write
-from slrpipe.jobs import TrainJob, members_from_json
+from slrpipe.jobs import DataJob, TrainJob, members_from_json
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,9 @@ def members(text: str) -> list[TrainJob]:
 
 
 def _data_key(job: TrainJob):
-    return (job.model, job.nu, tuple(job.L.items()), job.delta, job.D, job.n, job.teacher_seed, job.data_seed, job.data)
+    """The training set of a run: every DataJob field (the sampler included) and the stored path."""
+    fields = (getattr(job, f.name) for f in dataclasses.fields(DataJob))
+    return (*(tuple(v.items()) if isinstance(v, dict) else v for v in fields), job.data)
 
 
 def run(args) -> int:

@@ -75,6 +75,19 @@ class Chunk(NamedTuple):
     lengths: np.ndarray
 
 
+def check_chunk(task: SLRTask, k_star, v_star, seed: int, index: int, size: int) -> None:
+    """The argument checks of every sampler.
+
+    Raises:
+        ValueError: negative seed/index, size < 1 or teacher of the wrong shape."""
+    if seed < 0 or index < 0:
+        raise ValueError(f"seed, index: must be ≥ 0, got {seed}, {index}")
+    if size < 1:
+        raise ValueError(f"size: must be ≥ 1, got {size}")
+    if np.shape(k_star) != (task.D,) or np.shape(v_star) != (task.D,):
+        raise ValueError(f"k_star, v_star: must have shape ({task.D},)")
+
+
 def sample_chunk(task: SLRTask, k_star, v_star, seed: int, index: int, size: int) -> Chunk:
     """Draw chunk ``index`` (``size`` samples) of the dataset with random seed ``seed``.
 
@@ -91,13 +104,8 @@ def sample_chunk(task: SLRTask, k_star, v_star, seed: int, index: int, size: int
     Raises:
         ValueError: negative seed/index, size < 1 or teacher of the wrong shape.
     """
-    if seed < 0 or index < 0:
-        raise ValueError(f"seed, index: must be ≥ 0, got {seed}, {index}")
-    if size < 1:
-        raise ValueError(f"size: must be ≥ 1, got {size}")
+    check_chunk(task, k_star, v_star, seed, index, size)
     D, Lm = task.D, task.L_max
-    if np.shape(k_star) != (D,) or np.shape(v_star) != (D,):
-        raise ValueError(f"k_star, v_star: must have shape ({D},)")
     rng = np.random.default_rng([int(seed), int(index)])
     lengths_vals = np.fromiter(task.L, dtype=np.int64)
     if len(lengths_vals) == 1:

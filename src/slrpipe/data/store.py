@@ -1,11 +1,14 @@
 """Dataset handles: one interface over stored (zarr v3) and regenerated-on-the-fly SLR datasets.
 
-A dataset is fully determined by (task, n, teacher_seed, data_seed, chunk_size). It can be
+A dataset is fully determined by (task, n, teacher_seed, data_seed, chunk_size, sampler). It can be
 *stored* (``write_dataset``: a zarr v3 group with arrays X, mask, y, eps, lengths, k_star, v_star,
 written chunk by chunk) or *regenerated* from its recorded seeds; ``SLRDataset.chunk(i)`` returns
 bit-identical arrays from either source. The workflow stores the training set of the laptop
 configuration and regenerates the paper configuration on the fly (n·L·D = 4·10⁸ float32 = 1.6 GB
-of X per dataset, cheaper to redraw than to read back), streaming chunk by chunk either way.
+of X per dataset, cheaper to redraw than to read back), streaming chunk by chunk either way. The
+sampler (``slrpipe.vocabulary.SAMPLERS``) says where a regenerated set is drawn: "numpy" on the host
+(``slrpipe.data.sampling``), "jax" on JAX's default device (``slrpipe.data.device``: the arrays of
+a chunk, and of :meth:`SLRDataset.load`, are then jax arrays that never pass through the host).
 
 Source: docs/model.md §2 (data law) and §8 (chunked sampling).
 """
@@ -24,8 +27,14 @@ from slrpipe.data.sampling import Chunk, SLRTask, sample_chunk
 from slrpipe.data.teacher import make_teacher
 from slrpipe.io import atomic_dir
 from slrpipe.lengths import format_L
+from slrpipe.vocabulary import JAX, NUMPY, SAMPLERS, check_choice
 
 FORMAT = "slrpipe-dataset-1"
+#: the random stream of chunk i, per sampler (recorded with every data set and result)
+RNG = {
+    NUMPY: "numpy.random.default_rng([data_seed, chunk_index])",
+    JAX: "jax.random.fold_in(jax.random.PRNGKey(data_seed), chunk_index) (threefry)",
+}
 
 
 @dataclass(frozen=True)
@@ -34,11 +43,12 @@ class SLRDataset:
 
     ``chunk_size`` (default ``task.default_chunk_size()``, ~64 MiB of X) is part of the dataset's
     identity: chunk i holds rows [i·chunk_size, min(n, (i+1)·chunk_size)) and is drawn from
-    ``default_rng([data_seed, i])``. With ``path`` set, chunks are read from that zarr store
-    instead of regenerated (identical arrays).
+    ``default_rng([data_seed, i])`` (sampler "numpy", on the host) or ``fold_in(PRNGKey(data_seed),
+    i)`` (sampler "jax", on the device; two samplers are two different draws). With ``path`` set,
+    chunks are read from that zarr store instead of regenerated (identical numbers, host arrays).
 
     Raises:
-        ValueError: n < 1, negative seeds or chunk_size < 1.
+        ValueError: n < 1, negative seeds, chunk_size < 1 or an unknown sampler.
     """
 
     task: SLRTask
@@ -46,6 +56,7 @@ class SLRDataset:
     teacher_seed: int
     data_seed: int
     chunk_size: int | None = None
+    sampler: str = NUMPY
     path: Path | None = field(default=None, compare=False)
 
     def __post_init__(self):
@@ -58,6 +69,7 @@ class SLRDataset:
         cs = self.task.default_chunk_size() if self.chunk_size is None else int(self.chunk_size)
         if cs < 1:
             raise ValueError(f"chunk_size: must be ≥ 1, got {self.chunk_size}")
+        check_choice("sampler", self.sampler, SAMPLERS)
         object.__setattr__(self, "chunk_size", min(cs, int(self.n)))
         object.__setattr__(self, "n", int(self.n))
 
@@ -79,7 +91,8 @@ class SLRDataset:
         if a.get("format") != FORMAT:
             raise ValueError(f"data: {path} is not an slrpipe dataset store (format {a.get('format')!r})")
         task = SLRTask(a["model"], float(a["nu"]), {int(k): p for k, p in a["L_law"].items()}, a["delta"], a["D"])
-        return cls(task, a["n"], a["teacher_seed"], a["data_seed"], a["chunk_size"], Path(path))
+        sampler = a.get("sampler", NUMPY)  # stores written before the jax sampler existed
+        return cls(task, a["n"], a["teacher_seed"], a["data_seed"], a["chunk_size"], sampler, Path(path))
 
     def regenerated(self) -> SLRDataset:
         """The same dataset, drawn on the fly from its seeds instead of read from a store."""
@@ -112,12 +125,17 @@ class SLRDataset:
         return zarr.open_group(str(self.path), mode="r", zarr_format=3)
 
     def chunk(self, i: int) -> Chunk:
-        """Chunk i (see ``Chunk`` for shapes), read or regenerated."""
+        """Chunk i (see ``Chunk`` for shapes), read (host arrays) or regenerated (where the sampler
+        draws)."""
         a, b = self.bounds(i)
         if self.path is not None:
             g = self._group
             return Chunk(g["X"][a:b], g["mask"][a:b], g["y"][a:b], g["eps"][a:b], g["lengths"][a:b])
         k, v = self.teacher
+        if self.sampler == JAX:
+            from slrpipe.data.device import sample_chunk_device
+
+            return sample_chunk_device(self.task, k, v, self.data_seed, i, b - a)
         return sample_chunk(self.task, k, v, self.data_seed, i, b - a)
 
     def chunks(self):
@@ -126,7 +144,12 @@ class SLRDataset:
             yield self.chunk(i)
 
     def load(self) -> Chunk:
-        """The whole dataset as one ``Chunk`` (n rows); needs n·L_max·D·4 bytes of memory."""
+        """The whole dataset as one ``Chunk`` (n rows), on the host or, regenerated by the jax
+        sampler, on the device; needs n·L_max·D·4 bytes of memory there (plus one chunk)."""
+        if self.path is None and self.sampler == JAX:
+            from slrpipe.data.device import concatenate
+
+            return concatenate(self.n, self.chunks())
         t = self.task
         out = Chunk(
             np.empty((self.n, t.L_max, t.D), np.float32),
@@ -158,7 +181,8 @@ class SLRDataset:
             "teacher_seed": self.teacher_seed,
             "data_seed": self.data_seed,
             "chunk_size": self.chunk_size,
-            "rng": "numpy.random.default_rng([data_seed, chunk_index])",
+            "sampler": self.sampler,
+            "rng": RNG[self.sampler],
             "slrpipe_version": __version__,
         }
 
@@ -202,5 +226,5 @@ def write_dataset(path, dataset: SLRDataset) -> SLRDataset:
             a, b = dataset.bounds(i)
             ch = src.chunk(i)
             for name in spec:
-                arrs[name][a:b] = getattr(ch, name)
+                arrs[name][a:b] = np.asarray(getattr(ch, name))
     return replace(dataset, path=Path(path))

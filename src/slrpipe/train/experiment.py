@@ -2,8 +2,10 @@
 
 The estimator is the Flax NNX module ``Attention``; training optimises its ``nnx.Param`` state
 (``nnx.split`` → ``nnx.to_pure_dict`` → ``minimize`` → ``nnx.replace_by_pure_dict`` → ``nnx.update``). Test
-errors are measured on the host (numpy, the same formula as ``attention_apply``): nothing there is
-compiled, and the fresh test set is drawn once for the estimator and the Bayes oracle.
+errors are measured where the data are drawn: on the host for the numpy sampler (numpy, the same
+formula as ``attention_apply``; nothing compiled), on the device for the jax sampler (the same
+formula, jitted; only the (c,) predictions and labels of a chunk reach the host). The fresh test set
+is drawn once for the estimator and the Bayes oracle.
 
 Source: docs/model.md §5 (what is trained and reported).
 """
@@ -15,6 +17,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -23,13 +26,14 @@ import xarray as xr
 from flax import nnx
 
 from slrpipe.data import SLRDataset
+from slrpipe.data.store import RNG
 from slrpipe.lengths import format_L
 from slrpipe.models import Attention, attention_apply, bayes_predict
 from slrpipe.provenance import provenance
 from slrpipe.train.erm import ERMResult, minimize
 from slrpipe.train.metrics import gram, overlaps, streamed_errors
 from slrpipe.train.options import C_INF, ERMOptions
-from slrpipe.vocabulary import INITS, c_nu, check_choice, default_test_seed
+from slrpipe.vocabulary import INITS, JAX, c_nu, check_choice, default_test_seed
 
 log = logging.getLogger(__name__)
 
@@ -107,15 +111,14 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
         ValueError: as :func:`run_erm`.
     """
     t0 = time.perf_counter()
-    loaded = train.load() if loaded is None else loaded
+    loaded = jax.block_until_ready(train.load() if loaded is None else loaded)  # timed whole, not dispatched
     t_sample = time.perf_counter() - t0
     seeds_of = [default_test_seed(train.data_seed) if o.test_seed is None else int(o.test_seed) for o in options]
     if train.data_seed in seeds_of:
         raise ValueError(f"test_seed: must differ from data_seed ({train.data_seed})")
     trained = []
     for o in options:
-        ctx = jax.enable_x64(True) if o.dtype == "float64" else contextlib.nullcontext()
-        with ctx:
+        with _precision(o.dtype):
             jdtype = jnp.float64 if o.dtype == "float64" else jnp.float32
             log.info(
                 "ERM %s/%s λ=%g on %s (n=%d, D=%d), device %s",
@@ -167,15 +170,49 @@ def _train(model: Attention, train: SLRDataset, o: ERMOptions, loaded) -> tuple[
         res.gnorm,
         res.wall_time,
     )
-    f = _predictor(model, o)(data.X, data.mask)
-    train_mse = float(np.mean((data.y - np.asarray(f, np.float64)) ** 2))
+    f = _predictor(model, o, isinstance(data.X, jax.Array))(data.X, data.mask)
+    train_mse = float(np.mean((np.asarray(data.y, np.float64) - np.asarray(f, np.float64)) ** 2))
     return res, _Errors(train_mse, (math.nan, math.nan), (math.nan, math.nan))
 
 
-def _predictor(model: Attention, o: ERMOptions):
-    """f(X, mask) of the trained module on host arrays, in the training dtype."""
+def _predictor(model: Attention, o: ERMOptions, on_device: bool = False):
+    """f(X, mask) of the trained module in the training dtype: numpy on host arrays, or jitted on
+    device arrays (``on_device``; the jax sampler's)."""
     params, dt = _host_params(model), np.dtype(o.dtype)
-    return lambda X, mask: attention_apply(params, X.astype(dt, copy=False), mask, o.sigma, xp=np)
+    if not on_device:
+        return lambda X, mask: attention_apply(params, X.astype(dt, copy=False), mask, o.sigma, xp=np)
+
+    def predict(X, mask):
+        with _precision(o.dtype):
+            return _apply_on_device({k: jnp.asarray(a) for k, a in params.items()}, X, mask, o.sigma, o.dtype)
+
+    return predict
+
+
+@partial(jax.jit, static_argnames=("sigma", "dtype"))
+def _apply_on_device(params, X, mask, sigma, dtype):  # one program per (σ, dtype, chunk shape)
+    return attention_apply(params, X.astype(dtype), mask, sigma)
+
+
+def _precision(dtype: str):
+    """The context a run of ``dtype`` computes in (x64 on for float64)."""
+    return jax.enable_x64(True) if dtype == "float64" else contextlib.nullcontext()
+
+
+def _bayes_predictor(train: SLRDataset, on_device: bool):
+    """The Bayes oracle's prediction in float64 (host numpy, or jitted on the device)."""
+    task, (k_star, v_star) = train.task, train.teacher
+    if not on_device:
+        return lambda X, mask: bayes_predict(X, mask, k_star, v_star, task.model, task.nu)
+
+    def predict(X, mask):
+        with jax.enable_x64(True):
+            return _bayes_on_device(X, mask, jnp.asarray(k_star), jnp.asarray(v_star), model=task.model, nu=task.nu)
+
+    return predict
+
+
+_bayes_on_device = jax.jit(partial(bayes_predict, xp=jnp), static_argnames=("model", "nu"))
 
 
 def _test_errors(
@@ -183,12 +220,11 @@ def _test_errors(
 ) -> list[tuple[tuple, tuple]]:
     """[((test MSE, s.e.), (Bayes oracle MSE, s.e.))] of each module, all on one pass over the
     fresh test set of ``test_seed`` (the oracle's pair NaN for a run without ``bayes``)."""
-    task = train.task
-    k_star, v_star = train.teacher
-    predictors = {i: _predictor(m, o) for i, (m, o) in enumerate(zip(models, options))}
+    on_device = train.sampler == JAX
+    predictors = {i: _predictor(m, o, on_device) for i, (m, o) in enumerate(zip(models, options))}
     if any(o.bayes for o in options):
-        predictors["bayes"] = lambda X, mask: bayes_predict(X, mask, k_star, v_star, task.model, task.nu)
-    test = SLRDataset(task, n_test, train.teacher_seed, test_seed)
+        predictors["bayes"] = _bayes_predictor(train, on_device)
+    test = SLRDataset(train.task, n_test, train.teacher_seed, test_seed, sampler=train.sampler)
     out = streamed_errors(predictors, test.chunks())
     nan = (math.nan, math.nan)
     return [(out[i][:2], out["bayes"][:2] if o.bayes else nan) for i, o in enumerate(options)]
@@ -307,6 +343,8 @@ def _attrs(train: SLRDataset, o: ERMOptions, res: ERMResult) -> dict:
         c_inf=o.c_inf,
         init_scale=o.init_scale,
         chunk_size=train.chunk_size,
+        sampler=train.sampler,
+        rng=RNG[train.sampler],
         data_source=str(train.path) if train.path else "regenerated from seeds",
         L_law={str(k): p for k, p in task.L.items()},
     )

@@ -35,7 +35,8 @@ def streamed_errors(predictors: dict, chunks) -> dict[str, tuple[float, float, i
     """Mean squared error E[(y − f(X))²] of several predictors over one pass of a ``Chunk`` stream.
 
     ``predictors``: {name: predict(X, mask) -> (c,)}, each called once per chunk (one chunk in
-    memory at a time, drawn once for all predictors). Returns {name: (mse, standard error of the
+    memory at a time, drawn once for all predictors; host or device arrays: only the labels and
+    the (c,) predictions are brought to the host). Returns {name: (mse, standard error of the
     mean = std(sq)/√n, n)}. Accumulates in float64.
     """
     s1 = dict.fromkeys(predictors, 0.0)
@@ -43,7 +44,7 @@ def streamed_errors(predictors: dict, chunks) -> dict[str, tuple[float, float, i
     n = 0
     for ch in chunks:
         for name, predict in predictors.items():
-            r = ch.y - np.asarray(predict(ch.X, ch.mask), np.float64)
+            r = np.asarray(ch.y, np.float64) - np.asarray(predict(ch.X, ch.mask), np.float64)
             sq = r * r
             s1[name] += sq.sum()
             s2[name] += (sq * sq).sum()

@@ -55,7 +55,8 @@ def paper_jobs(path="config/paper.yaml"):
     ``slrpipe.jobs.TrainJob`` each); training sets: (n, L_max, D) of each set drawn — once per
     batch that uses it (``slrpipe train-batch`` draws it in the job), or once in all when the config
     stores it (``generate`` writes it, the batches read it); test sets: (n_test, L_max, D) of each
-    set a batch evaluates on (its runs of one training set and test seed share one pass)."""
+    set a batch evaluates on (its runs of one training set and test seed share one pass); batches:
+    their number; samplers: the samplers its runs draw with ("jax": on the training device)."""
     import yaml
 
     from slrpipe.lengths import length_law
@@ -71,7 +72,8 @@ def paper_jobs(path="config/paper.yaml"):
             L_max = max(length_law(m.L))
             train_sets[key if m.data else (name, key)] = (m.n, L_max, m.D)
             test_sets[(name, key, m.test_seed, m.n_test)] = (m.n_test, L_max, m.D)
-    return runs, list(train_sets.values()), list(test_sets.values()), len(p.train_batches)
+    samplers = sorted({j.sampler for j in p.erm.values()})
+    return runs, list(train_sets.values()), list(test_sets.values()), len(p.train_batches), samplers
 
 
 def main(argv=None):
@@ -195,7 +197,7 @@ def main(argv=None):
     )
 
     # 5. projection: the paper's ERM runs on one GPU
-    runs, train_sets, test_sets, n_batches = paper_jobs(a.paper_config)
+    runs, train_sets, test_sets, n_batches, samplers = paper_jobs(a.paper_config)
     bw = a.gpu_bandwidth * a.efficiency
     solve = sum(a.gpu_iterations * evals * 2 * n * L * D * 4 / bw for n, L, D, _ in runs)
     worst = sum(mi * evals * 2 * n * L * D * 4 / bw for n, L, D, mi in runs)
@@ -221,7 +223,11 @@ def main(argv=None):
         f"  sampling on the host at the rate measured here ({gen_rate / 1e6:.0f} Mfloat/s per core): training sets "
         f"{train_floats / gen_rate / 3600:.1f} h + test sets {test_floats / gen_rate / 3600:.1f} h = "
         f"{t_data / 3600:.1f} h of one core ({t_data / 16 / 3600:.1f} h over 16 cores): {bound} bounds the paper "
-        "config on one GPU"
+        "config on one GPU with host sampling"
+    )
+    print(
+        f"  the config's sampler: {', '.join(samplers)}"
+        + (" (drawn and evaluated on the GPU: the host time above is not spent)" if samplers == ["jax"] else "")
     )
 
 

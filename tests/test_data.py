@@ -177,6 +177,8 @@ def test_device_sampler_keeps_the_set_on_the_device_and_any_chunk_regenerates_al
     assert not np.array_equal(host.X, np.asarray(full.X))
     with pytest.raises(ValueError, match="sampler"):
         SLRDataset(task, 700, 1, 2, sampler="torch")
+    with pytest.raises(ValueError, match="2\\*\\*32"):
+        sample_chunk_device(task, *make_teacher(task.D, 1), 2**32, 0, 10)
 
 
 def _gpu():

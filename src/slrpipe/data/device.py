@@ -32,9 +32,12 @@ def sample_chunk_device(task: SLRTask, k_star, v_star, seed: int, index: int, si
     (size,); eps, lengths int64 (size,). The stream is ``fold_in(PRNGKey(seed), index)`` (threefry).
 
     Raises:
-        ValueError: negative seed/index, size < 1 or teacher of the wrong shape.
+        ValueError: seed/index outside [0, 2³²) (threefry's 32-bit words), size < 1 or teacher of
+            the wrong shape.
     """
     check_chunk(task, k_star, v_star, seed, index, size)
+    if seed >= 2**32 or index >= 2**32:
+        raise ValueError(f"seed, index: must be < 2**32 for the jax sampler, got {seed}, {index}")
     sqrtD = math.sqrt(task.D)
     with jax.enable_x64(True):  # y, u, ξ in float64 as on the host; X stays float32
         return Chunk(

@@ -231,3 +231,32 @@ def test_cli_point_without_an_rs_fixed_point_writes_nan_not_a_failure(tmp_path):
     assert np.isnan(float(r.objective)) and np.isnan(float(r.s_star)) and not bool(r.converged)
     assert np.isnan(r.scan_complexity.values).all() and not r.scan_converged.values.any()
     assert r.sizes["s"] == 2 and "RS fixed point" in r.attrs["unsolved"]
+
+
+def test_star_brackets_between_successive_converged_rows():
+    # Σ crosses zero between s = 0.3 and 2; the s = 1 row between them did not converge (its Σ is
+    # not a solution's), so the bracket is (0.3, 2) and s* = 0.3 + 1.7·0.03/0.12 is solved from 0.3
+    from slrpipe.theory.replica.rsb1 import _SUMMARY, STATE1, _star
+
+    def row(s, sigma, converged):
+        return {**dict.fromkeys(_SUMMARY, 0.0), "s": s, "sigma": sigma, "converged": converged}
+
+    def sol(r, tag):
+        return {**r, **dict.fromkeys(STATE1, tag), "prox_warm": tag}
+
+    calls = []
+
+    def solve(s, init, warm):
+        calls.append((s, init[0], warm))
+        return row(s, 0.0, True)
+
+    scan = [row(0.3, 0.03, True), row(1.0, -0.06, False), row(2.0, -0.09, True)]
+    star = _star(solve, scan, [sol(r, t) for r, t in zip(scan, (1.0, 2.0, 3.0))])
+    assert star is not None and calls == [(pytest.approx(0.3 + 1.7 * 0.03 / 0.12), 1.0, 1.0)]
+    # adjacent converged rows: the bracket they make; one converged row or none below zero: no s*
+    calls.clear()
+    scan[1]["converged"] = True
+    _star(solve, scan, [sol(r, t) for r, t in zip(scan, (1.0, 2.0, 3.0))])
+    assert calls == [(pytest.approx(0.3 + 0.7 * 0.03 / 0.09), 1.0, 1.0)]
+    for rows in ([row(0.3, 0.03, True), row(1.0, -0.06, False)], [row(0.3, 0.03, True), row(2.0, 0.01, True)]):
+        assert _star(solve, rows, [sol(r, 0.0) for r in rows]) is None

@@ -682,14 +682,16 @@ def _scan(solve, grid, rs, frac):
 
 
 def _star(solve, scan, sols) -> dict | None:
-    """The summary at s*, where Σ crosses zero from above between two converged grid points (s* by
-    linear interpolation, solved from the nearer one by ``solve`` as in :func:`_scan`); None where
-    it does not."""
-    for i in range(1, len(scan)):
-        a, b = scan[i - 1], scan[i]
-        if a["converged"] and b["converged"] and a["sigma"] > 0 >= b["sigma"]:
+    """The summary at s*, where Σ crosses zero from above between two successive converged grid
+    points (a row that did not converge between them is passed over: its Σ is not a solution's; s*
+    by linear interpolation, solved from the nearer one by ``solve`` as in :func:`_scan`); None
+    where it does not."""
+    done = [i for i, r in enumerate(scan) if r["converged"]]
+    for i, j in zip(done, done[1:]):
+        a, b = scan[i], scan[j]
+        if a["sigma"] > 0 >= b["sigma"]:
             s_star = a["s"] + (b["s"] - a["s"]) * a["sigma"] / (a["sigma"] - b["sigma"])
-            near = sols[i - 1] if s_star - a["s"] < b["s"] - s_star else sols[i]
+            near = sols[i] if s_star - a["s"] < b["s"] - s_star else sols[j]
             r = solve(s_star, init=np.array([near[k] for k in STATE1]), warm=near["prox_warm"])
             return {k: r[k] for k in _SUMMARY}
     return None
@@ -754,8 +756,8 @@ def rsb1_ground_state(
     The RS fixed point (``solve_replica`` with the hard channel, ``softmin=None``, on the outer
     fields) starts a scan over ``s_grid`` (ascending, each s warm-started from the previous one; the
     first from the RS state with δq = frac·(q − m²)). The ground state is where Σ(s) crosses zero from
-    above: s* by linear interpolation of Σ between the bracketing grid points, then one more solve
-    at s*. Where Σ > 0 on the whole grid no crossing is claimed (``star`` is None; the largest Φ on
+    above: s* by linear interpolation of Σ between the bracketing converged grid points (rows that
+    did not converge are passed over), then one more solve at s*. Where Σ > 0 on the whole grid no crossing is claimed (``star`` is None; the largest Φ on
     the grid is then only a lower bound of e_gs).
 
     Args:

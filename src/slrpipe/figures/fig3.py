@@ -157,8 +157,9 @@ def _draw_replica_line(ax, rep, s: str, lam, lw: float, rel_sd: float) -> bool:
 
 def _draw_rsb1(ax, rep) -> None:
     """The 1RSB ground state's test error (a typical minimum at s*, docs/theory.md §13) where the
-    node has 1RSB points: per (σ, λ) large open squares joined by a dotted line, and small open
-    circles for RS on the same (outer) samples where 1RSB found no s* (Σ does not cross zero)."""
+    node has 1RSB points: per (σ, λ) large open squares, joined by a dotted line only between
+    neighbours on the α grid (nothing is drawn across an α without 1RSB), and small open circles for
+    RS on the same (outer) samples where 1RSB found no s* (Σ does not cross zero)."""
     if "rsb1_test_error" not in rep:
         return
     alpha = rep["alpha"].values
@@ -168,10 +169,9 @@ def _draw_rsb1(ax, rep) -> None:
             solved = rep["rsb1_rs_test_error"].sel(sigma=s, lam=lam).notnull()
             name = f"{LABELS.get(s, s)}, λ = {lam:g}"
             if bool(gs.notnull().any()):
-                ok = gs.notnull().values
-                ax.plot(
-                    alpha[ok],
-                    gs.values[ok],
+                ax.plot(  # NaN where not solved: the line breaks there
+                    alpha,
+                    gs.values,
                     ls=":",
                     lw=1,
                     marker="s",

@@ -22,7 +22,10 @@ from slrpipe.vocabulary import MODELS, REPLICA_SIGMAS
 
 log = logging.getLogger(__name__)
 
-#: the per-s quantities of the scan (``rsb1._SUMMARY`` names), stored as ``scan_<name>``
+#: the per-s quantities of the scan (``rsb1._SUMMARY`` names), stored as ``scan_<name>``. Listed here,
+#: not derived from ``_SUMMARY``: the CLI imports every command module at start-up, and importing the
+#: 1RSB theory (JAX, the prox) there would slow every job; a name missing from the scan's summaries
+#: fails the smoke workflow's rsb1 jobs (tests/test_workflow.py).
 SCAN = (
     "phi",
     "sigma",

@@ -301,6 +301,13 @@ def test_rsb1_points_in_the_store_and_the_table(done):
         a = rep.sel(sigma=s, lam=0.1, alpha=8.0)
         se = 8.0 * float(a["train_loss_se"])
         assert abs(float(a["rsb1_rs_objective"]) - float(a["objective"])) <= 0.2 * se, (s, a)
+        # the state reported (slrpipe.store.rsb1): s*, or the largest Φ of the converged physical rows
+        ok = (a["rsb1_scan_physical"] == 1) & (a["rsb1_scan_converged"] == 1)
+        if np.isfinite(float(a["rsb1_s_star"])):
+            assert float(a["rsb1_s_reported"]) == float(a["rsb1_s_star"]) and not bool(a["rsb1_lower_bound"])
+        elif bool(ok.any()):
+            assert float(a["rsb1_objective"]) == float(a["rsb1_scan_phi"].where(ok).max()), (s, a)
+            assert bool(a["rsb1_lower_bound"])
     rows = json.loads((done / "results" / "validation.json").read_text())
     assert all(np.isfinite(r["rsb1_rs_objective"]) == (r["alpha"] == 8.0) for r in rows)
     assert "1RSB (docs/theory.md §13)" in (done / "results" / "validation.txt").read_text()

@@ -156,10 +156,11 @@ def _draw_replica_line(ax, rep, s: str, lam, lw: float, rel_sd: float) -> bool:
 
 
 def _draw_rsb1(ax, rep) -> None:
-    """The 1RSB ground state's test error (a typical minimum at s*, docs/theory.md §13) where the
-    node has 1RSB points: per (σ, λ) large open squares, joined by a dotted line only between
-    neighbours on the α grid (nothing is drawn across an α without 1RSB), and small open circles for
-    RS on the same (outer) samples where 1RSB found no s* (Σ does not cross zero)."""
+    """The test error of the 1RSB state reported (a typical minimum at s*, else at the largest Φ of
+    the physical part of the s scan: slrpipe.store.rsb1, docs/theory.md §13) where the node has 1RSB
+    points: per (σ, λ) large open squares, joined by a dotted line only between neighbours on the α
+    grid (nothing is drawn across an α without 1RSB), and small open circles for RS on the same
+    (outer) samples where 1RSB was not solved (no converged physical row)."""
     if "rsb1_test_error" not in rep:
         return
     alpha = rep["alpha"].values
@@ -178,7 +179,7 @@ def _draw_rsb1(ax, rep) -> None:
                     ms=6,
                     fillstyle="none",
                     color=COLORS.get(s),
-                    label=f"1RSB ground state {name}",
+                    label=f"1RSB (s*, else max Φ) {name}",
                 )
             none = (solved & gs.isnull()).values
             if none.any():
@@ -190,7 +191,7 @@ def _draw_rsb1(ax, rep) -> None:
                     ms=6,
                     fillstyle="none",
                     color=COLORS.get(s),
-                    label=f"1RSB: no s* on the grid (RS, same samples) {name}",
+                    label=f"1RSB not solved (RS, same samples) {name}",
                 )
 
 

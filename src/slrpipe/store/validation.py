@@ -113,7 +113,9 @@ LADDER_COLUMNS = [
     "z_ground_limit",
 ]
 #: columns of a row whose replica experiment solved 1RSB there (ansatz [rs, rsb1]; docs/theory.md §13):
-#: at s* (Σ(s*) = 0) the ground state's objective Φ(s*) ± s.e., test error of a typical minimum and
+#: s* (NaN unless Σ crosses zero on the physical part of the s scan), the s of the state reported and
+#: whether its Φ is only a lower bound of the ground-state energy (slrpipe.store.rsb1.reported); at
+#: that state the objective Φ ± s.e., test error of a typical minimum and
 #: 2 tr δQ (the predicted (1/D)|W_a − W_b|²); RS on the same samples; the ERM reference (``rsb1_erm_ref``
 #: says which for the test error: the ground state over starts, D → ∞ where there is a ladder, else
 #: the informed start; the objective likewise, α·J, D → ∞ where there is a ladder), the fraction of
@@ -122,6 +124,8 @@ LADDER_COLUMNS = [
 #: seed mean, D → ∞ where there is a ladder) — RS predicts 0, 1RSB 2 tr δQ
 RSB1_COLUMNS = [
     "rsb1_s_star",
+    "rsb1_s_reported",
+    "rsb1_lower_bound",
     "rsb1_objective",
     "rsb1_objective_se",
     "rsb1_test_error",
@@ -138,7 +142,7 @@ RSB1_COLUMNS = [
     "erm_distance_se",
 ]
 #: RSB1_COLUMNS read from the replica node as they are (its ``rsb1_*`` variables, slrpipe.store.aggregate)
-_RSB1 = RSB1_COLUMNS[:8]
+_RSB1 = RSB1_COLUMNS[:10]
 _THEORY = {
     "theory": "test_error",
     "theory_seed_mean": "test_error_seed_mean",
@@ -228,7 +232,8 @@ def _rsb1_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
         return out
     pt = rep.sel(sigma=sigma).isel(alpha=int(np.argmax(near)), lam=int(np.argmax(lam_near)))
     for col in _RSB1:
-        out[col] = float(pt[col].values)
+        if col in pt:  # a store aggregated before rsb1_s_reported / rsb1_lower_bound existed lacks them
+            out[col] = float(pt[col].values)
     return out
 
 
@@ -456,7 +461,7 @@ def _verdict_at(th: dict, mean: float, se: float, ground: dict, lad: dict, crit:
     """The per-point verdict (slrpipe.store.verdict) from the row's theory columns ``th``, the
     informed start's ``mean`` ± ``se`` at the largest D, the ``ground`` state columns, where
     the experiment has a D ladder the D → ∞ limits of both (``lad``; else None: not measured), and
-    the 1RSB ground state's test error ``rsb1`` (None/NaN: not solved)."""
+    the 1RSB state's test error ``rsb1`` (slrpipe.store.rsb1; None/NaN: not solved)."""
     return point_verdict(
         th["theory"],
         th["theory_mc_se"],
@@ -632,9 +637,11 @@ def format_table(rows: list[dict], width: int = WIDTH) -> str:
 def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
     """The 1RSB section of the table (``RSB1_COLUMNS``): per point RS and 1RSB on the same samples
     beside the ERM reference, objective (min 𝓛/D) and test error, the fraction of each gap closed,
-    s* and 2 tr δQ; '—' where Σ does not cross zero on the s grid (no ground state claimed)."""
+    the s of the 1RSB state reported (slrpipe.store.rsb1.reported) and 2 tr δQ; '—' where no row of the
+    s scan converged on the physical part (not solved)."""
     out = _wrap(
-        "1RSB (docs/theory.md §13): RS and the 1RSB ground state (s*: Σ = 0) on the same samples, against ERM "
+        "1RSB (docs/theory.md §13): RS and the 1RSB state reported on the same samples — at s* (marked *: Σ = 0 "
+        "on the physical part of the s scan), else at the largest Φ there (Φ ≤ the ground-state energy) — against ERM "
         "(ref: ground state over starts, D→∞ where a ladder exists); closed = (1RSB − RS)/(ERM − RS); "
         "2trδQ: the predicted distance (1/D)|W_a − W_b|² between minima (RS: 0); d₂ ERM: the measured one between the "
         "two lowest minima found per seed (D→∞ where a ladder exists)",
@@ -642,7 +649,7 @@ def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
         indent="",
     )
     head = (
-        f"{'sigma':<8}{'lam':>5}{'alpha':>6}{'s*':>6}{'obj RS':>8}{'1RSB ± s.e.':>17}{'ERM':>8}"
+        f"{'sigma':<8}{'lam':>5}{'alpha':>6}{'s':>6}{'obj RS':>8}{'1RSB ± s.e.':>17}{'ERM':>8}"
         f"{'closed':>7}{'test RS':>8}{'1RSB':>8}{'ERM':>8}{'closed':>7}{'2trδQ':>7}{'d₂ ERM':>7}  ref"
     )
     for name in dict.fromkeys(r["experiment"] for r in rows):
@@ -651,13 +658,19 @@ def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
     return out
 
 
+def _s_reported(r: dict) -> str:
+    """The s of the 1RSB state reported: ``2.1*`` at s*, ``0.3`` at the largest Φ (a lower bound)."""
+    s = r.get("rsb1_s_reported", r["rsb1_s_star"])
+    return "—" if not _finite(s) else f"{s:.2g}" + ("" if r.get("rsb1_lower_bound") == 1 else "*")
+
+
 #: the ERM reference of a 1RSB row as the text table writes it (the JSON keeps the long form)
 _SHORT_REF = {"ground D→∞": "gr D→∞", "informed D→∞": "inf D→∞"}
 
 
 def _rsb1_line(r: dict) -> str:
     return (
-        f"{r['sigma']:<8}{r['lam']:>5g}{r['alpha']:>6.3g}{_n(r['rsb1_s_star'], 2):>6}"
+        f"{r['sigma']:<8}{r['lam']:>5g}{r['alpha']:>6.3g}{_s_reported(r):>6}"
         f"{_n(r['rsb1_rs_objective']):>8}{_pm(r['rsb1_objective'], r['rsb1_objective_se']):>17}"
         f"{_n(r['rsb1_erm_objective']):>8}{_n(r['gap_closed_objective'], 2):>7}"
         f"{_n(r['rsb1_rs_test_error']):>8}{_n(r['rsb1_test_error']):>8}{_n(r['rsb1_erm_test']):>8}"

@@ -16,8 +16,9 @@ Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order
   3. ``ERM not at its ground state``: not 1–2, but the ERM ground state (lowest training objective
      over informed and random starts) agrees, at the largest D or extrapolated (same rules, the
      precision clause of 2 against the ground state at the largest D);
-  4. ``1RSB agrees``: not 1–3, the one-step RSB ground state was solved at the point (its s*
-     found, docs/theory.md §13) and an ERM value (ground state or informed start, at the largest D
+  4. ``1RSB agrees``: not 1–3, one-step RSB was solved at the point (the state reported: s* on
+     the physical part of the s scan, else its largest Φ; slrpipe.store.rsb1, docs/theory.md §13)
+     and an ERM value (ground state or informed start, at the largest D
      or extrapolated) agrees with its test error by the same rules (its Monte Carlo error not
      measured: the relative clause carries it);
   5. ``RS unstable``: not 1–3, 1RSB not solved there, and the RS fixed point is unstable
@@ -125,7 +126,7 @@ def verdict(
         erm: ERM from the informed start (largest D, and its D → ∞ limit where there is a ladder).
         ground: the same for the ERM ground state (default: not measured).
         rs_stable: True/False (or 1/0) from the replica output (NaN/None: not checked).
-        rsb1: test error of the 1RSB ground state at s* (NaN/None: not solved, or no s* found).
+        rsb1: test error of the 1RSB state reported (slrpipe.store.rsb1; NaN/None: not solved).
         rule: the agreement rule.
     Returns: one of ``VERDICTS``, or ``MISSING`` / ``UNMEASURED``.
     Raises: ValueError: rule.max_abs_z ≤ 0 or rule.rel_tol < 0.

@@ -1,0 +1,71 @@
+"""The 1RSB state a point reports, read off its s scan (docs/theory.md §13, "the state reported").
+
+A ``slrpipe rsb1`` file holds the scan over the Parisi parameter s and, where Σ(s) crosses zero
+between two converged rows, the solve at that s*. The state reported — the ``objective``,
+``test_error``, δq, ``distance``, m, q₁ the store, the validation table and fig3 read — is:
+
+- the solve at s*, where s* lies on the physical part of the scan (converged rows with de/ds ≤ 0
+  up to the first turn, ``scan_physical``; Σ(e) concave there);
+- else the converged physical row of largest Φ: Φ(s) ≤ e_gs at every s, so its Φ is a lower bound
+  of the ground-state energy (``lower_bound`` true), and its test error that of a typical state at
+  that s — this is also the answer where 1RSB collapses onto RS (δq ≈ 0, Φ = e_RS at every s) or
+  where Σ > 0 over the whole physical part;
+- NaN where no row of the scan is converged and physical (not solved).
+
+The same rule as ``scripts/rsb1_gap_table.py`` (the docs' table), so the workflow and the table
+report the same state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+#: point variables replaced by the physical row of largest Φ: (point name, scan name)
+_FROM_SCAN = (
+    ("objective", "scan_phi"),
+    ("objective_se", "scan_energy_se"),
+    ("test_error", "scan_test_error"),
+    ("dq_k", "scan_dq_k"),
+    ("dq_v", "scan_dq_v"),
+    ("m_k", "scan_m_k"),
+    ("m_v", "scan_m_v"),
+    ("q1_k", "scan_q1_k"),
+    ("q1_v", "scan_q1_v"),
+)
+
+
+def reported(ds: xr.Dataset) -> xr.Dataset:
+    """One 1RSB point's file with its point variables at the state reported (module docstring).
+
+    Args:
+        ds: a ``slrpipe rsb1`` result (``slrpipe.commands.rsb1.dataset``: dim s, the ``scan_*``
+            variables, ``s_star`` and the point variables at s*).
+    Returns:
+        A copy with ``s_star`` NaN where the crossing lies off the physical part, the point
+        variables (``objective`` ± ``objective_se``, ``test_error``, ``dq_k``, ``dq_v``,
+        ``distance`` = 2(δq_k + δq_v), ``m_*``, ``q1_*``, ``converged``) at the state reported, and
+        two new scalars: ``s_reported`` (its s; NaN: not solved) and ``lower_bound`` (true where the
+        state is the largest Φ, not s*).
+    Raises:
+        KeyError: a variable of the rsb1 result missing.
+    """
+    s = ds["s"].values
+    ok = ds["scan_physical"].values.astype(bool) & ds["scan_converged"].values.astype(bool)
+    s_star = float(ds["s_star"])
+    out = ds.copy()
+    if np.isfinite(s_star) and ok.any() and s_star <= s[ok].max():
+        return out.assign(s_reported=((), s_star), lower_bound=((), False))
+    out["s_star"] = ((), np.nan)
+    if not ok.any():
+        for name, _ in _FROM_SCAN:
+            out[name] = ((), np.nan)
+        out["distance"] = ((), np.nan)
+        out["converged"] = ((), False)
+        return out.assign(s_reported=((), np.nan), lower_bound=((), False))
+    i = int(np.flatnonzero(ok)[np.argmax(ds["scan_phi"].values[ok])])
+    for name, scan in _FROM_SCAN:
+        out[name] = ((), float(ds[scan].values[i]))
+    out["distance"] = ((), 2.0 * (float(out["dq_k"]) + float(out["dq_v"])))
+    out["converged"] = ((), True)
+    return out.assign(s_reported=((), float(s[i])), lower_bound=((), True))

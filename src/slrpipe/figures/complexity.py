@@ -4,8 +4,9 @@ ERM's minima placed on it (docs/theory.md §13).
 One panel per (replica experiment, σ, λ, α) where 1RSB was solved (``ansatz: [rs, rsb1]``; the
 store's ``rsb1_scan_*``): the parametric curve (e(s), Σ(s)) of the s scan — e the energy of a
 typical state, 𝓛/D — filled where converged and on the physical branch (de/ds ≤ 0, Σ concave in
-e), triangles where converged past its turn, open where not converged (the axes fit the converged
-points and the references, so a solve far off is clipped); the ground state s*
+e), triangles where converged past its turn, open where not converged (the axes fit the physical
+branch, the first point past its turn and the references: the rest of the unphysical branch, up to
+Σ ~ 30, and a solve far off are clipped); the ground state s*
 (Σ = 0) as a star; RS on the same samples as a grey square at Σ = 0. ERM's minima of the linked
 experiment as vertical lines: the informed start, the random starts (mean over restarts) and the
 ground state over all starts (where there are random starts), each the objective α·J (= 𝓛/D)
@@ -110,8 +111,14 @@ def draw_point(ax, rep: xr.Dataset, sigma: str, lam: float, alpha: float, erm: d
             xs += [val - se, val + se]
         xs.append(val)
     ax.axhline(0.0, color="black", lw=0.6)
-    band = (sig_se if np.isfinite(sig_se).all() else np.nan_to_num(sig_se))[ok & conv]
-    _limits(ax, np.r_[e[ok & conv], xs], np.r_[sig[ok & conv] - band, sig[ok & conv] + band, 0.0])
+    # the scale fits the physical branch, the first point past its turn and the references; points
+    # farther along the unphysical branch (Σ up to ~30 at s = 16) would squash the branch near Σ = 0
+    shown = ok & conv & phys
+    past = np.flatnonzero(ok & conv & ~phys & (s > s[shown].max() if shown.any() else True))
+    if past.size:
+        shown[past[0]] = True
+    band = (sig_se if np.isfinite(sig_se).all() else np.nan_to_num(sig_se))[shown]
+    _limits(ax, np.r_[e[shown], xs], np.r_[sig[shown] - band, sig[shown] + band, 0.0])
     ax.set_xlabel(r"energy $e = \mathcal{L}/D$")
     ax.set_ylabel("complexity Σ")
     ax.set_title(f"{setting_title(rep)}\n{LABELS.get(sigma, sigma)}, λ = {lam:g}, α = {alpha:g}", fontsize=8)

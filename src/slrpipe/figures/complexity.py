@@ -114,7 +114,7 @@ def draw_point(ax, rep: xr.Dataset, sigma: str, lam: float, alpha: float, erm: d
     # the scale fits the physical branch, the first point past its turn and the references; points
     # farther along the unphysical branch (Σ up to ~30 at s = 16) would squash the branch near Σ = 0
     shown = ok & conv & phys
-    past = np.flatnonzero(ok & conv & ~phys & (s > s[shown].max() if shown.any() else True))
+    past = np.flatnonzero(ok & conv & ~phys & (s > (s[shown].max() if shown.any() else -np.inf)))
     if past.size:
         shown[past[0]] = True
     band = (sig_se if np.isfinite(sig_se).all() else np.nan_to_num(sig_se))[shown]

@@ -30,6 +30,7 @@ from distance_table import two_lowest
 
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ladder import point_ladder
+from slrpipe.store.rsb1 import choose
 from slrpipe.theory.replica import rsb1
 
 
@@ -75,13 +76,13 @@ def rsb1_summary(scan: dict) -> dict | None:
     """The reported 1RSB row (module docstring) with its kind ('s*' or 'max Φ'), or None where no
     s converged on the physical part of the curve (``rsb1.physical``: de/ds ≤ 0); s* counts only
     where it lies within that part."""
-    rows = [r for r, ok in zip(scan["scan"], rsb1.physical(scan["scan"]), strict=True) if ok]
-    if not rows:
-        return None
-    star = scan.get("star")
-    if star and star["s"] <= max(r["s"] for r in rows):  # a crossing on the physical part
+    rows, star = scan["scan"], scan.get("star")
+    keep_star, i = choose(
+        [r["s"] for r in rows], rsb1.physical(rows), [r["phi"] for r in rows], star["s"] if star else None
+    )
+    if keep_star:
         return dict(star, kind="s*")
-    return dict(max(rows, key=lambda r: r["phi"]), kind="max Φ")
+    return None if i is None else dict(rows[i], kind="max Φ")
 
 
 def _pm(v: tuple[float, float], digits: int) -> str:

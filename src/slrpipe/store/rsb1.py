@@ -12,8 +12,8 @@ between two converged rows, the solve at that s*. The state reported — the ``o
   where Σ > 0 over the whole physical part;
 - NaN where no row of the scan is converged and physical (not solved).
 
-The same rule as ``scripts/rsb1_gap_table.py`` (the docs' table), so the workflow and the table
-report the same state.
+:func:`choose` is the rule on plain arrays; ``scripts/rsb1_gap_table.py`` (the docs' table) uses it
+too, so the workflow and the table report the same state.
 """
 
 from __future__ import annotations
@@ -35,6 +35,18 @@ _FROM_SCAN = (
 )
 
 
+def choose(s, ok, phi, s_star) -> tuple[bool, int | None]:
+    """The rule of the module docstring on plain arrays: (keep s*, the row of largest Φ among the
+    rows ``ok`` — converged and physical — or None where there is none). ``s``, ``ok``, ``phi``:
+    per scan row (ascending s); ``s_star``: the crossing (NaN or None: none)."""
+    s, ok, phi = np.asarray(s, float), np.asarray(ok, bool), np.asarray(phi, float)
+    if not ok.any():
+        return False, None
+    if s_star is not None and np.isfinite(s_star) and s_star <= s[ok].max():
+        return True, None
+    return False, int(np.flatnonzero(ok)[np.argmax(phi[ok])])
+
+
 def reported(ds: xr.Dataset) -> xr.Dataset:
     """One 1RSB point's file with its point variables at the state reported (module docstring).
 
@@ -53,17 +65,17 @@ def reported(ds: xr.Dataset) -> xr.Dataset:
     s = ds["s"].values
     ok = ds["scan_physical"].values.astype(bool) & ds["scan_converged"].values.astype(bool)
     s_star = float(ds["s_star"])
+    keep_star, i = choose(s, ok, ds["scan_phi"].values, s_star)
     out = ds.copy()
-    if np.isfinite(s_star) and ok.any() and s_star <= s[ok].max():
+    if keep_star:
         return out.assign(s_reported=((), s_star), lower_bound=((), False))
     out["s_star"] = ((), np.nan)
-    if not ok.any():
+    if i is None:
         for name, _ in _FROM_SCAN:
             out[name] = ((), np.nan)
         out["distance"] = ((), np.nan)
         out["converged"] = ((), False)
         return out.assign(s_reported=((), np.nan), lower_bound=((), False))
-    i = int(np.flatnonzero(ok)[np.argmax(ds["scan_phi"].values[ok])])
     for name, scan in _FROM_SCAN:
         out[name] = ((), float(ds[scan].values[i]))
     out["distance"] = ((), 2.0 * (float(out["dq_k"]) + float(out["dq_v"])))

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,51 @@ WORKFLOW_PARTS = ["Snakefile", "workflow", "config", "profiles", "src"]
 for _var, _value in thread_env(1).items():
     os.environ.setdefault(_var, _value)
 
+# One persistent JAX compilation cache for the whole test session, shared by both xdist workers
+# (PYTEST_XDIST_TESTRUNUID names the session), the processes the tests start (CLI, benchmarks)
+# and the workflow runs (their results/cache/jax links here, :func:`share_jax_cache`): each XLA
+# program is compiled once per session instead of once per process and workflow run. A loaded
+# program is the compiled one, so the numbers are the same (tests/test_replica.py and
+# tests/test_train.py check cold against warm runs, each with a cache of its own). Set before
+# anything imports JAX, which reads these at import.
+JAX_CACHE = Path(tempfile.gettempdir()) / (
+    "slrpipe-test-jax-cache-" + os.environ.get("PYTEST_XDIST_TESTRUNUID", f"pid{os.getpid()}")
+)
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(JAX_CACHE))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+
+
+#: test files started first, in this order (pytest-xdist ``--dist loadfile --no-loadscope-reorder``
+#: hands files to the workers in collection order; the rest keep theirs): the Slurm run of the smoke
+#: workflow and the replica tests (~5 min each) side by side, then the smoke workflow and its
+#: cut-down install run, which load the XLA programs the Slurm run compiled (the session's cache,
+#: :func:`share_jax_cache`) instead of compiling them at the same time; the long files early, so
+#: that none is left for the end
+FIRST = (
+    "test_slurm.py",
+    "test_replica.py",
+    "test_workflow.py",
+    "test_install.py",
+    "test_benchmarks.py",
+    "test_prox.py",
+    "test_rsb1.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: a file's tests keep their order
+
+
+def share_jax_cache(workdir: Path) -> None:
+    """Link ``workdir``/results/cache/jax (the workflow's cache, workflow/rules/common.smk) to the
+    session's, unless the run already has one."""
+    link, cache = workdir / "results" / "cache" / "jax", Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
+    if not link.exists() and not link.is_symlink():
+        cache.mkdir(parents=True, exist_ok=True)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(cache, target_is_directory=True)
+
 
 def copy_workflow(dest: Path) -> Path:
     for part in WORKFLOW_PARTS:
@@ -31,8 +77,11 @@ def copy_workflow(dest: Path) -> Path:
     return dest
 
 
-def snakemake(workdir: Path, *args, check=True, timeout=900):
-    """Run the snakemake CLI in ``workdir`` with the copied package first on PYTHONPATH."""
+def snakemake(workdir: Path, *args, check=True, timeout=900, share_cache=True):
+    """Run the snakemake CLI in ``workdir`` with the copied package first on PYTHONPATH (and, with
+    ``share_cache``, the session's JAX compilation cache: :func:`share_jax_cache`)."""
+    if share_cache:
+        share_jax_cache(workdir)
     bindir = Path(sys.executable).parent  # the venv's bin: snakemake and the slrpipe console script
     env = dict(
         os.environ,

@@ -231,7 +231,9 @@ def test_bad_config_cli_touches_nothing(workflow_dir):
     keep.write_bytes(b"computed earlier")
     bad = _bad(lambda c: c["erm"]["spiked_L2"].update(alphas=[-2.0]))
     (workflow_dir / "config" / "bad.yaml").write_text(yaml.safe_dump(bad))
-    proc = snakemake(workflow_dir, "--cores", "1", "--configfile", "config/bad.yaml", check=False, timeout=120)
+    proc = snakemake(
+        workflow_dir, "--cores", "1", "--configfile", "config/bad.yaml", check=False, timeout=120, share_cache=False
+    )
     assert proc.returncode != 0
     errors = [l for l in proc.stderr.splitlines() if "config error" in l]
     assert errors == ["config error: erm.spiked_L2.alphas[0]: -2.0 is less than or equal to the minimum of 0"], (

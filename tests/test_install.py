@@ -15,17 +15,20 @@ from pathlib import Path
 import pytest
 import xarray as xr
 import yaml
+from conftest import share_jax_cache
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-#: one point of each kind: the ERM point and the replica point share their setting and grids
-_POINT = {"model": "spiked", "L": 2, "nu": 2.0, "sigmas": ["softmax"], "alphas": [4.0], "lams": [0.1]}
+#: one point of each kind: the ERM point and the replica point share their setting and grids; the
+#: sizes are config/smoke.yaml's (D, n, channel samples), so that its XLA programs are shared
+#: through the session's compilation cache (conftest.share_jax_cache)
+_POINT = {"model": "spiked", "L": 2, "nu": 2.0, "sigmas": ["softmax"], "alphas": [2.0], "lams": [0.1]}
 MINI = {
     "population": {"p": {"model": "spiked", "L": 2, "nu": [2.0], "sigmas": ["bayes", "softmax"]}},
-    "erm": {"e": dict(_POINT, seeds=[0], D=30, max_iter=50, n_test=500, store_data=False)},
-    "replica": {"e": dict(_POINT, n_samples=256, erm="e")},
+    "erm": {"e": dict(_POINT, seeds=[0], D=40, max_iter=50, n_test=500, store_data=False)},
+    "replica": {"e": dict(_POINT, n_samples=512, erm="e")},
     "validation": {"fail": False},
     "figures": {"fig2": ["p"], "fig3": ["e"]},
 }
@@ -47,6 +50,7 @@ def test_non_editable_install_runs_the_workflow(tmp_path):
     for part in ("Snakefile", "workflow", "config", "profiles"):
         src = REPO / part
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, wd / part)
+    share_jax_cache(wd)
     config = os.environ.get("SLRPIPE_INSTALL_CONFIG")
     if config is None:
         config = "config/mini.yaml"

@@ -43,6 +43,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import share_jax_cache
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -232,6 +233,7 @@ def _copy_workflow(dest: Path) -> tuple[Path, list[str]]:
     for name in ("Snakefile", "workflow", "config", "profiles", "src"):
         src = REPO / name
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
+    share_jax_cache(dest)
     return dest, ["--configfile", "config/smoke.yaml"]
 
 

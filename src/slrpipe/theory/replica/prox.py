@@ -334,14 +334,17 @@ _FIRST_STEPS, _FIRST_STEPS_LONG, _CONT_TOL, _CONT_BATCH = 8, 4, 1e-10, 512
 #: Not smaller: in calls of 512 lanes (the continuation's size, so one program for both phases) a
 #: pass took 10–17 % longer (linear full pass 0.259 vs 0.223 s, softmax cheap pass 0.145 vs
 #: 0.124 s; N = 4096, one core): the per-call cost outweighs one program's compilation.
+#: Fewer lanes (small channel samples: 512 × 1, 4, 5 starts) are padded up to one call too at
+#: L ≤ 6, where a program takes ~4 s to compile and a 4096-lane call ~0.03 s to run.
 _LANE_CALL = 1 << 12
 
 
 def _newton_calls(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
-    """:func:`_batch_newton` on numpy lanes; on CPU above ``_LANE_CALL`` lanes in calls of that
-    many (the last padded with copies of lane 0). Returns numpy chis (M, L), vals, gns (M,)."""
+    """:func:`_batch_newton` on numpy lanes; on CPU in calls of ``_LANE_CALL`` lanes (the last
+    padded with copies of lane 0; fewer lanes in one call of their own above L = 6). Returns numpy
+    chis (M, L), vals, gns (M,)."""
     M = chi0.shape[0]
-    if M <= _LANE_CALL or jax.default_backend() != "cpu":
+    if jax.default_backend() != "cpu" or (M <= _LANE_CALL and chi0.shape[1] > _UNROLL_MAX):
         return tuple(np.array(a) for a in _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps))
     pad = -M % _LANE_CALL
     lanes = [np.concatenate([a, np.repeat(a[:1], pad, 0)]) if pad else a for a in (chi0, wk, wv, y)]

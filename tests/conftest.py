@@ -21,18 +21,22 @@ WORKFLOW_PARTS = ["Snakefile", "workflow", "config", "profiles", "src"]
 for _var, _value in thread_env(1).items():
     os.environ.setdefault(_var, _value)
 
-# One persistent JAX compilation cache for the whole test session, shared by both xdist workers
-# (PYTEST_XDIST_TESTRUNUID names the session), the processes the tests start (CLI, benchmarks)
-# and the workflow runs (their results/cache/jax links here, :func:`share_jax_cache`): each XLA
-# program is compiled once per session instead of once per process and workflow run. A loaded
-# program is the compiled one, so the numbers are the same (tests/test_replica.py and
-# tests/test_train.py check cold against warm runs, each with a cache of its own). Set before
-# anything imports JAX, which reads these at import.
-JAX_CACHE = Path(tempfile.gettempdir()) / (
-    "slrpipe-test-jax-cache-" + os.environ.get("PYTEST_XDIST_TESTRUNUID", f"pid{os.getpid()}")
-)
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(JAX_CACHE))
+# One persistent JAX compilation cache for the whole test session: set in the pytest process
+# that loads this first (xdist's controller), whose environment both workers inherit, and so
+# every process the tests start (CLI, benchmarks) and the workflow runs (their results/cache/jax
+# links here, :func:`share_jax_cache`): each XLA program is compiled once per session instead of
+# once per process and workflow run. A loaded program is the compiled one, so the numbers are the
+# same (tests/test_replica.py and tests/test_train.py check cold against warm runs, each with a
+# cache of its own). Set before anything imports JAX, which reads these at import; removed when
+# the session ends (pytest_unconfigure), unless the caller gave a cache of their own.
+_OWN_CACHE = "JAX_COMPILATION_CACHE_DIR" not in os.environ
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(tempfile.gettempdir()) / f"slrpipe-test-jax-{os.getpid()}"))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+
+
+def pytest_unconfigure(config):
+    if _OWN_CACHE and not hasattr(config, "workerinput"):  # the session's own, after its workers
+        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
 
 
 #: test files started first, in this order (pytest-xdist ``--dist loadfile --no-loadscope-reorder``

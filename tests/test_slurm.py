@@ -57,7 +57,9 @@ WORKFLOW = os.environ.get("SLRPIPE_SLURM_WORKFLOW", "smoke")
 INIT_SECONDS = 4
 MIN_JOB_AGE = 300
 KILL_RULE = "train_erm"  # the rule of the job that is scancelled while it runs
-RUN_TIMEOUT = 300  # s for one snakemake run; a hang (e.g. a job that can never start) fails, not blocks
+RUN_TIMEOUT = 600  # s for one snakemake run; a hang (e.g. a job that can never start) fails, not blocks. The
+# first run compiles every program cold beside the replica tests (tests/conftest.py: FIRST); 300 s
+# was once too short for it on a slow hour of the 2-core machine
 # the node is declared to hold this many of the profile's largest jobs at once: the smoke jobs are
 # tiny, and running them side by side saves Slurm's polling rounds (wall time), not CPU
 NODE_SLOTS = 8

@@ -2,7 +2,7 @@
 real one-node Slurm (slurm-wlm 22.05 + munge) on localhost, with a PATH that lacks the venv.
 
 What is shown, each by the scheduler's own records (``squeue --states=all`` keeps finished jobs
-for MinJobAge = 300 s; there is no slurmdbd, so no sacct):
+for MinJobAge = 1800 s; there is no slurmdbd, so no sacct):
 - every compute job of the workflow went through sbatch: each ``rule`` job in Snakemake's log has
   a Slurm job id, that job is COMPLETED in Slurm, its comment names the same rule, and it ran in
   the partition the profile asks for; local rules never reach Slurm;
@@ -55,7 +55,7 @@ SMOKE_CONFIG = REPO / "config" / "smoke.yaml"
 WORKFLOW = os.environ.get("SLRPIPE_SLURM_WORKFLOW", "smoke")
 # the plugin falls back from squeue to sacct unless MinJobAge >= 3 x init seconds (plugin 2.8)
 INIT_SECONDS = 4
-MIN_JOB_AGE = 300
+MIN_JOB_AGE = 1800  # s: longer than the three smoke runs together, whose jobs are read at the end
 KILL_RULE = "train_erm"  # the rule of the job that is scancelled while it runs
 RUN_TIMEOUT = 600  # s for one snakemake run; a hang (e.g. a job that can never start) fails, not blocks. The
 # first run compiles every program cold beside the replica tests (tests/conftest.py: FIRST); 300 s

@@ -23,7 +23,7 @@ from slrpipe.threads import BLAS_THREAD_VARS, thread_env
 for _v in BLAS_THREAD_VARS:
     os.environ.setdefault(_v, thread_env(1)[_v])
 
-from slrpipe.theory.exact_length import ab_exact  # noqa: E402
+from slrpipe.theory.exact_length import _spiked_tokens, ab_exact  # noqa: E402
 from slrpipe.theory.population import bayes_risk, optimal_risk  # noqa: E402
 from slrpipe.theory.quadrature import QuadSpec  # noqa: E402
 
@@ -33,6 +33,7 @@ REFINEMENT_MODELS = (("spiked", 1.0), ("spiked", 30.0), ("max", 0.0), ("max", 2.
 
 
 def _point(sigma, nu, L, spec):
+    _spiked_tokens.cache_clear()  # a cold optimum: no per-token quadrature from an earlier point
     t0, c0 = time.perf_counter(), time.process_time()
     if sigma == "bayes":
         r, err = bayes_risk("spiked", nu, L, quad=spec), math.nan

@@ -71,8 +71,10 @@ def share_jax_cache(workdir: Path) -> None:
         link.symlink_to(cache, target_is_directory=True)
 
 
-def copy_workflow(dest: Path) -> Path:
-    for part in WORKFLOW_PARTS:
+def copy_workflow(dest: Path, parts=WORKFLOW_PARTS) -> Path:
+    """Copy the workflow's ``parts`` (default: with a snapshot of ``src/``, which :func:`snakemake`
+    puts first on PYTHONPATH) from the repository into ``dest``; returns ``dest``."""
+    for part in parts:
         src = REPO / part
         if src.is_dir():
             shutil.copytree(src, dest / part, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))

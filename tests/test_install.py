@@ -7,7 +7,6 @@ config/smoke.yaml ran the same way by hand (``SLRPIPE_INSTALL_CONFIG=config/smok
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 import xarray as xr
 import yaml
-from conftest import share_jax_cache
+from conftest import WORKFLOW_PARTS, copy_workflow, share_jax_cache
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -47,9 +46,7 @@ def test_non_editable_install_runs_the_workflow(tmp_path):
         assert (pkg / data).is_file(), f"{data} is not installed with the package"
     wd = tmp_path / "wf"  # the workflow's files, no src/
     wd.mkdir()
-    for part in ("Snakefile", "workflow", "config", "profiles"):
-        src = REPO / part
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, wd / part)
+    copy_workflow(wd, parts=[p for p in WORKFLOW_PARTS if p != "src"])
     share_jax_cache(wd)
     config = os.environ.get("SLRPIPE_INSTALL_CONFIG")
     if config is None:

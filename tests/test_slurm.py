@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import share_jax_cache
+from conftest import copy_workflow, share_jax_cache
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -232,9 +232,7 @@ def _copy_workflow(dest: Path) -> tuple[Path, list[str]]:
         return dest, ["--config", "n_train=3", "slow_seconds=15"]
     if not SMOKE_CONFIG.exists():
         pytest.fail(f"{SMOKE_CONFIG} does not exist (set SLRPIPE_SLURM_WORKFLOW=toy to test the profile alone)")
-    for name in ("Snakefile", "workflow", "config", "profiles", "src"):
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
+    copy_workflow(dest)
     share_jax_cache(dest)
     return dest, ["--configfile", "config/smoke.yaml"]
 

@@ -79,8 +79,11 @@ def _panels(breaks: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
 def _lam(kind: str, m: float, x: np.ndarray) -> np.ndarray:
     if kind == "exp":
         return m * x
-    if kind == "softplus":
-        return log_softplus(m * x)
+    if kind == "softplus":  # log_softplus(v) = v below v = −30: its logs only above (half the nodes at m ≳ 10)
+        v = np.asarray(m * x, dtype=float)
+        lam, big = v.copy(), v >= -30.0
+        lam[big] = log_softplus(v[big])
+        return lam
     with np.errstate(divide="ignore"):  # relu: log x, −∞ for x ≤ 0 (then every h_k = 0)
         return np.where(x > 0, np.log(np.maximum(x, 1e-300)), -np.inf)
 
@@ -135,14 +138,21 @@ def _token(kind: str, m: float, mu: float, s: np.ndarray, level: float, g=None, 
     breaks = np.sort(np.concatenate([np.broadcast_to(fixed, (s.size, fixed.size)), xu], axis=1), axis=1)
     x, w = _panels(breaks, _nodes(level, _N_X))
     w = w * np.exp(-0.5 * (x - mu) ** 2) / math.sqrt(2 * math.pi)
-    u = np.minimum(s[:, None] + _lam(kind, m, x), 50.0)
+    # h_k only on nodes of positive weight left of the u = _U_HI = 4 break, xu[:, -1] (about half; the rest
+    # are in clipped zero-width panels, or at u ≥ 4 up to rounding, where h₀ = 1 − exp(−eᵘ) rounds to
+    # 1 exactly and h₁ = eᵘ exp(−eᵘ) < 2e-22, h₂ < 1e-20, both decreasing in u: set to 1, 0, 0)
+    live = (w > 0) & (x < xu[:, -1:])
+    h = np.zeros((3, *x.shape))
+    h[0] = 1.0
+    u = np.minimum(np.broadcast_to(s[:, None], x.shape)[live] + _lam(kind, m, x[live]), 50.0)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         eu = np.exp(u)
-        h0 = -np.expm1(-eu)
-        h1 = np.exp(u - eu)
-        h2 = np.exp(2 * u - eu)
-    h1 = h1 if g is None else h1 * g(x)
-    return np.stack([(w * h0).sum(1), (w * h1).sum(1), (w * h2).sum(1)])
+        h[0][live] = -np.expm1(-eu)
+        h[1][live] = np.exp(u - eu)
+        h[2][live] = np.exp(2 * u - eu)
+    if g is not None:
+        h[1] *= g(x)
+    return np.stack([(w * h[0]).sum(1), (w * h[1]).sum(1), (w * h[2]).sum(1)])
 
 
 # --------------------------------------------------------------------------------- normalised σ
@@ -181,6 +191,18 @@ def _argmax_mix(x: np.ndarray, Ls: np.ndarray, coef: np.ndarray) -> np.ndarray:
     return np.exp(log_ndtr(x)[:, None] * (Ls - 1)[None, :]) @ coef
 
 
+@lru_cache(maxsize=256)
+def _spiked_tokens(kind: str, m: float, mu: float, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """s-weights and :func:`_token` of the spike token (mean μ) and of the others (mean 0). They do
+    not depend on the length law: cached (≲ 0.1 MB each), as a sweep over L repeats the optimiser's
+    grid in m, and its error estimate the optimum."""
+    s, ws = _s_rule(kind, m, 0.0, mu, level)
+    out = ws, _token(kind, m, mu, s, level), _token(kind, m, 0.0, s, level)
+    for a in out:
+        a.setflags(write=False)
+    return out
+
+
 def _spiked_normalised(sigma, nu, Ls, ps, m, level) -> tuple[float, float]:
     mu = math.sqrt(nu)
     if m == 0.0:
@@ -189,9 +211,7 @@ def _spiked_normalised(sigma, nu, Ls, ps, m, level) -> tuple[float, float]:
         x, w = _gauss_rule(mu, level)
         return float((w * _argmax_mix(x, Ls, ps)).sum()), float(ps.sum())
     kind = _kind(sigma, m)
-    s, ws = _s_rule(kind, m, 0.0, mu, level)
-    Hs = _token(kind, m, mu, s, level)
-    H0 = _token(kind, m, 0.0, s, level)
+    ws, Hs, H0 = _spiked_tokens(kind, m, mu, level)
     P1 = _mix(H0[0], Ls, ps, 1)
     A = (ws * Hs[1] * P1).sum()
     B = (ws * (Hs[2] * P1 + H0[2] * (1 - Hs[0]) * _mix(H0[0], Ls, ps * (Ls - 1), 2))).sum()

@@ -24,7 +24,7 @@ Coverage, measured on synthetic ladders (D = 250 … 4000, 400 draws, tests/test
 1/D and 1/√D truths of several strengths (without the t factor and with an acceptance-based
 systematic instead of the weighted one: down to 89 %).
 z-score against a theory value: z = (a − theory)/√(se_a² + se_theory²).
-Pure numpy/scipy; source: docs/validation.md §2 (the D ladders).
+Pure numpy/scipy (``scipy.stats`` imported where used); source: docs/validation.md §2 (the D ladders).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 #: finite-size laws y = a + b x(D): name → x(D)
 LAWS = {"1/D": lambda D: 1.0 / D, "1/sqrt(D)": lambda D: 1.0 / np.sqrt(D)}
@@ -94,6 +93,14 @@ def _check(D, y, se):
     return D, y, se
 
 
+def _stats():
+    """``scipy.stats``, imported only where a p-value or a t quantile is computed: importing it
+    takes ~1 s, which every figure job importing this module (through slrpipe.store.ladder) paid."""
+    from scipy import stats
+
+    return stats
+
+
 def fit_law(D, y, se, law: str) -> LawFit:
     """Weighted least-squares fit of y = a + b x(D), x from ``LAWS[law]``.
 
@@ -108,7 +115,7 @@ def fit_law(D, y, se, law: str) -> LawFit:
     cov = np.linalg.inv(X.T @ X)
     chi2 = float(np.sum((X @ coef - y / se) ** 2))
     dof = D.size - 2
-    p = float(stats.chi2.sf(chi2, dof)) if dof > 0 else math.nan
+    p = float(_stats().chi2.sf(chi2, dof)) if dof > 0 else math.nan
     return LawFit(
         law, float(coef[0]), float(math.sqrt(cov[0, 0])), float(coef[1]), float(math.sqrt(cov[1, 1])), chi2, dof, p
     )
@@ -151,7 +158,7 @@ def ladder_means(D, values, t_correct: bool = True) -> tuple[np.ndarray, np.ndar
         v = values[(D == d) & np.isfinite(values)]
         if v.size < 2:
             raise ValueError(f"values: D = {d:g} has {v.size} finite value(s), need ≥ 2 for an error")
-        fac = stats.t.ppf(stats.norm.cdf(1.0), v.size - 1) if t_correct else 1.0
+        fac = _stats().t.ppf(_stats().norm.cdf(1.0), v.size - 1) if t_correct else 1.0
         mean[i], se[i] = v.mean(), fac * v.std(ddof=1) / math.sqrt(v.size)
     return Du, mean, se
 

@@ -154,11 +154,12 @@ def ladder_means(D, values, t_correct: bool = True) -> tuple[np.ndarray, np.ndar
         raise ValueError(f"D, values: need equal lengths, got {D.size}, {values.size}")
     Du = np.unique(D)
     mean, se = np.empty(Du.size), np.empty(Du.size)
+    stats = _stats() if t_correct else None
     for i, d in enumerate(Du):
         v = values[(D == d) & np.isfinite(values)]
         if v.size < 2:
             raise ValueError(f"values: D = {d:g} has {v.size} finite value(s), need ≥ 2 for an error")
-        fac = _stats().t.ppf(_stats().norm.cdf(1.0), v.size - 1) if t_correct else 1.0
+        fac = stats.t.ppf(stats.norm.cdf(1.0), v.size - 1) if t_correct else 1.0
         mean[i], se[i] = v.mean(), fac * v.std(ddof=1) / math.sqrt(v.size)
     return Du, mean, se
 

@@ -82,6 +82,7 @@ def closure(modules, exclude=()) -> list[Path]:
     return sorted(seen)
 
 
+@cache  # the steps' closures overlap: each file is parsed once per process
 def _code(path: Path) -> bytes:
     """The module's syntax tree without docstrings, as text: what runs, not how it is documented."""
     tree = ast.parse(path.read_text(), filename=str(path))

@@ -286,6 +286,7 @@ def build_store(members: dict, config: dict, out, log=None, workers: int = 1) ->
         return _build_store(members, config, out, workers)
     finally:
         logger.removeHandler(handler)
+        handler.close()
 
 
 def _node(job) -> tuple[str, xr.Dataset]:

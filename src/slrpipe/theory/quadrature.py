@@ -36,7 +36,6 @@ from itertools import combinations_with_replacement
 
 import numpy as np
 from scipy.special import factorial, ndtri, roots_hermitenorm, roots_legendre
-from scipy.stats import qmc
 
 from slrpipe.scores import softmax
 from slrpipe.vocabulary import check_length, check_model_nu
@@ -312,6 +311,8 @@ def _gh_rule(model: str, nu: float, L: int, spec: QuadSpec) -> FieldRule:
 
 
 def _qmc_rule(model: str, nu: float, L: int, spec: QuadSpec, with_eta: bool) -> FieldRule:
+    from scipy.stats import qmc  # here: importing scipy.stats costs ~0.6 s, the tensor rules never need it
+
     d = 2 * L if with_eta else L
     n = 2**spec.qmc_log2
     us = []

@@ -23,7 +23,9 @@ def test_help_reaches_a_pipe_whole_with_status_0():
 
 
 def test_a_bad_parameter_is_one_line_and_status_2(tmp_path):
-    r = _run("replica", "--model", "spiked", "--nu", "-1", "--L", "3", "--alpha-grid", "1", "--out", str(tmp_path / "x.nc"))
+    r = _run(
+        "replica", "--model", "spiked", "--nu", "-1", "--L", "3", "--alpha-grid", "1", "--out", str(tmp_path / "x.nc")
+    )
     assert r.returncode == 2
     assert "nu: must be ≥ 0" in r.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "x.nc").exists()
@@ -31,6 +33,8 @@ def test_a_bad_parameter_is_one_line_and_status_2(tmp_path):
 
 def test_an_uncaught_error_keeps_its_traceback_and_status_1(tmp_path):
     # no store there: FileNotFoundError is not a parameter error, so it propagates as a traceback
-    r = _run("figure", "fig2", "--store", str(tmp_path / "none.zarr"), "--experiments", "a", "--out", str(tmp_path / "f"))
+    r = _run(
+        "figure", "fig2", "--store", str(tmp_path / "none.zarr"), "--experiments", "a", "--out", str(tmp_path / "f")
+    )
     assert r.returncode == 1
     assert "Traceback" in r.stderr and r.stderr.strip().splitlines()[-1].startswith("FileNotFoundError: no store at")

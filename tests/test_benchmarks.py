@@ -41,6 +41,11 @@ FIGURES = {
         rf"^  L-BFGS on the GPU: {NUM} min in all",
         rf"^  sampling on the host .* = {NUM} h of one core",
     ],
+    "bench_machine.py": [
+        rf"^python loop: {NUM} s \(\d+ iterations\)",
+        rf"^numpy exp: {NUM} ns per element",
+        rf"^jax: import and compile {NUM} s; \d+ products of 400 x 400: {NUM} s",
+    ],
     "bench_length.py": [
         rf"^softmax +3 +{NUM} +{NUM} +{NUM} +{NUM} \| +{NUM}",  # exact and quadrature side by side
         rf"^bayes +100 +{NUM}",

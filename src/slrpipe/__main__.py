@@ -2,7 +2,7 @@
 
 The process ends by ``os._exit`` once every exit handler has run (streams flushed, logging shut
 down): the interpreter's own teardown (freeing thousands of modules and the XLA client) took
-~0.5 s of every job and writes nothing. Every output is closed and renamed into place before
+~0.8 s of every job and wrote nothing. Every output is closed and renamed into place before
 ``main`` returns (:mod:`slrpipe.io`). The exit status is ``main``'s, or 1 after an uncaught
 exception (its traceback printed first, as usual).
 """

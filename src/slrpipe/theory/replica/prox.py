@@ -135,13 +135,18 @@ def _starts(wk, wv, y, Vk, Vv, sigma, max_dirs=MAX_DIRECTIONS):
 
 
 def _newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
+    """At most n_steps monotone Newton steps on ψ from chi0; a lane stops once |∇ψ| <
+    ``_CONT_TOL`` (1 + 1/V_k) (one more step would move it by ≲ 1e-10 V_k). Under vmap the loop
+    runs while any lane of the batch is unconverged, the converged ones frozen: a lane's end point
+    does not depend on the other lanes of its batch. Returns (χ, ψ(χ), |∇ψ(χ)|)."""
     f = functools.partial(_psi, wk=wk, wv=wv, y=y, Vk=Vk, Vv=Vv, sigma=sigma)
     g_fn = jax.grad(f)
     h_fn = functools.partial(_psi_hessian, wk=wk, wv=wv, y=y, Vk=Vk, Vv=Vv, sigma=sigma)
     fv = jax.vmap(f)
+    tol = _CONT_TOL * (1 + 1 / Vk)
 
-    def body(_, chi):
-        g, H = g_fn(chi), h_fn(chi)
+    def step(chi, g):
+        H = h_fn(chi)
         # Newton step where H is positive definite, else a Levenberg-Marquardt step with the
         # Gershgorin shift (H + μI positive definite): always a descent direction.
         # Cholesky of :mod:`.linalg`: O(L³) work, a program that does not grow with L.
@@ -160,8 +165,15 @@ def _newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
         i = jnp.where(vals[0] <= vals[i] + 1e-13 * (1 + jnp.abs(vals[i])), 0, i)
         return cand[i]
 
-    chi = jax.lax.fori_loop(0, n_steps, body, chi0)
-    return chi, f(chi), jnp.linalg.norm(g_fn(chi))
+    def body(c):
+        k, chi, g = c
+        chi = step(chi, g)
+        return k + 1, chi, g_fn(chi)
+
+    # NaN gradients keep stepping (to n_steps), as the old fixed-count loop did
+    running = lambda c: (c[0] < n_steps) & ~(jnp.linalg.norm(c[2]) < tol)
+    _, chi, g = jax.lax.while_loop(running, body, (0, chi0, g_fn(chi0)))
+    return chi, f(chi), jnp.linalg.norm(g)
 
 
 class _Obs(NamedTuple):
@@ -449,10 +461,15 @@ def _prox_chunk(sigma, obs: _Obs, warm, V, o: ProxOptions) -> dict:
         obs, None if warm is None else jnp.asarray(warm), V, sigma, bool(o.multistart), int(o.directions)
     )
     n, S, L = st.shape
-    rep = lambda arr: np.repeat(np.asarray(arr), S, axis=0)
-    chis, vals, gns = _run_lanes(np.asarray(st).reshape(n * S, L), *map(rep, obs), *V, sigma, int(o.n_steps))
+    # lanes start by start (all samples' centres, then their first displaced start, …): a batch
+    # of lanes ends its Newton loop once all of them converged, and the warm starts (the previous
+    # pass's minima) converge in a few steps where displaced starts take up to all of them
+    rep = lambda arr: np.tile(np.asarray(arr), (S,) + (1,) * (np.ndim(arr) - 1))
+    lanes = np.asarray(st).transpose(1, 0, 2).reshape(S * n, L)
+    chis, vals, gns = _run_lanes(lanes, *map(rep, obs), *V, sigma, int(o.n_steps))
+    back = lambda a: np.swapaxes(a.reshape((S, n) + a.shape[1:]), 0, 1)
     width = _finish_width(sigma, L, o) if o.multistart else S
-    ends = _pad_ends(chis.reshape(n, S, L), vals.reshape(n, S), gns.reshape(n, S), width)
+    ends = _pad_ends(back(chis), back(vals), back(gns), width)
     beta = float(o.softmin) if o.softmin is not None else 0.0
     r = _batch_finish(_Ends(*map(jnp.asarray, ends)), obs, V, beta, sigma, o.softmin is not None)
     return {k: np.asarray(v) for k, v in r.items()} | {"n_starts": np.full(n, S)}

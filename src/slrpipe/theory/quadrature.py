@@ -97,13 +97,20 @@ class QuadSpec:
         """Whether the exact-in-L reductions are used where they exist ("auto", "exact")."""
         return self.method in ("auto", "exact")
 
-    def exact_at(self, L: int, slow: bool = False) -> bool:
-        """Whether the exact reductions (where they exist) are used at length L. ``slow``: a case
-        whose reduction costs more than the tensor rule while that rule is exact (L ≤
-        ``max_tensor_L``): "auto" keeps the tensor rule there (docs/theory.md §12, Cost)."""
+    def exact_from(self, slow: bool = False) -> float:
+        """The smallest length at which the exact reductions (where they exist) are used: 1 under
+        "exact", inf where never. ``slow``: a case whose reduction costs more than the tensor rule
+        while that rule is exact (L ≤ ``max_tensor_L``): "auto" keeps the tensor rule there
+        (docs/theory.md §12, Cost)."""
         if self.method == "exact":
-            return True
-        return self.method == "auto" and L >= max(self.exact_min_L, self.max_tensor_L + 1 if slow else 0)
+            return 1
+        if self.method != "auto":
+            return math.inf
+        return max(self.exact_min_L, self.max_tensor_L + 1 if slow else 0)
+
+    def exact_at(self, L: int, slow: bool = False) -> bool:
+        """Whether the exact reductions (where they exist) are used at length L (:meth:`exact_from`)."""
+        return L >= self.exact_from(slow)
 
     def resolve(self, L: int) -> str:
         """The concrete field-quadrature method used at length L (where no exact reduction is used)."""

@@ -42,3 +42,22 @@ def test_result_files_round_trip_with_their_dtypes(tmp_path):
     with pytest.raises(ValueError):  # a value netCDF3 cannot hold is refused, never truncated
         write_netcdf(ds.assign(iterations=np.int64(2**31)), tmp_path / "big.nc")
     assert not (tmp_path / "big.nc").exists()
+
+
+def test_open_store_loads_the_named_nodes_and_reads_the_others_lazily(tmp_path):
+    # a figure loads its panels' nodes only (slrpipe figure): the same values as a full load, the
+    # named nodes in memory, the others read where used
+    from slrpipe.store.aggregate import open_store, write_store
+
+    rng = np.random.default_rng(0)
+    node = lambda: xr.Dataset({"x": (("a",), rng.standard_normal(5)), "s": (("a",), np.array(list("abcde")))})
+    tree = xr.DataTree.from_dict({"/": xr.Dataset(attrs={"k": 1}), "population/p": node(), "erm/e": node()})
+    write_store(tree, tmp_path / "slr.zarr")
+    full = open_store(tmp_path / "slr.zarr")
+    part = open_store(tmp_path / "slr.zarr", nodes=["population/p", "not/there"])
+    assert part["population/p"].to_dataset()["x"].variable._in_memory
+    assert not part["erm/e"].to_dataset()["x"].variable._in_memory
+    assert part.attrs == full.attrs
+    for path in ("population/p", "erm/e"):
+        xr.testing.assert_identical(part[path].to_dataset().load(), full[path].to_dataset())
+        assert part[path].to_dataset()["s"].dtype.kind == "U"  # strings as written, lazy or not

@@ -360,9 +360,11 @@ def _fixed_strings(ds: xr.Dataset) -> xr.Dataset:
     )
 
 
-def open_store(path) -> xr.DataTree:
+def open_store(path, nodes=None) -> xr.DataTree:
     """Open ``results/slr.zarr`` as an ``xarray.DataTree`` (loaded into memory; string variables as
-    numpy unicode arrays, as written).
+    numpy unicode arrays, as written). ``nodes``: paths of the nodes to load (e.g.
+    ``["population/spiked_L2"]``, their subtrees included; paths not in the store are skipped); the
+    others stay lazy, read from disk where used (a figure drawing a few nodes reads those only).
 
     Stores of this version carry consolidated metadata (:func:`slrpipe.io.write_zarr`); a store
     written by an earlier version (no consolidated metadata, Snakemake's ``.snakemake_timestamp``
@@ -378,5 +380,12 @@ def open_store(path) -> xr.DataTree:
     with warnings.catch_warnings():  # stores of earlier versions only
         warnings.filterwarnings("ignore", message=".*not recognized as a component of a Zarr hierarchy")
         warnings.filterwarnings("ignore", message="Failed to open Zarr store with consolidated metadata")
-        tree = xr.open_datatree(path, engine="zarr").load()
+        tree = xr.open_datatree(path, engine="zarr")
+        if nodes is None:
+            tree.load()
+        for n in nodes or ():
+            try:
+                tree[n].load()
+            except KeyError:  # not in the store (a figure's own check reports it)
+                pass
     return tree.map_over_datasets(_fixed_strings)

@@ -25,7 +25,7 @@ def run(args):
     mod = importlib.import_module(f"slrpipe.figures.{args.name}")
     experiments = [e for e in args.experiments.split(",") if e]
     # the panels' own nodes are loaded, any other node a figure draws from is read where used
-    # (~0.6–1.7 s less per figure); the replica figures read ERM nodes throughout, and lazy reads
+    # (~0.5–1 s less per figure job); the replica figures read ERM nodes throughout, and lazy reads
     # of those made the validation figure 1–2 s slower: they load the whole store
     kind = REGISTRY[args.name]
     nodes = None if kind == "replica" else [f"{kind}/{e}" for e in experiments]

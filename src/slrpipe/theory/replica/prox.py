@@ -139,7 +139,8 @@ def _newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     """At most n_steps monotone Newton steps on ψ from chi0; a lane stops once |∇ψ| <
     ``_CONT_TOL`` (1 + 1/V_k) (one more step would move it by ≲ 1e-10 V_k). Under vmap the loop
     runs while any lane of the batch is unconverged, the converged ones frozen: a lane's end point
-    does not depend on the other lanes of its batch. Returns (χ, ψ(χ), |∇ψ(χ)|)."""
+    does not depend on the other lanes of its batch (up to ~1 ulp of XLA's vectorised rounding).
+    Returns (χ, ψ(χ), |∇ψ(χ)|)."""
     f = functools.partial(_psi, wk=wk, wv=wv, y=y, Vk=Vk, Vv=Vv, sigma=sigma)
     g_fn = jax.grad(f)
     h_fn = functools.partial(_psi_hessian, wk=wk, wv=wv, y=y, Vk=Vk, Vv=Vv, sigma=sigma)

@@ -142,3 +142,26 @@ def test_the_rule_check_can_fail(tmp_path):
     )
     with pytest.raises(AssertionError, match="nu"):
         test_no_rule_writes_a_parameter_by_hand(bad)
+
+
+def test_a_command_imports_its_own_module_only(capsys):
+    # every workflow job is one `slrpipe <step>` process: it builds the parser of its step alone
+    # (importing all twelve command modules cost ~0.3–0.6 s a job); the full parser serves the
+    # rest, so a misspelt step still lists the choices
+    import ast
+    import subprocess
+    import sys
+
+    from slrpipe.cli import COMMANDS, main
+
+    probe = "import sys; from slrpipe.cli import main; code = main(['validate', '--help']);print(sorted(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "usage: slrpipe validate" in out
+    loaded = set(ast.literal_eval(out.strip().splitlines()[-1]))
+    assert {m for m in COMMANDS.values() if m in loaded} == {"slrpipe.commands.validate"}
+    assert main(["--help"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in COMMANDS)
+    assert main(["figur"]) == 2
+    assert "invalid choice: 'figur'" in capsys.readouterr().err
+    assert set(build_parser("figure")._subparsers._group_actions[0].choices) == {"figure"}

@@ -46,8 +46,8 @@ def main(argv=None) -> int:
     status: 0, or 2 with a one-line error for bad parameters (a ValueError)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     argv = sys.argv[1:] if argv is None else list(argv)
-    # a job imports its own command's module only: all twelve cost ~0.3–0.6 s per process (every
-    # workflow job is one); the full parser for anything else (--help, a misspelt command)
+    # a command imports its own module only (all twelve: ~0.6 s more per process, most of it the
+    # imports a workflow job then needs anyway); the full parser for --help or a misspelt command
     only = argv[0] if argv and argv[0] in COMMANDS else None
     try:
         args = build_parser(only).parse_args(argv)

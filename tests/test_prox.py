@@ -165,7 +165,6 @@ def test_prox_program_does_not_grow_with_L():
                     (3.0, 2.0),
                     100.0,
                     "softmax",
-                    True,
                 ).as_text(),
             ]
         sizes[L] = [len(t) for t in texts]
@@ -225,7 +224,7 @@ def test_padded_end_points_are_inert(sigma):
         out = [
             {
                 k: np.asarray(v)
-                for k, v in P._batch_finish(P._Ends(*map(jnp.asarray, e)), obs, (3.0, 2.0), 100.0, sigma, True).items()
+                for k, v in P._batch_finish(P._Ends(*map(jnp.asarray, e)), obs, (3.0, 2.0), 100.0, sigma).items()
             }
             for e in (ends, padded)
         ]

@@ -66,7 +66,7 @@ class QuadSpec:
     exact_level: node counts of the exact reductions × 1.5^exact_level (refinement checks).
     exact_min_L: under "auto", lengths below it use the tensor rule (L ≤ 2: the two agree to
     ~1e-14 and the tensor rule is ~10× faster there); from L = 3 on the exact reductions, except
-    for cases marked slow (see :meth:`exact_at`).
+    for cases marked slow (see :meth:`exact_from`).
     """
 
     method: str = "auto"
@@ -107,10 +107,6 @@ class QuadSpec:
         if self.method != "auto":
             return math.inf
         return max(self.exact_min_L, self.max_tensor_L + 1 if slow else 0)
-
-    def exact_at(self, L: int, slow: bool = False) -> bool:
-        """Whether the exact reductions (where they exist) are used at length L (:meth:`exact_from`)."""
-        return L >= self.exact_from(slow)
 
     def resolve(self, L: int) -> str:
         """The concrete field-quadrature method used at length L (where no exact reduction is used)."""

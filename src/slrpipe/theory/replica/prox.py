@@ -216,19 +216,16 @@ def _softmin_stats(ends: _Ends, i, obs: _Obs, V, sigma, beta):
     res = (y - s @ wv) / den
     fk = (chis - wk) / Vk
     fv = s * res[:, None]  # (z − ω_z)/V_v
-    return {
-        "fk": w @ fk,
-        "fv": w @ fv,
-        "fk2": w @ fk**2,
-        "fv2": w @ fv**2,
-        "loss": 0.5 * (w @ res**2),
-        "n_min": jnp.sum(ok),
-    }
+    return dict(zip(_SOFT_KEYS, (w @ fk, w @ fv, w @ fk**2, w @ fv**2, 0.5 * (w @ res**2), jnp.sum(ok)), strict=True))
 
 
-def _finish(ends: _Ends, obs: _Obs, V, sigma, beta=None):
+#: the outputs of :func:`_softmin_stats`
+_SOFT_KEYS = ("fk", "fv", "fk2", "fv2", "loss", "n_min")
+
+
+def _finish(ends: _Ends, obs: _Obs, V, sigma, beta):
     """Per sample: select the global minimum among the S end points chis (S, L), the runner-up,
-    the implicit Jacobian at the winner and (beta) the soft-min statistics; V = (V_k, V_v)."""
+    the implicit Jacobian at the winner and the soft-min statistics at β = ``beta``; V = (V_k, V_v)."""
     (chis, vals, gns), (wk, wv, y), (Vk, Vv) = ends, obs, V
     vals = jnp.where(jnp.isfinite(vals), vals, jnp.inf)
     i = jnp.argmin(vals)
@@ -269,9 +266,7 @@ def _finish(ends: _Ends, obs: _Obs, V, sigma, beta=None):
         "hess_pd": pd,
         "n_best": jnp.sum(vals < vals[i] + 1e-9 * (1 + jnp.abs(vals[i]))),
     }
-    if beta is not None:
-        out.update(_softmin_stats(_Ends(chis, vals, gns), i, obs, V, sigma, beta))
-    return out
+    return out | _softmin_stats(_Ends(chis, vals, gns), i, obs, V, sigma, beta)
 
 
 @functools.partial(jax.jit, static_argnames=("sigma", "multistart", "directions"))
@@ -315,14 +310,12 @@ def _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     return _blocked(lambda c, a, b, e: _newton(c, a, b, e, Vk, Vv, sigma, n_steps), chi0.shape[1], chi0, wk, wv, y)
 
 
-@functools.partial(jax.jit, static_argnames=("sigma", "soft"))
-def _batch_finish(ends: _Ends, obs: _Obs, V, beta, sigma, soft):
-    """:func:`_finish` of every sample (leading axis of ``ends`` and ``obs``); ``beta`` is used
-    only with ``soft`` (static: the soft-min statistics or not)."""
-    b = beta if soft else None
+@functools.partial(jax.jit, static_argnames=("sigma",))
+def _batch_finish(ends: _Ends, obs: _Obs, V, beta, sigma):
+    """:func:`_finish` of every sample (leading axis of ``ends`` and ``obs``), soft-min at β = ``beta``."""
     # the 2L × 2L Hessians of the full problem, in cache-sized blocks of samples
     return _blocked(
-        lambda c, v, g, a, e, f: _finish(_Ends(c, v, g), _Obs(a, e, f), V, sigma, b),
+        lambda c, v, g, a, e, f: _finish(_Ends(c, v, g), _Obs(a, e, f), V, sigma, beta),
         2 * obs.wk.shape[1],
         *ends,
         *obs,
@@ -481,14 +474,10 @@ def _prox_chunk(sigma, obs: _Obs, warm, V, o: ProxOptions) -> dict:
     # fewer to compile per σ (~3 s of XLA compilation without a warm persistent cache) for a few
     # ms per pass; the hard outputs do not depend on the soft-min part
     beta = float(o.softmin) if o.softmin is not None else 1.0
-    r = _batch_finish(_Ends(*map(jnp.asarray, ends)), obs, V, beta, sigma, True)
+    r = _batch_finish(_Ends(*map(jnp.asarray, ends)), obs, V, beta, sigma)
     if o.softmin is None:
         r = {k: v for k, v in r.items() if k not in _SOFT_KEYS}
     return {k: np.asarray(v) for k, v in r.items()} | {"n_starts": np.full(n, S)}
-
-
-#: the outputs of :func:`_softmin_stats`
-_SOFT_KEYS = ("fk", "fv", "fk2", "fv2", "loss", "n_min")
 
 
 #: most warm starts a solver pass adds per sample (the previous pass's minimum and two runners-up)

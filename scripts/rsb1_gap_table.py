@@ -30,7 +30,7 @@ from distance_table import two_lowest
 
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ladder import point_ladder
-from slrpipe.store.rsb1 import choose
+from slrpipe.store.rsb1 import choose, gap_closed
 from slrpipe.theory.replica import rsb1
 
 
@@ -117,15 +117,13 @@ def row(scan: dict, stores) -> str:
     )
 
 
-def _closed(theory: float, rs: float, erm: tuple[float, float], rs_se: float = 0.0) -> str:
+def _closed(theory: float, rs: float, erm: tuple[float, float], rs_se: float = math.nan) -> str:
     """(1RSB − RS)/(ERM − RS), or why not: no ERM limit, or an RS–ERM gap under 2 s.e. (ERM's and,
-    where given, the RS value's outer Monte Carlo s.e. combined)."""
+    where given, the RS value's outer Monte Carlo s.e. combined; slrpipe.store.rsb1.gap_closed)."""
     if not math.isfinite(erm[0]):
         return "—"
-    se = math.hypot(erm[1], rs_se)
-    if abs(erm[0] - rs) < 2 * se:
-        return f"no gap ({(erm[0] - rs) / se:+.1f} s.e.)"
-    return f"{(theory - rs) / (erm[0] - rs):.2f}"
+    fraction, z = gap_closed(theory, rs, erm[0], erm[1], rs_se)
+    return f"no gap ({z:+.1f} s.e.)" if math.isnan(fraction) and math.isfinite(z) else f"{fraction:.2f}"
 
 
 def main(argv=None):

@@ -199,6 +199,44 @@ def test_rsb1_columns_give_the_fraction_of_the_gap_closed(tmp_path):
     assert not set(RSB1_COLUMNS) & set(plain[0]) and "1RSB" not in format_table(plain)
 
 
+def test_a_gap_under_two_standard_errors_gets_no_fraction(tmp_path):
+    """An RS–ERM gap within 2 s.e. is not resolved: the fraction closed is NaN (not a ratio of two
+    noises), the gap in s.e. is reported and the text says 'no gap'. Test error: RS 0.598 against ERM
+    0.6 ± 0.0016 (this store's 4 seeds) → z ≈ 1.2; objective: RS 1.0 ± 0.3 (outer s.e.) against ERM 1.4
+    (no s.e.) → z = 1.33. With RS at 0.5 and 0.0 ± 0.1 both gaps are resolved (z ≈ 60, 14)."""
+    from slrpipe.store.aggregate import open_store
+    from slrpipe.store.validation import format_table
+
+    def rows(rs_test, rs_obj, rs_obj_se):
+        rsb1 = {
+            "rsb1_rs_objective": [rs_obj, np.nan],
+            "rsb1_rs_objective_se": [rs_obj_se, np.nan],
+            "rsb1_rs_test_error": [rs_test, np.nan],
+            "rsb1_objective": [1.2, np.nan],
+            "rsb1_objective_se": [0.01, np.nan],
+            "rsb1_test_error": [0.599, np.nan],
+            "rsb1_s_star": [2.0, np.nan],
+            "rsb1_distance": [0.3, np.nan],
+            "rsb1_converged": [1.0, np.nan],
+        }
+        path = tmp_path / f"s{rs_test}"
+        extra_erm = {"train_loss": [1.4, 0.35]}
+        return compare(open_store(store(path, 0.1, extra_rep=rsb1, extra_erm=extra_erm)), CONFIG)
+
+    r = rows(0.598, 1.0, 0.3)[0]
+    assert r["gap_z_test"] == pytest.approx(0.002 / r["rsb1_erm_test_se"]) and abs(r["gap_z_test"]) < 2
+    assert np.isnan(r["gap_closed_test"]) and r["rsb1_erm_test_se"] > 0
+    assert r["gap_z_objective"] == pytest.approx(0.4 / 0.3) and np.isnan(r["gap_closed_objective"])
+    line = next(
+        s for s in format_table([r]).split("1RSB (docs/theory.md §13)", 1)[1].splitlines() if s.startswith("softmax")
+    )
+    assert line.count("no gap") == 2
+    resolved = rows(0.5, 0.0, 0.1)[0]
+    assert resolved["gap_closed_test"] == pytest.approx((0.599 - 0.5) / (0.6 - 0.5))
+    assert resolved["gap_closed_objective"] == pytest.approx(1.2 / 1.4)
+    assert resolved["gap_z_objective"] == pytest.approx(14)
+
+
 LADDER = [100, 200, 400, 800]
 
 

@@ -13,13 +13,17 @@ between two converged rows, the solve at that s*. The state reported — the ``o
 - NaN where no row of the scan is converged and physical (not solved).
 
 :func:`choose` is the rule on plain arrays; ``scripts/rsb1_gap_table.py`` (the docs' table) uses it
-too, so the workflow and the table report the same state.
+too, so the workflow and the table report the same state. :func:`gap_closed` is the fraction of
+the RS–ERM gap that state closes, for both as well.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import xarray as xr
+
+#: an RS–ERM gap below this many standard errors is not resolved: no fraction of it is closed ("no gap")
+MIN_GAP_Z = 2.0
 
 #: point variables replaced by the physical row of largest Φ: (point name, scan name)
 _FROM_SCAN = (
@@ -81,3 +85,21 @@ def reported(ds: xr.Dataset) -> xr.Dataset:
     out["distance"] = ((), 2.0 * (float(out["dq_k"]) + float(out["dq_v"])))
     out["converged"] = ((), True)
     return out.assign(s_reported=((), float(s[i])), lower_bound=((), True))
+
+
+def gap_closed(x: float, rs: float, erm: float, erm_se: float = np.nan, rs_se: float = np.nan) -> tuple[float, float]:
+    """The fraction of the RS–ERM gap that the 1RSB value ``x`` closes, (x − rs)/(erm − rs), and
+    the gap in standard errors, z = (erm − rs)/√(erm_se² + rs_se²) (the s.e. given; docs/theory.md §13).
+
+    Args:
+        x, rs, erm: the 1RSB, RS and ERM values of one quantity (objective or test error).
+        erm_se, rs_se: their standard errors (NaN: unknown, left out of z).
+    Returns:
+        (fraction, z): fraction NaN where a value is missing, erm = rs, or |z| < ``MIN_GAP_Z`` (the
+        gap is not resolved); z NaN where neither s.e. is known (the fraction is then unjudged).
+    """
+    if not all(np.isfinite(v) for v in (x, rs, erm)) or erm == rs:
+        return np.nan, np.nan
+    se = float(np.hypot(*(s if np.isfinite(s) else 0.0 for s in (erm_se, rs_se))))
+    z = (erm - rs) / se if se > 0 else np.nan
+    return (np.nan if abs(z) < MIN_GAP_Z else (x - rs) / (erm - rs)), z

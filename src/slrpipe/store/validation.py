@@ -61,6 +61,7 @@ from slrpipe.io import write_text
 from slrpipe.store.distance import second_lowest
 from slrpipe.store.ground import reference
 from slrpipe.store.ladder import largest_D, point_ladder
+from slrpipe.store.rsb1 import MIN_GAP_Z, gap_closed
 from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS, Measurement, Rule
 from slrpipe.store.verdict import verdict as point_verdict
 
@@ -118,8 +119,10 @@ LADDER_COLUMNS = [
 #: that state the objective Φ ± s.e., test error of a typical minimum and
 #: 2 tr δQ (the predicted (1/D)|W_a − W_b|²); RS on the same samples; the ERM reference (``rsb1_erm_ref``
 #: says which for the test error: the ground state over starts, D → ∞ where there is a ladder, else
-#: the informed start; the objective likewise, α·J, D → ∞ where there is a ladder), the fraction of
-#: the RS–ERM gap that 1RSB closes, (1RSB − RS)/(ERM − RS), for both, and ERM's d₂ ± s.e., the
+#: the informed start; the objective likewise, α·J, D → ∞ where there is a ladder; each ± s.e.), the
+#: fraction of the RS–ERM gap that 1RSB closes, (1RSB − RS)/(ERM − RS), for both, NaN where the gap
+#: itself is under 2 s.e. (``gap_z_*``: the gap in s.e., ERM's and, for the objective, RS's outer one
+#: combined; slrpipe.store.rsb1.gap_closed), and ERM's d₂ ± s.e., the
 #: distance between the two lowest minima found on the same data (slrpipe.store.distance.second_lowest;
 #: seed mean, D → ∞ where there is a ladder) — RS predicts 0, 1RSB 2 tr δQ
 RSB1_COLUMNS = [
@@ -133,16 +136,21 @@ RSB1_COLUMNS = [
     "rsb1_converged",
     "rsb1_rs_objective",
     "rsb1_rs_test_error",
+    "rsb1_rs_objective_se",
     "rsb1_erm_objective",
+    "rsb1_erm_objective_se",
     "rsb1_erm_test",
+    "rsb1_erm_test_se",
     "rsb1_erm_ref",
     "gap_closed_objective",
     "gap_closed_test",
+    "gap_z_objective",
+    "gap_z_test",
     "erm_distance",
     "erm_distance_se",
 ]
 #: RSB1_COLUMNS read from the replica node as they are (its ``rsb1_*`` variables, slrpipe.store.aggregate)
-_RSB1 = RSB1_COLUMNS[:10]
+_RSB1 = RSB1_COLUMNS[:11]
 _THEORY = {
     "theory": "test_error",
     "theory_seed_mean": "test_error_seed_mean",
@@ -237,14 +245,14 @@ def _rsb1_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
     return out
 
 
-def _objective_limit(by_D: xr.Dataset, sigma, lam, alpha) -> float:
-    """D → ∞ limit of ERM's objective α·J at one point of a ladder node: the ground state over
+def _objective_limit(by_D: xr.Dataset, sigma, lam, alpha) -> tuple[float, float]:
+    """D → ∞ limit ± s.e. of ERM's objective α·J at one point of a ladder node: the ground state over
     starts where the node has it, else the informed start (slrpipe.store.ladder.point_ladder); NaN
     without a fit."""
     var = "train_loss_ground" if "train_loss_ground" in by_D else "train_loss"
     v = (by_D if var == "train_loss_ground" else reference(by_D))[var].sel(sigma=sigma, lam=lam, alpha=alpha)
     fit = point_ladder(v * float(alpha)).fit
-    return fit.limit if fit is not None else np.nan
+    return (fit.limit, fit.limit_se) if fit is not None else (np.nan, np.nan)
 
 
 def _erm_distance(by_D: xr.Dataset, sigma, lam, alpha) -> dict:
@@ -262,28 +270,34 @@ def _erm_distance(by_D: xr.Dataset, sigma, lam, alpha) -> dict:
     return {"erm_distance": mean, "erm_distance_se": se}
 
 
-def _rsb1_gap(r: dict, objective_limit: float = np.nan) -> dict:
+def _rsb1_gap(r: dict, objective_limit: tuple[float, float] = (np.nan, np.nan)) -> dict:
     """The ERM reference of the 1RSB columns and the fractions of the RS–ERM gap closed
-    (RSB1_COLUMNS); ``objective_limit``: ERM's objective D → ∞ (:func:`_objective_limit`), used
-    where finite, else the ground state's (or the informed start's) at the largest D."""
+    (RSB1_COLUMNS); ``objective_limit``: ERM's objective D → ∞ ± s.e. (:func:`_objective_limit`),
+    used where finite, else the ground state's (or the informed start's) at the largest D, without s.e."""
     candidates = (
-        (r.get("ground_limit"), "ground D→∞"),
-        (r["ground_mean"], "ground"),
-        (r.get("erm_limit"), "informed D→∞"),
-        (r["erm_mean"], "informed"),
+        (r.get("ground_limit"), r.get("ground_limit_se"), "ground D→∞"),
+        (r["ground_mean"], r["ground_se"], "ground"),
+        (r.get("erm_limit"), r.get("erm_limit_se"), "informed D→∞"),
+        (r["erm_mean"], r["erm_se"], "informed"),
     )
-    value, ref = next(((v, w) for v, w in candidates if _finite(v)), (np.nan, ""))
-    obj = next((o for o in (objective_limit, r["ground_objective"], r["erm_objective"]) if _finite(o)), np.nan)
-
-    def closed(x, rs, erm):
-        return (x - rs) / (erm - rs) if all(map(_finite, (x, rs, erm))) and erm != rs else np.nan
-
+    value, se, ref = next(((v, e, w) for v, e, w in candidates if _finite(v)), (np.nan, np.nan, ""))
+    objectives = (objective_limit, (r["ground_objective"], np.nan), (r["erm_objective"], np.nan))
+    obj, obj_se = next((o for o in objectives if _finite(o[0])), (np.nan, np.nan))
+    num = lambda x: float(x) if _finite(x) else np.nan
+    closed_obj, z_obj = gap_closed(
+        num(r["rsb1_objective"]), num(r["rsb1_rs_objective"]), obj, num(obj_se), num(r.get("rsb1_rs_objective_se"))
+    )
+    closed_test, z_test = gap_closed(num(r["rsb1_test_error"]), num(r["rsb1_rs_test_error"]), value, num(se))
     return {
         "rsb1_erm_objective": obj,
+        "rsb1_erm_objective_se": obj_se,
         "rsb1_erm_test": value,
+        "rsb1_erm_test_se": se if _finite(se) else np.nan,
         "rsb1_erm_ref": ref,
-        "gap_closed_objective": closed(r["rsb1_objective"], r["rsb1_rs_objective"], obj),
-        "gap_closed_test": closed(r["rsb1_test_error"], r["rsb1_rs_test_error"], value),
+        "gap_closed_objective": closed_obj,
+        "gap_closed_test": closed_test,
+        "gap_z_objective": z_obj,
+        "gap_z_test": z_test,
     }
 
 
@@ -451,7 +465,7 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
     )
     if rsb1:
         row.update(rsb1)
-        limit = _objective_limit(link.by_D, sigma, lam, alpha) if "D" in link.by_D.dims else np.nan
+        limit = _objective_limit(link.by_D, sigma, lam, alpha) if "D" in link.by_D.dims else (np.nan, np.nan)
         row.update(_rsb1_gap(row, limit))
         row.update(_erm_distance(link.by_D, sigma, lam, alpha))
     return row
@@ -642,7 +656,8 @@ def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
     out = _wrap(
         "1RSB (docs/theory.md §13): RS and the 1RSB state reported on the same samples — at s* (marked *: Σ = 0 "
         "on the physical part of the s scan), else at the largest Φ there (Φ ≤ the ground-state energy) — against ERM "
-        "(ref: ground state over starts, D→∞ where a ladder exists); closed = (1RSB − RS)/(ERM − RS); "
+        "(ref: ground state over starts, D→∞ where a ladder exists); closed = (1RSB − RS)/(ERM − RS), 'no gap' where "
+        "ERM − RS is under 2 s.e. (ERM's, and RS's outer s.e. for the objective); "
         "2trδQ: the predicted distance (1/D)|W_a − W_b|² between minima (RS: 0); d₂ ERM: the measured one between the "
         "two lowest minima found per seed (D→∞ where a ladder exists)",
         width,
@@ -668,13 +683,21 @@ def _s_reported(r: dict) -> str:
 _SHORT_REF = {"ground D→∞": "gr D→∞", "informed D→∞": "inf D→∞"}
 
 
+def _closed(r: dict, which: str) -> str:
+    """The fraction of the gap closed, 'no gap' where the RS–ERM gap is under 2 s.e., '—' where missing."""
+    z = r.get(f"gap_z_{which}", np.nan)
+    if not _finite(r[f"gap_closed_{which}"]) and _finite(z) and abs(z) < MIN_GAP_Z:
+        return "no gap"
+    return _n(r[f"gap_closed_{which}"], 2)
+
+
 def _rsb1_line(r: dict) -> str:
     return (
         f"{r['sigma']:<8}{r['lam']:>5g}{r['alpha']:>6.3g}{_s_reported(r):>6}"
         f"{_n(r['rsb1_rs_objective']):>8}{_pm(r['rsb1_objective'], r['rsb1_objective_se']):>17}"
-        f"{_n(r['rsb1_erm_objective']):>8}{_n(r['gap_closed_objective'], 2):>7}"
+        f"{_n(r['rsb1_erm_objective']):>8}{_closed(r, 'objective'):>7}"
         f"{_n(r['rsb1_rs_test_error']):>8}{_n(r['rsb1_test_error']):>8}{_n(r['rsb1_erm_test']):>8}"
-        f"{_n(r['gap_closed_test'], 2):>7}{_n(r['rsb1_distance'], 3):>7}{_n(r['erm_distance'], 3):>7}"
+        f"{_closed(r, 'test'):>7}{_n(r['rsb1_distance'], 3):>7}{_n(r['erm_distance'], 3):>7}"
         f"  {_SHORT_REF.get(r['rsb1_erm_ref'], r['rsb1_erm_ref'])}"
     )
 

@@ -164,6 +164,25 @@ def test_rs_stability_and_verdict_columns(tmp_path):
     assert all(np.isnan(r["rs_stable"]) and r["verdict"] == "theory MC error not measured" for r in plain)
 
 
+def rsb1_at_alpha1(rs_objective, rs_test_error, test_error, rs_objective_se=None) -> dict:
+    """The ``rsb1_*`` variables of a replica node solved at α = 1 only (NaN at α = 4): RS objective
+    and test error on the 1RSB samples as given, 1RSB Φ = 1.2 ± 0.01 and test error as given, s* = 2,
+    2 tr δQ = 0.3; ``rs_objective_se``: RS's outer s.e. (absent: not in the node)."""
+    out = {
+        "rsb1_rs_objective": [rs_objective, np.nan],
+        "rsb1_rs_test_error": [rs_test_error, np.nan],
+        "rsb1_objective": [1.2, np.nan],
+        "rsb1_objective_se": [0.01, np.nan],
+        "rsb1_test_error": [test_error, np.nan],
+        "rsb1_s_star": [2.0, np.nan],
+        "rsb1_distance": [0.3, np.nan],
+        "rsb1_converged": [1.0, np.nan],
+    }
+    if rs_objective_se is not None:
+        out["rsb1_rs_objective_se"] = [rs_objective_se, np.nan]
+    return out
+
+
 def test_rsb1_columns_give_the_fraction_of_the_gap_closed(tmp_path):
     """Where the replica experiment solved 1RSB (rsb1_* in its node) each row gets the 1RSB columns:
     (1RSB − RS)/(ERM − RS) of the objective and of the test error, RS on the 1RSB samples, the ERM
@@ -171,16 +190,7 @@ def test_rsb1_columns_give_the_fraction_of_the_gap_closed(tmp_path):
     from slrpipe.store.aggregate import open_store
     from slrpipe.store.validation import RSB1_COLUMNS, format_table
 
-    rsb1 = {
-        "rsb1_rs_objective": [1.0, np.nan],  # solved at α = 1 only
-        "rsb1_rs_test_error": [0.5, np.nan],
-        "rsb1_objective": [1.2, np.nan],
-        "rsb1_objective_se": [0.01, np.nan],
-        "rsb1_test_error": [0.53, np.nan],
-        "rsb1_s_star": [2.0, np.nan],
-        "rsb1_distance": [0.3, np.nan],
-        "rsb1_converged": [1.0, np.nan],
-    }
+    rsb1 = rsb1_at_alpha1(rs_objective=1.0, rs_test_error=0.5, test_error=0.53)
     # ERM 0.6 ± 0.005 and α·J = 1.4 at α = 1
     tree = open_store(store(tmp_path, 0.1, extra_rep=rsb1, extra_erm={"train_loss": [1.4, 0.35]}))
     rows = compare(tree, CONFIG)
@@ -208,17 +218,7 @@ def test_a_gap_under_two_standard_errors_gets_no_fraction(tmp_path):
     from slrpipe.store.validation import format_table
 
     def rows(rs_test, rs_obj, rs_obj_se):
-        rsb1 = {
-            "rsb1_rs_objective": [rs_obj, np.nan],
-            "rsb1_rs_objective_se": [rs_obj_se, np.nan],
-            "rsb1_rs_test_error": [rs_test, np.nan],
-            "rsb1_objective": [1.2, np.nan],
-            "rsb1_objective_se": [0.01, np.nan],
-            "rsb1_test_error": [0.599, np.nan],
-            "rsb1_s_star": [2.0, np.nan],
-            "rsb1_distance": [0.3, np.nan],
-            "rsb1_converged": [1.0, np.nan],
-        }
+        rsb1 = rsb1_at_alpha1(rs_objective=rs_obj, rs_test_error=rs_test, test_error=0.599, rs_objective_se=rs_obj_se)
         path = tmp_path / f"s{rs_test}"
         extra_erm = {"train_loss": [1.4, 0.35]}
         return compare(open_store(store(path, 0.1, extra_rep=rsb1, extra_erm=extra_erm)), CONFIG)

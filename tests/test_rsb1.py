@@ -68,7 +68,7 @@ def test_prior_rejects_a_nonpositive_a():
         rsb1.rsb1_prior(0.1, 2.0, conj)  # λ + V̂ − sδq̂ = 1.1 − 2 < 0
 
 
-def test_physical_part_of_a_scan_ends_where_the_energy_turns_up():
+def test_physical_part_of_a_scan_is_where_the_energy_falls_with_s():
     def row(e, conv=True):
         return {"energy_direct": e, "energy_direct_se": 0.01, "converged": conv}
 
@@ -76,6 +76,11 @@ def test_physical_part_of_a_scan_ends_where_the_energy_turns_up():
     scan = [row(1.0), row(1.0005), row(9.0, False), row(0.99), row(1.02), row(0.98)]
     assert rsb1.physical(scan).tolist() == [True, True, False, True, False, False]
     assert rsb1.physical([]).tolist() == []
+    # a scan that starts on the convex branch (e rising with s, as at softmax λ = 0.01, α = 20, s < 0.3):
+    # the physical part starts where e stops rising (the top), and ends at the next rise
+    convex_first = [row(1.0), row(1.1), row(1.2), row(1.2005), row(1.15), row(1.3), row(1.1)]
+    assert rsb1.physical(convex_first).tolist() == [False, False, True, True, True, False, False]
+    assert rsb1.physical([row(1.0), row(1.1), row(1.2)]).tolist() == [True, False, False]  # rising throughout
 
 
 def test_prior_projects_negative_jackknifed_conjugates_to_zero():

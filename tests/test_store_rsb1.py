@@ -68,3 +68,11 @@ def test_nothing_converged_and_physical_is_not_solved():
     assert math.isnan(float(out.s_reported)) and not bool(out.converged) and not bool(out.lower_bound)
     for name in ("objective", "objective_se", "test_error", "dq_k", "distance", "m_k", "q1_v"):
         assert math.isnan(float(out[name])), name
+
+
+def test_s_star_before_the_physical_part_falls_back_to_the_largest_phi_there():
+    # the scan starts on the convex branch: physical rows 2, 3 only; a crossing at s* = 0.5 (rows 0–1)
+    # lies off that part, so the largest Φ on it (row 3, s = 4) is reported
+    out = reported(_point(0.5, [0, 0, 1, 1], [1, 1, 1, 1]))
+    assert math.isnan(float(out.s_star)) and float(out.s_reported) == 4.0 and bool(out.lower_bound)
+    assert float(out.objective) == 0.50

@@ -4,8 +4,9 @@ A ``slrpipe rsb1`` file holds the scan over the Parisi parameter s and, where Σ
 between two converged rows, the solve at that s*. The state reported — the ``objective``,
 ``test_error``, δq, ``distance``, m, q₁ the store, the validation table and fig3 read — is:
 
-- the solve at s*, where s* lies on the physical part of the scan (converged rows with de/ds ≤ 0
-  up to the first turn, ``scan_physical``; Σ(e) concave there);
+- the solve at s*, where s* lies within the physical part of the scan (the run of converged rows
+  with de/ds ≤ 0 from where e(s) stops rising to where it turns up again, ``scan_physical``,
+  slrpipe.theory.replica.rsb1.physical; Σ(e) concave there);
 - else the converged physical row of largest Φ: Φ(s) ≤ e_gs at every s, so its Φ is a lower bound
   of the ground-state energy (``lower_bound`` true), and its test error that of a typical state at
   that s — this is also the answer where 1RSB collapses onto RS (δq ≈ 0, Φ = e_RS at every s) or
@@ -46,7 +47,7 @@ def choose(s, ok, phi, s_star) -> tuple[bool, int | None]:
     s, ok, phi = np.asarray(s, float), np.asarray(ok, bool), np.asarray(phi, float)
     if not ok.any():
         return False, None
-    if s_star is not None and np.isfinite(s_star) and s_star <= s[ok].max():
+    if s_star is not None and np.isfinite(s_star) and s[ok].min() <= s_star <= s[ok].max():
         return True, None
     return False, int(np.flatnonzero(ok)[np.argmax(phi[ok])])
 

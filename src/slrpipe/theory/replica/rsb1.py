@@ -699,22 +699,27 @@ def _star(solve, scan, sols) -> dict | None:
 
 def physical(scan, rel_tol: float = 0.1) -> np.ndarray:
     """Which rows of an s scan (``rsb1_ground_state(...)["scan"]``, ascending s) lie on the physical
-    part of the complexity curve, where de/ds ≤ 0 (Σ(e) concave, docs/theory.md §13): the converged
-    rows up to the first whose e(s) exceeds the previous converged row's by more than ``rel_tol`` ×
-    its outer s.e. (the energies of one scan share their samples, so their differences are far less
-    noisy than that s.e.); every row after that turn is not physical.
+    part of the complexity curve, where de/ds ≤ 0 (Σ(e) concave, docs/theory.md §13). A converged
+    row "rises" when its e(s) exceeds the previous converged row's by more than ``rel_tol`` × its
+    outer s.e. (the energies of one scan share their samples, so their differences are far less
+    noisy than that s.e.). The physical part starts at the first converged row that the next one
+    does not rise above — where e(s) stops rising: a scan that starts at small s on the convex
+    branch (de/ds > 0, Σ → 0⁺ as s → 0) reaches the concave one only there — and runs up to the
+    next rise; every row after that turn is not physical. Where every converged row rises, the
+    first one alone (its Φ is still a lower bound of e_gs).
 
     Returns:
         bool array, one per row.
     """
+    conv = [i for i, r in enumerate(scan) if r["converged"] and math.isfinite(r["energy_direct"])]
+    e = lambda i: scan[i]["energy_direct"]
+    rises = [e(b) > e(a) + rel_tol * scan[b]["energy_direct_se"] for a, b in zip(conv, conv[1:])]
+    start = next((k for k, up in enumerate(rises) if not up), 0)
     out = np.zeros(len(scan), bool)
-    last = None
-    for i, r in enumerate(scan):
-        if not r["converged"] or not math.isfinite(r["energy_direct"]):
-            continue
-        if last is not None and r["energy_direct"] > last["energy_direct"] + rel_tol * r["energy_direct_se"]:
+    for k in range(start, len(conv)):
+        if k > start and rises[k - 1]:
             break
-        out[i], last = True, r
+        out[conv[k]] = True
     return out
 
 

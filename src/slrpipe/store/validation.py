@@ -280,19 +280,19 @@ def _rsb1_gap(r: dict, objective_limit: tuple[float, float] = (np.nan, np.nan)) 
         (r.get("erm_limit"), r.get("erm_limit_se"), "informed D→∞"),
         (r["erm_mean"], r["erm_se"], "informed"),
     )
-    value, se, ref = next(((v, e, w) for v, e, w in candidates if _finite(v)), (np.nan, np.nan, ""))
-    objectives = (objective_limit, (r["ground_objective"], np.nan), (r["erm_objective"], np.nan))
-    obj, obj_se = next((o for o in objectives if _finite(o[0])), (np.nan, np.nan))
     num = lambda x: float(x) if _finite(x) else np.nan
+    value, se, ref = next(((v, num(e), w) for v, e, w in candidates if _finite(v)), (np.nan, np.nan, ""))
+    objectives = (objective_limit, (r["ground_objective"], np.nan), (r["erm_objective"], np.nan))
+    obj, obj_se = next(((o, num(e)) for o, e in objectives if _finite(o)), (np.nan, np.nan))
     closed_obj, z_obj = gap_closed(
-        num(r["rsb1_objective"]), num(r["rsb1_rs_objective"]), obj, num(obj_se), num(r.get("rsb1_rs_objective_se"))
+        num(r["rsb1_objective"]), num(r["rsb1_rs_objective"]), obj, obj_se, num(r.get("rsb1_rs_objective_se"))
     )
-    closed_test, z_test = gap_closed(num(r["rsb1_test_error"]), num(r["rsb1_rs_test_error"]), value, num(se))
+    closed_test, z_test = gap_closed(num(r["rsb1_test_error"]), num(r["rsb1_rs_test_error"]), value, se)
     return {
         "rsb1_erm_objective": obj,
         "rsb1_erm_objective_se": obj_se,
         "rsb1_erm_test": value,
-        "rsb1_erm_test_se": se if _finite(se) else np.nan,
+        "rsb1_erm_test_se": se,
         "rsb1_erm_ref": ref,
         "gap_closed_objective": closed_obj,
         "gap_closed_test": closed_test,

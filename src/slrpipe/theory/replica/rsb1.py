@@ -715,11 +715,9 @@ def physical(scan, rel_tol: float = 0.1) -> np.ndarray:
     e = lambda i: scan[i]["energy_direct"]
     rises = [e(b) > e(a) + rel_tol * scan[b]["energy_direct_se"] for a, b in zip(conv, conv[1:])]
     start = next((k for k, up in enumerate(rises) if not up), 0)
+    stop = next((k + 1 for k in range(start, len(rises)) if rises[k]), len(conv))
     out = np.zeros(len(scan), bool)
-    for k in range(start, len(conv)):
-        if k > start and rises[k - 1]:
-            break
-        out[conv[k]] = True
+    out[conv[start:stop]] = True
     return out
 
 

@@ -188,6 +188,32 @@ def test_complexity_is_s_squared_dphi_ds():
     assert mid["energy"] == pytest.approx(mid["energy_direct"], abs=3 * mid["energy_direct_se"])
 
 
+def test_anderson_and_damped_iterations_reach_the_same_saddle():
+    """Anderson acceleration (``Rsb1Options.method``, the default) is a faster route to the same fixed
+    point as the damped iteration: at the point of (c) (softmax, L = 2, λ = 0.1, α = 1, s = 4, N₀ =
+    512, N₁ = 8), from the RS state with δq = 0.3(q − m²), both converge (tol 10⁻⁵) to states within
+    10 tol of each other in the residual's norm, with fewer channel passes (measured: 15 against 31,
+    1.5 tol apart). The bound: the damped map contracts at ρ ≈ 0.7 per pass here (residual 0.3 →
+    10⁻⁵ in 31 passes), so a point of residual < tol lies within tol/(1 − ρ) ≈ 3.5 tol of the fixed
+    point."""
+    task, lam, alpha = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0), 0.1, 1.0
+    fields = draw_fields("spiked", 1.0, 2, 0.0, 512, 0, qmc=True)
+    inner = rsb1.draw_inner(2, 8)
+    rs = solve_replica(task, lam, alpha, fields=fields, softmin=None, tol=1e-5)
+    out = {}
+    for method in ("anderson", "damped"):
+        o = rsb1.Rsb1Options(tol=1e-5, max_iter=120, patience=40, method=method)
+        out[method] = rsb1.solve_rsb1(
+            task, lam, alpha, 4.0, samples=(fields, inner), init=rsb1.rs_state(rs, 0.3), options=o
+        )
+        assert out[method]["converged"], (method, out[method]["residual"])
+    xa, xd = (np.array([out[m][k] for k in rsb1.STATE1]) for m in ("anderson", "damped"))
+    assert np.max(np.abs(xa - xd) / (1 + np.abs(xd))) < 10 * 1e-5
+    assert out["anderson"]["iterations"] < out["damped"]["iterations"]
+    with pytest.raises(ValueError, match="method"):
+        rsb1.Rsb1Options(method="newton")
+
+
 def test_independent_inner_sets_carry_the_inner_error_in_the_standard_error():
     """(d) At a state with competing prox minima (the point of (c): softmax, L = 2, λ = 0.1, α = 1,
     s = 4, N₀ = 512, N₁ = 8; near its RS state with δq = 0.3(q − m²)), one channel pass per inner

@@ -39,6 +39,7 @@ from slrpipe.theory.replica.channel import _mean_se
 from slrpipe.theory.replica.fields import Draw, Fields, check_task
 from slrpipe.theory.replica.options import ReplicaTask
 from slrpipe.theory.replica.prox import check_sigma, prox
+from slrpipe.theory.replica.solver import anderson_point
 from slrpipe.theory.replica.solver import test_error as rs_test_error
 
 log = logging.getLogger(__name__)
@@ -423,19 +424,29 @@ class Rsb1Options:
 
     tol: on max_i |F(x)_i − x_i| / (1 + |x_i|), declared on full multi-start passes only.
     damping: d of x ← (1 − d)x + dF(x); a step leaving the domain (A ≤ 0, λ + V̂ ≤ 0) is retried
-    with d halved (at most 6 times).  max_iter: cap on channel evaluations.  full_every: passes
-    between full prox searches (the others start from the centre and the previous minima).
-    n_steps: Newton steps per prox start.  patience: full passes without a new best residual that
-    end the solve.  debias: the channel's two-half jackknife of the inner averages
-    (:func:`rsb1_channel`)."""
+    with d halved (at most 6 times); also the mixing of the Anderson steps.  method: "anderson"
+    (damped steps until the residual is below ``accel_below``, then type-II Anderson acceleration
+    over the last ``memory`` + 1 passes, every pass a full prox search; docs/theory.md §13) or
+    "damped" (damped steps only).  max_iter: cap on channel evaluations.  full_every: passes
+    between full prox searches in the damped phase (the others start from the centre and the
+    previous minima).  n_steps: Newton steps per prox start.  patience: full passes without a
+    new best residual that end the solve.  debias: the channel's two-half jackknife of the inner
+    averages (:func:`rsb1_channel`)."""
 
     tol: float = 2e-4
     damping: float = 0.5
+    method: str = "anderson"
+    memory: int = 5
+    accel_below: float = 0.1
     max_iter: int = 80
     full_every: int = 4
     n_steps: int = 25
     patience: int = 20
     debias: bool = True
+
+    def __post_init__(self):
+        if self.method not in ("anderson", "damped"):
+            raise ValueError(f"method: one of anderson, damped, got {self.method!r}")
 
 
 def _check_rsb1_task(point, s, fields: Fields) -> None:
@@ -461,17 +472,41 @@ def _damped(x, fx, damping):
     return None
 
 
+class _Accel:
+    """The Anderson phase of :func:`_iterate_rsb1`: whether it has begun, and its memory of
+    iterates xs and residual vectors fs = F(x) − x (full passes only: one map)."""
+
+    def __init__(self):
+        self.on, self.xs, self.fs = False, [], []
+
+    def step(self, x, fx, best, o: Rsb1Options):
+        """The next state after the full pass F(x) = fx; ``best`` = (residual, x, channel pass, warm
+        starts, F(x)) of the best full pass. Restarts from the best state (damped step, fresh memory) where the residual
+        exceeds 10 × the best one; a point outside the domain falls back to the damped step."""
+        if _residual(x, fx) > 10 * best[0]:
+            self.xs, self.fs = [], []
+            x, fx = best[1], best[4]
+        self.xs, self.fs = (self.xs + [x])[-(o.memory + 1) :], (self.fs + [fx - x])[-(o.memory + 1) :]
+        if len(self.xs) > 1:
+            try:
+                return _check_state(anderson_point(np.array(self.xs), np.array(self.fs), o.damping))
+            except ValueError:
+                self.xs, self.fs = [x], [fx - x]
+        return _damped(x, fx, o.damping)
+
+
 def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
-    """The damped iteration of :func:`solve_rsb1` from x on ``samples`` = (fields, inner);
-    ``point`` = (sigma, model, nu, L, delta, lam, alpha). Returns (residual, state, prox warm
-    starts, converged, evaluations): those of the last full pass when converged, else of the best
-    full pass."""
+    """The iteration of :func:`solve_rsb1` from x on ``samples`` = (fields, inner) (damped, then
+    Anderson: :class:`Rsb1Options`); ``point`` = (sigma, model, nu, L, delta, lam, alpha). Returns
+    (residual, state, prox warm starts, converged, evaluations): those of the last full pass when
+    converged, else of the best full pass."""
     sigma, lam, alpha = point[0], point[5], point[6]
-    best = (math.inf, x, None, warm)
+    best = (math.inf, x, None, warm, x)
+    acc = _Accel()
     stall, it, conv = 0, 0, False
     ch = None
     for it in range(1, int(o.max_iter) + 1):
-        full = it == 1 or it % o.full_every == 0 or best[0] < 5 * o.tol
+        full = acc.on or it == 1 or it % o.full_every == 0 or best[0] < 5 * o.tol
         ch = rsb1_channel(
             sigma, samples, alpha, s, x, warm=warm, multistart=full, n_steps=o.n_steps, bias=False, debias=o.debias
         )
@@ -483,7 +518,7 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
             break
         r = _residual(x, fx)
         if full and r < best[0]:
-            best, stall = (r, x.copy(), ch, warm), 0
+            best, stall = (r, x.copy(), ch, warm, fx), 0
         elif full:
             stall += 1
         if full and r < o.tol:
@@ -491,11 +526,15 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
             break
         if stall >= o.patience:
             break
-        x = _damped(x, fx, o.damping)
+        if o.method == "anderson" and not acc.on and r < o.accel_below:
+            acc.on = True
+            if not full:
+                continue  # the same state again, on a full pass: the accelerated phase sees one map
+        x = acc.step(x, fx, best, o) if acc.on else _damped(x, fx, o.damping)
         if x is None:
             log.warning("1RSB s=%g: every damped step leaves the domain; stopped at the best state found", s)
             break
-    resid, x, _, warm = best if not conv else (r, x, ch, warm)
+    resid, x, _, warm, _ = best if not conv else (r, x, ch, warm, fx)
     return resid, x, warm, conv, it
 
 

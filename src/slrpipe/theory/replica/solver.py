@@ -94,15 +94,24 @@ def _valid(x) -> bool:
     return bool(np.all(np.isfinite(x)) and x[2] > 0 and x[5] > 0 and x[1] >= x[0] ** 2 and x[4] >= x[3] ** 2)
 
 
-def _anderson(xs, fs, d):
-    """Type-II Anderson point from iterates xs (k, 6) and residuals fs = F(x) − x (k, 6), k ≥ 2:
+def anderson_point(xs, fs, d, max_step=0.5):
+    """Type-II Anderson point from iterates xs (k, n) and residuals fs = F(x) − x (k, n), k ≥ 2:
     x + d f − (ΔX + d ΔF) γ, γ = argmin |W (f − ΔF γ)|₂, W = diag 1/(1 + |x|) at the last iterate
-    (the norm of the convergence test)."""
+    (the norm of the convergence test), shortened to a trust region: at most ``max_step`` relative
+    change |Δx_i|/(1 + |x_i|) of any component. Used by the RS and the 1RSB iterations (module
+    docstring; docs/theory.md §9, §13)."""
     x, f = xs[-1], fs[-1]
     w = 1.0 / (1.0 + np.abs(x))
     dX, dF = np.diff(xs, axis=0).T, np.diff(fs, axis=0).T
     gamma = np.linalg.lstsq(w[:, None] * dF, w * f, rcond=1e-10)[0]
-    return x + d * f - (dX + d * dF) @ gamma
+    return trust_region(x + d * f - (dX + d * dF) @ gamma, x, max_step)
+
+
+def trust_region(cand, x, max_step=0.5):
+    """``cand`` moved towards x so that no component changes by more than ``max_step`` relative,
+    |Δx_i|/(1 + |x_i|) (the norm of the convergence test)."""
+    step = np.max(np.abs(cand - x) / (1 + np.abs(x)))
+    return x + (cand - x) * min(1.0, max_step / step) if step > 0 else cand
 
 
 def _polish(sigma, fields, alpha, lam, x0, warm, copts, maxfev):
@@ -226,10 +235,8 @@ def _anderson_candidate(mem: _Memory, o, x, f):
     """The Anderson point from the memory extended by (x, f), within the trust region; the damped
     step from the best point where it leaves the domain or repeats a point of the memory."""
     mem.xs, mem.fs = (mem.xs + [x])[-(o.memory + 1) :], (mem.fs + [f])[-(o.memory + 1) :]
-    cand = _anderson(np.array(mem.xs), np.array(mem.fs), 1.0) if len(mem.xs) > 1 else x + mem.d * f
-    # trust region: at most a 50 % relative change of any order parameter per step
-    step = np.max(np.abs(cand - x) / (1 + np.abs(x)))
-    cand = x + (cand - x) * min(1.0, 0.5 / step) if step > 0 else cand
+    xs, fs = np.array(mem.xs), np.array(mem.fs)
+    cand = anderson_point(xs, fs, 1.0) if len(mem.xs) > 1 else trust_region(x + mem.d * f, x)
     # stagnation guard: Anderson can return a point already in its memory (F then adds no
     # information); restart from the best point with a (smaller) damped step instead
     seen = min(np.max(np.abs(cand - xi) / (1 + np.abs(xi))) for xi in mem.xs) < 1e-12

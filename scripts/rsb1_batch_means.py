@@ -1,0 +1,83 @@
+"""Batch-means Monte Carlo error of a 1RSB state (docs/theory.md §13): from a result file of the
+``rsb1`` rule, take the solved state of the scan row at ``--s``, split the N₀ outer samples into
+``--batches`` K batches (each closed under the antithetic pairing i ↔ i + N₀/2, with its own inner
+sets), solve the 1RSB saddle on each batch from that state, and print per batch Φ, e, the typical
+state's test error and δq, then their mean and the standard error of the full-sample estimate,
+sd/√K (batches of N₀/K samples; the fixed point's error scales as 1/√N₀). The test error of a
+typical state has no per-sample form, so this is its only Monte Carlo error; Φ's batch-means error
+is printed beside the outer s.e. the file reports for e, as a check of the method.
+
+Usage: python scripts/rsb1_batch_means.py results/replica/…/rsb1/lam0.01_alpha5_n8192x32_seed0_1.nc
+           --s 3 [--batches 4] [--max-iter 80]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+
+import numpy as np
+import xarray as xr
+from rsb1_n1_check import state_at
+
+from slrpipe.theory.replica import ReplicaTask, rsb1
+
+
+def batches(n: int, k: int) -> list[np.ndarray]:
+    """K index arrays into N outer samples, each a block of the first half and its mirror block."""
+    h = n // 2
+    if h % k:
+        raise ValueError(f"batches: N₀/2 = {h} is not a multiple of K = {k}")
+    step = h // k
+    return [
+        np.concatenate([np.arange(b * step, (b + 1) * step), h + np.arange(b * step, (b + 1) * step)]) for b in range(k)
+    ]
+
+
+def subset(fields, inner, idx):
+    """(fields, inner) restricted to the outer samples idx (inner: one set per outer sample)."""
+    cut = {f: getattr(fields, f)[idx] for f in ("chi_star", "z_star", "eps", "noise", "xi_k", "xi_v")}
+    if fields.dlogg is not None:
+        cut["dlogg"] = fields.dlogg[idx]
+    return dataclasses.replace(fields, **cut), rsb1.Inner(inner.xi_k[idx], inner.xi_v[idx], inner.seed)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("result", help="a result file of the rsb1 rule")
+    ap.add_argument("--s", type=float, required=True)
+    ap.add_argument("--batches", type=int, default=4)
+    ap.add_argument("--max-iter", type=int, default=80)
+    a = ap.parse_args(argv)
+    d = xr.open_dataset(a.result)
+    c = {k: d[k].values.item() for k in ("sigma", "model", "nu", "L", "delta", "lam", "alpha")}
+    task = ReplicaTask(c["sigma"], c["model"], c["nu"], int(c["L"]), c["delta"]).normalised()
+    draw = rsb1.Rsb1Draw(
+        int(d.attrs["n_outer"]), int(d.attrs["n_inner"]), int(d.attrs["seed"]), int(d.attrs["inner_seed"])
+    )
+    fields, inner = draw.samples(task)
+    x, row = state_at(d, a.s)
+    i = int(np.flatnonzero(np.isclose(d.s.values, a.s))[0])
+    print(
+        f"{c['sigma']} {c['model']} ν={c['nu']} L={c['L']} λ={c['lam']} α={c['alpha']} s={a.s}; N₀={fields.n}, "
+        f"K={a.batches}; the file: Φ={row['phi']:.4f} e={row['energy']:.4f} ± {float(d.scan_energy_se[i]):.4f} "
+        f"test error={row['test_error']:.4f}"
+    )
+    keys = ("phi", "energy_direct", "test_error", "dq_k", "dq_v")
+    res = []
+    for b, idx in enumerate(batches(fields.n, a.batches)):
+        out = rsb1.solve_rsb1(
+            task, c["lam"], c["alpha"], a.s, samples=subset(fields, inner, idx), init=x,
+            options=rsb1.Rsb1Options(max_iter=a.max_iter),
+        )  # fmt: skip
+        res.append([out[k] for k in keys])
+        print(f"batch {b}: converged={out['converged']} " + " ".join(f"{k}={out[k]:.4f}" for k in keys))
+    r = np.array(res)
+    mean, se = r.mean(0), r.std(0, ddof=1) / math.sqrt(len(r))
+    print("mean ± s.e. (full N₀): " + " ".join(f"{k}={m:.4f} ± {e:.4f}" for k, m, e in zip(keys, mean, se)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -37,10 +37,9 @@ def batches(n: int, k: int) -> list[np.ndarray]:
 
 def subset(fields, inner, idx):
     """(fields, inner) restricted to the outer samples idx (inner: one set per outer sample)."""
-    cut = {f: getattr(fields, f)[idx] for f in ("chi_star", "z_star", "eps", "noise", "xi_k", "xi_v")}
-    if fields.dlogg is not None:
-        cut["dlogg"] = fields.dlogg[idx]
-    return dataclasses.replace(fields, **cut), rsb1.Inner(inner.xi_k[idx], inner.xi_v[idx], inner.seed)
+    arrays = {f.name: getattr(fields, f.name) for f in dataclasses.fields(fields)}
+    cut = {k: v[idx] for k, v in arrays.items() if isinstance(v, np.ndarray)}  # every per-sample array
+    return dataclasses.replace(fields, **cut), dataclasses.replace(inner, xi_k=inner.xi_k[idx], xi_v=inner.xi_v[idx])
 
 
 def main(argv=None) -> int:

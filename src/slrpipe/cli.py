@@ -21,6 +21,7 @@ COMMANDS = {
     "length": "slrpipe.commands.length",
     "replica": "slrpipe.commands.replica",
     "rsb1": "slrpipe.commands.rsb1",
+    "rsb1-error": "slrpipe.commands.rsb1_error",
     "aggregate": "slrpipe.commands.aggregate",
     "figure": "slrpipe.commands.figure",
     "validate": "slrpipe.commands.validate",

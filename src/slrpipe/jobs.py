@@ -270,6 +270,22 @@ class Rsb1Job:
         object.__setattr__(self, "s_grid", _floats(self.s_grid))
 
 
+@dataclass(frozen=True)
+class Rsb1ErrorJob:
+    """The batch-means Monte Carlo error of one 1RSB point's reported state (``slrpipe rsb1-error``;
+    docs/theory.md §13): ``rsb1``, the point's result file (``slrpipe rsb1``); ``batches``, K
+    antithetic-closed batches of its outer samples, each solved at the reported s from the reported
+    state with tolerance ``tol`` and at most ``max_iter`` channel passes."""
+
+    rsb1: str
+    batches: int
+    tol: float
+    max_iter: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "tol", float(self.tol))
+
+
 #: the record each command consumes
 RECORDS = {
     "generate": DataJob,
@@ -280,4 +296,5 @@ RECORDS = {
     "length": LengthJob,
     "replica": ReplicaJob,
     "rsb1": Rsb1Job,
+    "rsb1-error": Rsb1ErrorJob,
 }

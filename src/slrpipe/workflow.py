@@ -28,6 +28,7 @@ from slrpipe.jobs import (
     PopulationBatchJob,
     PopulationJob,
     ReplicaJob,
+    Rsb1ErrorJob,
     Rsb1Job,
     TrainBatchJob,
     TrainJob,
@@ -200,7 +201,8 @@ def _cross_checks(config: dict) -> None:
 
 def _check_rsb1(name: str, exp: dict) -> None:
     """The 1RSB options of replica experiment ``name``: each job starts from the RS sweep at its
-    (σ, λ, α), so rs is solved too and rsb1.alphas lie on the RS grid."""
+    (σ, λ, α), so rs is solved too and rsb1.alphas lie on the RS grid; the batches of the outer
+    samples are whole antithetic pairs."""
     if RS not in exp["ansatz"]:
         raise ConfigError(
             f"config error: replica.{name}.ansatz: rsb1 starts from the RS sweep; allowed: [rs] or [rs, rsb1]"
@@ -214,6 +216,11 @@ def _check_rsb1(name: str, exp: dict) -> None:
     grid = opts["s_grid"]
     if any(b <= a for a, b in zip(grid, grid[1:])):
         raise ConfigError(f"config error: replica.{name}.rsb1.s_grid: {grid} must be strictly ascending")
+    if opts["n_outer"] % (2 * opts["batches"]):
+        raise ConfigError(
+            f"config error: replica.{name}.rsb1.batches: {opts['batches']} does not divide n_outer/2 = "
+            f"{opts['n_outer'] / 2:g}; allowed: a divisor of it, at least 2"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -282,7 +289,7 @@ class Plan:
     (:mod:`slrpipe.jobs`) whose :func:`~slrpipe.jobs.argv` is the job's command line.
 
     ``population``, ``length``, ``data``, ``erm`` (one :class:`~slrpipe.jobs.TrainJob` per trained
-    model), ``replica`` (RS sweeps, Bayes-optimal state evolution), ``rsb1`` (1RSB points): path → record. ``train_batches``: batch name → :class:`TrainBatchJob`, the
+    model), ``replica`` (RS sweeps, Bayes-optimal state evolution), ``rsb1`` (1RSB points), ``rsb1_error`` (their batch-means errors): path → record. ``train_batches``: batch name → :class:`TrainBatchJob`, the
     ERM runs trained in one process (:func:`batch_key`); ``population_batches``: batch name →
     :class:`PopulationBatchJob`, the σ of one population experiment (one directory) swept in one
     process. ``members``: (kind, experiment) → the result paths the store reads for that
@@ -294,6 +301,7 @@ class Plan:
     erm: dict = field(default_factory=dict)
     replica: dict = field(default_factory=dict)
     rsb1: dict = field(default_factory=dict)
+    rsb1_error: dict = field(default_factory=dict)
     train_batches: dict = field(default_factory=dict)
     population_batches: dict = field(default_factory=dict)
     members: dict = field(default_factory=dict)
@@ -493,7 +501,8 @@ def _plan_replica(config: dict, p: Plan, results: str) -> None:
 def _plan_rsb1(exp: dict, p: Plan, stem: str, members: tuple, law: dict, *, sigma: str, lam: float, rs: str) -> None:
     """One Rsb1Job per α of ``rsb1.alphas`` (all of the grid if null) at (σ, λ) of the data law
     ``law`` (model, nu, L, delta), started from the RS sweep file ``rs``; the path keys the samples
-    (N₀, N₁ and their seeds), the solver options are its command line's."""
+    (N₀, N₁ and their seeds), the solver options are its command line's. Beside each, one
+    Rsb1ErrorJob (its batch-means error; ``rsb1_error/``, keyed by the batch count K)."""
     o = exp["rsb1"]
     for alpha in o["alphas"] or exp["alphas"]:
         path = f"{stem}/lam{fmt(lam)}_alpha{fmt(alpha)}_n{o['n_outer']}x{o['n_inner']}_seed{exp['seed']}_{o['inner_seed']}.nc"
@@ -514,6 +523,9 @@ def _plan_rsb1(exp: dict, p: Plan, stem: str, members: tuple, law: dict, *, sigm
         )
         _add(p.rsb1, path, job)
         p.members.setdefault(members, []).append(path)
+        error = path.replace("/rsb1/", "/rsb1_error/").removesuffix(".nc") + f"_k{o['batches']}.nc"
+        _add(p.rsb1_error, error, Rsb1ErrorJob(rsb1=path, batches=o["batches"], tol=o["tol"], max_iter=o["max_iter"]))
+        p.members[members].append(error)
 
 
 def _plan_length(config: dict, p: Plan, results: str) -> None:

@@ -29,6 +29,7 @@ rule aggregate:
         erm=list(PLAN.erm),
         replica=list(PLAN.replica),
         rsb1=list(PLAN.rsb1),
+        rsb1_error=list(PLAN.rsb1_error),
         length=list(PLAN.length),
     output:
         STORE_DONE,

@@ -46,6 +46,7 @@ FINGERPRINT = {
     "length": fingerprint(["slrpipe.commands.length"]),
     "replica": fingerprint(["slrpipe.commands.replica"]),
     "rsb1": fingerprint(["slrpipe.commands.rsb1"]),
+    "rsb1_error": fingerprint(["slrpipe.commands.rsb1_error"]),
 }
 
 

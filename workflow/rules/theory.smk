@@ -42,7 +42,7 @@ rule replica:
     benchmark:
         "results/benchmarks/replica/{key}.tsv"
     wildcard_constraints:
-        key=r"(?:(?!/rsb1/).)+",  # a 1RSB point's file is rule rsb1's
+        key=r"(?:(?!/rsb1(?:_error)?/).)+",  # a 1RSB point's files are rule rsb1's and rsb1_error's
     # the longest jobs of a run (fold searches: up to ~2 min on CPU) start first, so that they do
     # not finish alone at the end while the other core idles; the first job of each σ before the
     # others (11): two same-σ jobs started together would both compile its XLA programs (~11 s
@@ -76,3 +76,25 @@ rule rsb1:
         fingerprint=FINGERPRINT["rsb1"],
     shell:
         f"{THREAD_ENV} {JAX_CACHE_ENV} {SLRPIPE} rsb1 {{params.args}} --out {{output}} > {{log}} 2>&1"
+
+
+# The batch-means Monte Carlo error of a 1RSB point's reported state (docs/theory.md §13): its own
+# job, so that a change of K or of this step reruns the K batch solves only, not the s scan.
+RSB1_ERROR_OUTPUT = "results/replica/{key}/rsb1_error/{point}.nc"
+
+
+rule rsb1_error:
+    input:
+        rsb1=lambda wildcards: PLAN.rsb1_error[RSB1_ERROR_OUTPUT.format(**wildcards)].rsb1,
+    output:
+        RSB1_ERROR_OUTPUT,
+    log:
+        "results/logs/replica/{key}/rsb1_error/{point}.log",
+    benchmark:
+        "results/benchmarks/replica/{key}/rsb1_error/{point}.tsv"
+    threads: 1
+    params:
+        args=args_of(PLAN.rsb1_error, RSB1_ERROR_OUTPUT),
+        fingerprint=FINGERPRINT["rsb1_error"],
+    shell:
+        f"{THREAD_ENV} {JAX_CACHE_ENV} {SLRPIPE} rsb1-error {{params.args}} --out {{output}} > {{log}} 2>&1"

@@ -21,7 +21,9 @@ experiment's config entry and provenance as attributes):
 - ``/replica/<exp>``: dims (sigma, lam, alpha) — replica prediction (model.md §6), plus
   ``test_error_opt_lam`` / ``lam_opt`` (minimum over the λ grid) and ``bayes_optimal_*`` (dim alpha);
   with ``ansatz: [rs, rsb1]`` the 1RSB points as ``rsb1_*`` (their s scans ``rsb1_scan_*`` on dim s;
-  slrpipe.commands.rsb1.dataset), NaN where not solved.
+  slrpipe.commands.rsb1.dataset), NaN where not solved, and the batch-means errors of the state
+  reported, ``rsb1_<q>_batch_se`` / ``rsb1_<q>_batch_bias`` for q in objective, test_error,
+  distance and ``rsb1_batches_converged`` (slrpipe.commands.rsb1_error.dataset).
 
 The root carries the config (JSON), package version, git commit and creation time.
 """
@@ -217,16 +219,29 @@ def _rsb1_part(ds: xr.Dataset) -> xr.Dataset:
     return ds.rename({v: f"rsb1_{v}" for v in ds.data_vars}).expand_dims(key)
 
 
+def _rsb1_error_part(ds: xr.Dataset) -> xr.Dataset:
+    """One 1RSB point's batch-means errors (``slrpipe rsb1-error``) as ``rsb1_*`` scalars on
+    (sigma, lam, alpha); the per-batch values (dim batch) stay in the file."""
+    key = {d: [ds[d].values.item()] for d in ("sigma", "lam", "alpha")}
+    ds = ds[[v for v in ds.data_vars if "batch" not in ds[v].dims]].reset_coords(drop=True)
+    ds = ds.assign({v: ds[v].astype(float) for v in ds.data_vars})
+    return ds.rename({v: f"rsb1_{v}" for v in ds.data_vars}).expand_dims(key)
+
+
 def replica_node(files) -> xr.Dataset:
     """Replica sweeps (one file per σ, dims lam × alpha) stacked along ``sigma``; the Bayes-optimal
     state evolution (no σ coordinate) as ``bayes_optimal_*`` variables on alpha; 1RSB points (one
-    file each, dim s) as ``rsb1_*`` variables (:func:`_rsb1_part`), NaN at the points not solved."""
+    file each, dim s) as ``rsb1_*`` variables (:func:`_rsb1_part`) with their batch-means errors
+    (:func:`_rsb1_error_part`), NaN at the points not solved."""
     parts, rsb1, bo, setting = [], [], None, {}
     for f in files:
         ds = read_netcdf(f)
         setting = _setting(ds)
         if ds.attrs.get("command") == "rsb1":
             rsb1.append(_rsb1_part(ds))
+            continue
+        if ds.attrs.get("command") == "rsb1-error":
+            rsb1.append(_rsb1_error_part(ds))
             continue
         if "sigma" not in ds.coords:  # the Bayes-optimal sweep
             ds = ds.reset_coords(drop=True)

@@ -15,7 +15,7 @@ between two converged rows, the solve at that s*. The state reported — the ``o
 
 :func:`choose` is the rule on plain arrays; ``scripts/rsb1_gap_table.py`` (the docs' table) uses it
 too, so the workflow and the table report the same state. :func:`gap_closed` is the fraction of
-the RS–ERM gap that state closes, for both as well.
+the RS–ERM gap that state closes, for both as well, and :func:`gap_closed_se` its standard error.
 """
 
 from __future__ import annotations
@@ -104,3 +104,15 @@ def gap_closed(x: float, rs: float, erm: float, erm_se: float = np.nan, rs_se: f
     se = float(np.hypot(*(s if np.isfinite(s) else 0.0 for s in (erm_se, rs_se))))
     z = (erm - rs) / se if se > 0 else np.nan
     return (np.nan if abs(z) < MIN_GAP_Z else (x - rs) / (erm - rs)), z
+
+
+def gap_closed_se(fraction: float, x_se: float, rs: float, erm: float, erm_se: float) -> float:
+    """The standard error of the fraction f = (x − rs)/(erm − rs) of :func:`gap_closed`, from the
+    1RSB value's s.e. ``x_se`` (batch means) and ERM's ``erm_se``: √(x_se² + f² erm_se²)/|erm − rs|.
+    RS's own error is left out: RS is solved on the 1RSB state's samples, so the two errors are
+    largely common and cancel in x − rs. NaN where f or x_se is missing (an unknown ERM s.e. counts
+    as 0)."""
+    if not all(np.isfinite(v) for v in (fraction, x_se, rs, erm)) or erm == rs:
+        return np.nan
+    e = erm_se if np.isfinite(erm_se) else 0.0
+    return float(np.hypot(x_se, fraction * e) / abs(erm - rs))

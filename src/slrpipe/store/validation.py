@@ -61,7 +61,7 @@ from slrpipe.io import write_text
 from slrpipe.store.distance import second_lowest
 from slrpipe.store.ground import reference
 from slrpipe.store.ladder import largest_D, point_ladder
-from slrpipe.store.rsb1 import MIN_GAP_Z, gap_closed
+from slrpipe.store.rsb1 import MIN_GAP_Z, gap_closed, gap_closed_se
 from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS, Measurement, Rule
 from slrpipe.store.verdict import verdict as point_verdict
 
@@ -117,12 +117,16 @@ LADDER_COLUMNS = [
 #: s* (NaN unless Σ crosses zero on the physical part of the s scan), the s of the state reported and
 #: whether its Φ is only a lower bound of the ground-state energy (slrpipe.store.rsb1.reported); at
 #: that state the objective Φ ± s.e., test error of a typical minimum and
-#: 2 tr δQ (the predicted (1/D)|W_a − W_b|²); RS on the same samples; the ERM reference (``rsb1_erm_ref``
+#: 2 tr δQ (the predicted (1/D)|W_a − W_b|²); RS on the same samples; the batch-means s.e. of the
+#: state's Φ, test error and 2 tr δQ and the finite-N₀ bias of the first two (K batches of the outer
+#: samples, K − 1 degrees of freedom; ``rsb1_batches_converged`` of K; slrpipe.commands.rsb1_error);
+#: the ERM reference (``rsb1_erm_ref``
 #: says which for the test error: the ground state over starts, D → ∞ where there is a ladder, else
 #: the informed start; the objective likewise, α·J, D → ∞ where there is a ladder; each ± s.e.), the
 #: fraction of the RS–ERM gap that 1RSB closes, (1RSB − RS)/(ERM − RS), for both, NaN where the gap
 #: itself is under 2 s.e. (``gap_z_*``: the gap in s.e., ERM's and, for the objective, RS's outer one
-#: combined; slrpipe.store.rsb1.gap_closed), and ERM's d₂ ± s.e., the
+#: combined; slrpipe.store.rsb1.gap_closed) with its s.e. (``gap_closed_*_se``: 1RSB's batch-means
+#: s.e. and ERM's, slrpipe.store.rsb1.gap_closed_se), and ERM's d₂ ± s.e., the
 #: distance between the two lowest minima found on the same data (slrpipe.store.distance.second_lowest;
 #: seed mean, D → ∞ where there is a ladder) — RS predicts 0, 1RSB 2 tr δQ
 RSB1_COLUMNS = [
@@ -137,6 +141,12 @@ RSB1_COLUMNS = [
     "rsb1_rs_objective",
     "rsb1_rs_test_error",
     "rsb1_rs_objective_se",
+    "rsb1_objective_batch_se",
+    "rsb1_test_error_batch_se",
+    "rsb1_distance_batch_se",
+    "rsb1_objective_batch_bias",
+    "rsb1_test_error_batch_bias",
+    "rsb1_batches_converged",
     "rsb1_erm_objective",
     "rsb1_erm_objective_se",
     "rsb1_erm_test",
@@ -146,11 +156,13 @@ RSB1_COLUMNS = [
     "gap_closed_test",
     "gap_z_objective",
     "gap_z_test",
+    "gap_closed_objective_se",
+    "gap_closed_test_se",
     "erm_distance",
     "erm_distance_se",
 ]
 #: RSB1_COLUMNS read from the replica node as they are (its ``rsb1_*`` variables, slrpipe.store.aggregate)
-_RSB1 = RSB1_COLUMNS[:11]
+_RSB1 = RSB1_COLUMNS[: RSB1_COLUMNS.index("rsb1_batches_converged") + 1]
 _THEORY = {
     "theory": "test_error",
     "theory_seed_mean": "test_error_seed_mean",
@@ -288,6 +300,8 @@ def _rsb1_gap(r: dict, objective_limit: tuple[float, float] = (np.nan, np.nan)) 
         num(r["rsb1_objective"]), num(r["rsb1_rs_objective"]), obj, obj_se, num(r.get("rsb1_rs_objective_se"))
     )
     closed_test, z_test = gap_closed(num(r["rsb1_test_error"]), num(r["rsb1_rs_test_error"]), value, se)
+    rs_obj, rs_test = num(r["rsb1_rs_objective"]), num(r["rsb1_rs_test_error"])
+    obj_x_se, test_x_se = num(r.get("rsb1_objective_batch_se")), num(r.get("rsb1_test_error_batch_se"))
     return {
         "rsb1_erm_objective": obj,
         "rsb1_erm_objective_se": obj_se,
@@ -298,6 +312,8 @@ def _rsb1_gap(r: dict, objective_limit: tuple[float, float] = (np.nan, np.nan)) 
         "gap_closed_test": closed_test,
         "gap_z_objective": z_obj,
         "gap_z_test": z_test,
+        "gap_closed_objective_se": gap_closed_se(closed_obj, obj_x_se, rs_obj, obj, obj_se),
+        "gap_closed_test_se": gap_closed_se(closed_test, test_x_se, rs_test, value, se),
     }
 
 
@@ -656,7 +672,9 @@ def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
     out = _wrap(
         "1RSB (docs/theory.md §13): RS and the 1RSB state reported on the same samples — at s* (marked *: Σ = 0 "
         "on the physical part of the s scan), else at the largest Φ there (Φ ≤ the ground-state energy) — against ERM "
-        "(ref: ground state over starts, D→∞ where a ladder exists); closed = (1RSB − RS)/(ERM − RS), 'no gap' where "
+        "(ref: ground state over starts, D→∞ where a ladder exists); 1RSB ± the batch-means s.e. of the state (K "
+        "batches of the outer samples; the objective's outer-sample s.e. where no batches were solved); "
+        "closed = (1RSB − RS)/(ERM − RS) ± s.e., 'no gap' where "
         "ERM − RS is under 2 s.e. (ERM's, and RS's outer s.e. for the objective); "
         "2trδQ: the predicted distance (1/D)|W_a − W_b|² between minima (RS: 0); d₂ ERM: the measured one between the "
         "two lowest minima found per seed (D→∞ where a ladder exists)",
@@ -664,8 +682,8 @@ def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
         indent="",
     )
     head = (
-        f"{'sigma':<8}{'lam':>5}{'alpha':>6}{'s':>6}{'obj RS':>8}{'1RSB ± s.e.':>17}{'ERM':>8}"
-        f"{'closed':>7}{'test RS':>8}{'1RSB':>8}{'ERM':>8}{'closed':>7}{'2trδQ':>7}{'d₂ ERM':>7}  ref"
+        f"{'sigma':<7}{'lam':>5}{'alpha':>6}{'s':>5}{'obj RS':>7}{'1RSB±s.e.':>14}{'ERM':>7}{'closed':>11}"
+        f"{'test RS':>8}{'1RSB±s.e.':>14}{'ERM':>7}{'closed':>11}{'2trδQ':>6}{'d₂ ERM':>7} ref"
     )
     for name in dict.fromkeys(r["experiment"] for r in rows):
         out += ["", f"== {name} ==", head, "-" * min(len(head) + 12, width)]
@@ -684,21 +702,30 @@ _SHORT_REF = {"ground D→∞": "gr D→∞", "informed D→∞": "inf D→∞"}
 
 
 def _closed(r: dict, which: str) -> str:
-    """The fraction of the gap closed, 'no gap' where the RS–ERM gap is under 2 s.e., '—' where missing."""
+    """The fraction of the gap closed ± its s.e., 'no gap' where the RS–ERM gap is under 2 s.e.,
+    '—' where missing."""
     z = r.get(f"gap_z_{which}", np.nan)
     if not _finite(r[f"gap_closed_{which}"]) and _finite(z) and abs(z) < MIN_GAP_Z:
         return "no gap"
-    return _n(r[f"gap_closed_{which}"], 2)
+    return _pm(r[f"gap_closed_{which}"], r.get(f"gap_closed_{which}_se"), 2, "±")
+
+
+def _with_se(r: dict, which: str, per_sample: str | None = None) -> str:
+    """The 1RSB value ± its batch-means s.e. (``rsb1_<which>_batch_se``), else ± ``per_sample``."""
+    se = r.get(f"rsb1_{which}_batch_se", np.nan)
+    if not _finite(se) and per_sample:
+        se = r.get(per_sample, np.nan)
+    return _pm(r[f"rsb1_{which}"], se, 4, "±")
 
 
 def _rsb1_line(r: dict) -> str:
     return (
-        f"{r['sigma']:<8}{r['lam']:>5g}{r['alpha']:>6.3g}{_s_reported(r):>6}"
-        f"{_n(r['rsb1_rs_objective']):>8}{_pm(r['rsb1_objective'], r['rsb1_objective_se']):>17}"
-        f"{_n(r['rsb1_erm_objective']):>8}{_closed(r, 'objective'):>7}"
-        f"{_n(r['rsb1_rs_test_error']):>8}{_n(r['rsb1_test_error']):>8}{_n(r['rsb1_erm_test']):>8}"
-        f"{_closed(r, 'test'):>7}{_n(r['rsb1_distance'], 3):>7}{_n(r['erm_distance'], 3):>7}"
-        f"  {_SHORT_REF.get(r['rsb1_erm_ref'], r['rsb1_erm_ref'])}"
+        f"{r['sigma']:<7}{r['lam']:>5g}{r['alpha']:>6.3g}{_s_reported(r):>5}"
+        f"{_n(r['rsb1_rs_objective']):>7}{_with_se(r, 'objective', 'rsb1_objective_se'):>14}"
+        f"{_n(r['rsb1_erm_objective']):>7}{_closed(r, 'objective'):>11}"
+        f"{_n(r['rsb1_rs_test_error']):>8}{_with_se(r, 'test_error'):>14}{_n(r['rsb1_erm_test']):>7}"
+        f"{_closed(r, 'test'):>11}{_n(r['rsb1_distance'], 2):>6}{_n(r['erm_distance'], 2):>7}"
+        f" {_SHORT_REF.get(r['rsb1_erm_ref'], r['rsb1_erm_ref'])}"
     )
 
 

@@ -1,4 +1,5 @@
-"""Batch-means Monte Carlo error of a 1RSB state (docs/theory.md §13): from a result file of the
+"""Batch-means Monte Carlo error of a 1RSB state at any scan row (docs/theory.md §13; the workflow's
+``rsb1_error`` rule does this at the state reported): from a result file of the
 ``rsb1`` rule, take the solved state of the scan row at ``--s``, split the N₀ outer samples into
 ``--batches`` K batches (each closed under the antithetic pairing i ↔ i + N₀/2, with its own inner
 sets), solve the 1RSB saddle on each batch from that state, and print per batch Φ, e, the typical
@@ -14,32 +15,13 @@ Usage: python scripts/rsb1_batch_means.py results/replica/…/rsb1/lam0.01_alpha
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import math
 
 import numpy as np
 import xarray as xr
 from rsb1_n1_check import state_at
 
 from slrpipe.theory.replica import ReplicaTask, rsb1
-
-
-def batches(n: int, k: int) -> list[np.ndarray]:
-    """K index arrays into N outer samples, each a block of the first half and its mirror block."""
-    h = n // 2
-    if h % k:
-        raise ValueError(f"batches: N₀/2 = {h} is not a multiple of K = {k}")
-    step = h // k
-    return [
-        np.concatenate([np.arange(b * step, (b + 1) * step), h + np.arange(b * step, (b + 1) * step)]) for b in range(k)
-    ]
-
-
-def subset(fields, inner, idx):
-    """(fields, inner) restricted to the outer samples idx (inner: one set per outer sample)."""
-    arrays = {f.name: getattr(fields, f.name) for f in dataclasses.fields(fields)}
-    cut = {k: v[idx] for k, v in arrays.items() if isinstance(v, np.ndarray)}  # every per-sample array
-    return dataclasses.replace(fields, **cut), dataclasses.replace(inner, xi_k=inner.xi_k[idx], xi_v=inner.xi_v[idx])
+from slrpipe.theory.replica.batch_means import antithetic_batches, subset, summary
 
 
 def main(argv=None) -> int:
@@ -65,16 +47,16 @@ def main(argv=None) -> int:
     )
     keys = ("phi", "energy_direct", "test_error", "dq_k", "dq_v")
     res = []
-    for b, idx in enumerate(batches(fields.n, a.batches)):
+    for b, idx in enumerate(antithetic_batches(fields.n, a.batches)):
         out = rsb1.solve_rsb1(
-            task, c["lam"], c["alpha"], a.s, samples=subset(fields, inner, idx), init=x,
+            task, c["lam"], c["alpha"], a.s, samples=(subset(fields, idx), subset(inner, idx)), init=x,
             options=rsb1.Rsb1Options(max_iter=a.max_iter),
         )  # fmt: skip
         res.append([out[k] for k in keys])
         print(f"batch {b}: converged={out['converged']} " + " ".join(f"{k}={out[k]:.4f}" for k in keys))
     r = np.array(res)
-    mean, se = r.mean(0), r.std(0, ddof=1) / math.sqrt(len(r))
-    print("mean ± s.e. (full N₀): " + " ".join(f"{k}={m:.4f} ± {e:.4f}" for k, m, e in zip(keys, mean, se)))
+    st = [summary(r[:, j], np.nan) for j in range(len(keys))]
+    print("mean ± s.e. (full N₀): " + " ".join(f"{k}={t['mean']:.4f} ± {t['se']:.4f}" for k, t in zip(keys, st)))
     return 0
 
 

@@ -120,6 +120,16 @@ BAD = {
         "replica.spiked_L2.rsb1.s_grid",
         "strictly ascending",
     ),
+    "rsb1 batches": (
+        lambda c: c["replica"]["spiked_L2"]["rsb1"].update(batches=3),
+        "replica.spiked_L2.rsb1.batches",
+        "a divisor of it, at least 2",
+    ),
+    "rsb1 one batch": (
+        lambda c: c["replica"]["spiked_L2"]["rsb1"].update(batches=1),
+        "replica.spiked_L2.rsb1.batches",
+        "minimum",
+    ),
     "unknown ansatz": (
         lambda c: c["replica"]["spiked_L2"].update(ansatz=["rs", "frsb"]),
         "replica.spiked_L2.ansatz[1]",
@@ -289,7 +299,8 @@ def test_init_seeds_distinct_and_stable():
 
 def test_plan_one_rsb1_job_per_point_started_from_its_rs_sweep():
     """ansatz [rs, rsb1]: one 1RSB job per (σ, λ, α of rsb1.alphas), its RS sweep as the start, its
-    file a member of the replica experiment; rsb1.alphas null means the whole RS grid."""
+    file a member of the replica experiment, with a batch-means error job beside it; rsb1.alphas
+    null means the whole RS grid."""
     cfg = validate(copy.deepcopy(SMOKE))
     p = plan(cfg)
     assert sorted(p.rsb1) == [
@@ -298,6 +309,11 @@ def test_plan_one_rsb1_job_per_point_started_from_its_rs_sweep():
     for path, job in p.rsb1.items():
         assert job.rs in p.replica and p.replica[job.rs].sigma == job.sigma and job.alpha == 8.0
         assert job.s_grid == (1.0, 4.0) and job.max_iter == 5 and path in p.members[("replica", "spiked_L2")]
+    # beside each point its batch-means error (K = 4 by default), a member as well
+    assert {job.rsb1 for job in p.rsb1_error.values()} == set(p.rsb1)
+    for path, job in p.rsb1_error.items():
+        assert "/rsb1_error/" in path and path.endswith("_k4.nc") and path in p.members[("replica", "spiked_L2")]
+        assert job.batches == 4 and job.tol == p.rsb1[job.rsb1].tol and job.max_iter == 5
     every = copy.deepcopy(SMOKE)
     every["replica"]["spiked_L2"]["rsb1"]["alphas"] = None
     assert sorted({j.alpha for j in plan(validate(every)).rsb1.values()}) == [2.0, 8.0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numpy as np
 import pytest
 import xarray as xr
@@ -203,10 +204,35 @@ def test_rsb1_columns_give_the_fraction_of_the_gap_closed(tmp_path):
     table = format_table(rows)
     section = table.split("1RSB (docs/theory.md §13)", 1)[1].splitlines()
     lines = [s for s in section if s.startswith("softmax ")]
-    assert len(lines) == 1 and "1.2000 ± 0.0100" in lines[0] and "0.50" in lines[0] and "0.30" in lines[0]
+    assert len(lines) == 1 and "1.2000±0.0100" in lines[0] and "0.50" in lines[0] and "0.30" in lines[0]
     assert max(map(len, table.splitlines())) <= 120
     plain = compare(open_store(store(tmp_path / "p", 0.1)), CONFIG)  # no 1RSB in the store: no columns
     assert not set(RSB1_COLUMNS) & set(plain[0]) and "1RSB" not in format_table(plain)
+
+
+def test_batch_means_errors_give_the_error_of_the_fraction_closed(tmp_path):
+    """With the batch-means s.e. of the 1RSB state in the node (rule rsb1_error), the table shows
+    1RSB ± that s.e. and the fraction closed ± √(x_se² + f² erm_se²)/|ERM − RS|: test error 0.53 ±
+    0.02 against RS 0.5 and ERM 0.6 ± 0.0016 → f = 0.3 ± 0.2; objective 1.2 ± 0.05 against RS 1.0
+    and ERM 1.4 (no s.e.) → f = 0.5 ± 0.125."""
+    from slrpipe.store.aggregate import open_store
+    from slrpipe.store.validation import format_table
+
+    rsb1 = rsb1_at_alpha1(rs_objective=1.0, rs_test_error=0.5, test_error=0.53)
+    rsb1.update(
+        rsb1_test_error_batch_se=[0.02, np.nan], rsb1_objective_batch_se=[0.05, np.nan], rsb1_batches_converged=[4, 0]
+    )
+    tree = open_store(store(tmp_path, 0.1, extra_rep=rsb1, extra_erm={"train_loss": [1.4, 0.35]}))
+    r = compare(tree, CONFIG)[0]
+    f = (0.53 - 0.5) / (0.6 - 0.5)
+    assert r["gap_closed_test_se"] == pytest.approx(math.hypot(0.02, f * r["rsb1_erm_test_se"]) / 0.1)
+    assert 0.2 < r["gap_closed_test_se"] < 0.21  # ERM's s.e. adds little
+    assert r["gap_closed_objective_se"] == pytest.approx(0.05 / 0.4)
+    line = next(
+        s for s in format_table([r]).split("1RSB (docs/theory.md §13)", 1)[1].splitlines() if s.startswith("softmax")
+    )
+    assert "1.2000±0.0500" in line and "0.5300±0.0200" in line and "0.30±0.20" in line and "0.50±0.13" in line
+    assert len(line) <= 120
 
 
 def test_a_gap_under_two_standard_errors_gets_no_fraction(tmp_path):

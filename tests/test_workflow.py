@@ -253,6 +253,7 @@ def test_changing_a_replica_sweep_redraws_the_figures_that_draw_it(done):
     assert job_stats(out) == {
         "replica": 2,
         "rsb1": 2,
+        "rsb1_error": 2,
         **REPLICA_FIGURES,
         **AFTER_RESULTS,
     }, out
@@ -267,25 +268,31 @@ def test_changing_the_replica_alpha_grid_reruns_its_sweeps(done):
     assert job_stats(out) == {
         "replica": 3,
         "rsb1": 2,
+        "rsb1_error": 2,
         **REPLICA_FIGURES,
         **AFTER_RESULTS,
     }, out
 
 
-@pytest.mark.parametrize("option", [{"n_inner": 8}, {"tol": 1e-3}])
-def test_changing_a_1rsb_option_reruns_only_the_1rsb_points(done, option):
+@pytest.mark.parametrize(
+    "option, jobs",
+    [({"n_inner": 8}, {"rsb1": 2, "rsb1_error": 2}), ({"tol": 1e-3}, {"rsb1": 2, "rsb1_error": 2}), ({"batches": 2}, {"rsb1_error": 2})],
+)
+def test_changing_a_1rsb_option_reruns_only_the_1rsb_points(done, option, jobs):
     """A 1RSB sample size (in the path) or solver option (in the command line) reruns the two
-    1RSB points of spiked_L2 (α = 8, softmax and linear), not the RS sweep they start from."""
+    1RSB points of spiked_L2 (α = 8, softmax and linear) and their batch-means errors, not the RS
+    sweep they start from; the number of batches K reruns the errors only, not the s scans."""
     out = dry_run_with(done, "smoke_rsb1", lambda cfg: cfg["replica"]["spiked_L2"]["rsb1"].update(option))
     assert job_stats(out) == {
-        "rsb1": 2,
+        **jobs,
         **REPLICA_FIGURES,
         **AFTER_RESULTS,
     }, out
 
 
 def test_rsb1_points_in_the_store_and_the_table(done):
-    """ansatz [rs, rsb1] at α = 8: the 1RSB files in the replica node (NaN at α = 2, not solved),
+    """ansatz [rs, rsb1] at α = 8: the 1RSB files and their batch-means errors in the replica node
+    (NaN at α = 2, not solved),
     the scan on dim s, and RS on the 1RSB outer samples — the sweep's own samples here (N₀ =
     n_samples = 512, seed 0), started from the sweep's fixed point at (λ, α) — equal to the sweep's
     objective within 0.2 of its Monte Carlo s.e.: the hard channel 1RSB needs differs from the
@@ -308,8 +315,15 @@ def test_rsb1_points_in_the_store_and_the_table(done):
         elif bool(ok.any()):
             assert float(a["rsb1_objective"]) == float(a["rsb1_scan_phi"].where(ok).max()), (s, a)
             assert bool(a["rsb1_lower_bound"])
+        # the batch-means error of that state (rule rsb1_error: K = 4 batches of 128 outer samples)
+        assert float(a["rsb1_batches_converged"]) <= 4
+        if np.isfinite(float(a["rsb1_s_reported"])):
+            assert float(a["rsb1_test_error_batch_se"]) > 0 and float(a["rsb1_objective_batch_se"]) > 0, (s, a)
+        else:
+            assert np.isnan(float(a["rsb1_test_error_batch_se"]))
     rows = json.loads((done / "results" / "validation.json").read_text())
     assert all(np.isfinite(r["rsb1_rs_objective"]) == (r["alpha"] == 8.0) for r in rows)
+    assert all(np.isfinite(r["rsb1_test_error_batch_se"]) == np.isfinite(r["rsb1_s_reported"]) for r in rows)
     assert "1RSB (docs/theory.md §13)" in (done / "results" / "validation.txt").read_text()
 
 

@@ -672,18 +672,18 @@ def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
     out = _wrap(
         "1RSB (docs/theory.md §13): RS and the 1RSB state reported on the same samples — at s* (marked *: Σ = 0 "
         "on the physical part of the s scan), else at the largest Φ there (Φ ≤ the ground-state energy) — against ERM "
-        "(ref: ground state over starts, D→∞ where a ladder exists); 1RSB ± the batch-means s.e. of the state (K "
+        "(ref: gr = ground state over starts, inf = informed start; ∞: extrapolated D→∞ over a ladder); 1RSB ± the batch-means s.e. of the state (K "
         "batches of the outer samples; the objective's outer-sample s.e. where no batches were solved); "
         "closed = (1RSB − RS)/(ERM − RS) ± s.e., 'no gap' where "
         "ERM − RS is under 2 s.e. (ERM's, and RS's outer s.e. for the objective); "
-        "2trδQ: the predicted distance (1/D)|W_a − W_b|² between minima (RS: 0); d₂ ERM: the measured one between the "
+        "2trδQ: the predicted distance (1/D)|W_a − W_b|² between minima (RS: 0); d₂ERM: the measured one between the "
         "two lowest minima found per seed (D→∞ where a ladder exists)",
         width,
         indent="",
     )
     head = (
         f"{'sigma':<7}{'lam':>5}{'alpha':>6}{'s':>5}{'obj RS':>7}{'1RSB±s.e.':>14}{'ERM':>7}{'closed':>11}"
-        f"{'test RS':>8}{'1RSB±s.e.':>14}{'ERM':>7}{'closed':>11}{'2trδQ':>6}{'d₂ ERM':>7} ref"
+        f"{'test RS':>8}{'1RSB±s.e.':>14}{'ERM':>7}{'closed':>11}{'2trδQ':>6}{'d₂ERM':>6} ref"
     )
     for name in dict.fromkeys(r["experiment"] for r in rows):
         out += ["", f"== {name} ==", head, "-" * min(len(head) + 12, width)]
@@ -698,7 +698,7 @@ def _s_reported(r: dict) -> str:
 
 
 #: the ERM reference of a 1RSB row as the text table writes it (the JSON keeps the long form)
-_SHORT_REF = {"ground D→∞": "gr D→∞", "informed D→∞": "inf D→∞"}
+_SHORT_REF = {"ground D→∞": "gr∞", "informed D→∞": "inf∞", "ground": "gr", "informed": "inf"}
 
 
 def _closed(r: dict, which: str) -> str:
@@ -724,7 +724,7 @@ def _rsb1_line(r: dict) -> str:
         f"{_n(r['rsb1_rs_objective']):>7}{_with_se(r, 'objective', 'rsb1_objective_se'):>14}"
         f"{_n(r['rsb1_erm_objective']):>7}{_closed(r, 'objective'):>11}"
         f"{_n(r['rsb1_rs_test_error']):>8}{_with_se(r, 'test_error'):>14}{_n(r['rsb1_erm_test']):>7}"
-        f"{_closed(r, 'test'):>11}{_n(r['rsb1_distance'], 2):>6}{_n(r['erm_distance'], 2):>7}"
+        f"{_closed(r, 'test'):>11}{_n(r['rsb1_distance'], 2):>6}{_n(r['erm_distance'], 2):>6}"
         f" {_SHORT_REF.get(r['rsb1_erm_ref'], r['rsb1_erm_ref'])}"
     )
 

@@ -276,7 +276,11 @@ def test_changing_the_replica_alpha_grid_reruns_its_sweeps(done):
 
 @pytest.mark.parametrize(
     "option, jobs",
-    [({"n_inner": 8}, {"rsb1": 2, "rsb1_error": 2}), ({"tol": 1e-3}, {"rsb1": 2, "rsb1_error": 2}), ({"batches": 2}, {"rsb1_error": 2})],
+    [
+        ({"n_inner": 8}, {"rsb1": 2, "rsb1_error": 2}),
+        ({"tol": 1e-3}, {"rsb1": 2, "rsb1_error": 2}),
+        ({"batches": 2}, {"rsb1_error": 2}),
+    ],
 )
 def test_changing_a_1rsb_option_reruns_only_the_1rsb_points(done, option, jobs):
     """A 1RSB sample size (in the path) or solver option (in the command line) reruns the two

@@ -262,6 +262,15 @@ def test_cli_point_without_an_rs_fixed_point_writes_nan_not_a_failure(tmp_path):
     assert np.isnan(float(r.objective)) and np.isnan(float(r.s_star)) and not bool(r.converged)
     assert np.isnan(r.scan_complexity.values).all() and not r.scan_converged.values.any()
     assert r.sizes["s"] == 2 and "RS fixed point" in r.attrs["unsolved"]
+    # its batch-means error (slrpipe rsb1-error): no state reported, so NaN and no batch solved
+    err = tmp_path / "e.nc"
+    assert main(["rsb1-error", "--rsb1", str(out), "--batches", "4", "--out", str(err)]) == 0
+    e = xr.open_dataset(err)
+    assert np.isnan(float(e.test_error_batch_se)) and np.isnan(float(e.objective_batch_se))
+    assert int(e.batches_converged) == 0 and e.sizes["batch"] == 4 and "no 1RSB state" in e.attrs["unsolved"]
+    # batches that split an antithetic pair: one line, exit 2, nothing written
+    assert main(["rsb1-error", "--rsb1", str(out), "--batches", "3", "--out", str(tmp_path / "x.nc")]) == 2
+    assert not (tmp_path / "x.nc").exists()
 
 
 def test_star_brackets_between_successive_converged_rows():

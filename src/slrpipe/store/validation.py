@@ -682,7 +682,7 @@ def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
         indent="",
     )
     head = (
-        f"{'sigma':<7}{'lam':>5}{'alpha':>6}{'s':>5}{'obj RS':>7}{'1RSB±s.e.':>14}{'ERM':>7}{'closed':>11}"
+        f"{'sigma':<7}{'lam':>5}{'α':>5}{'s':>6}{'obj RS':>7}{'1RSB±s.e.':>14}{'ERM':>7}{'closed':>11}"
         f"{'test RS':>8}{'1RSB±s.e.':>14}{'ERM':>7}{'closed':>11}{'2trδQ':>6}{'d₂ERM':>6} ref"
     )
     for name in dict.fromkeys(r["experiment"] for r in rows):
@@ -720,7 +720,7 @@ def _with_se(r: dict, which: str, per_sample: str | None = None) -> str:
 
 def _rsb1_line(r: dict) -> str:
     return (
-        f"{r['sigma']:<7}{r['lam']:>5g}{r['alpha']:>6.3g}{_s_reported(r):>5}"
+        f"{r['sigma']:<7}{r['lam']:>5g}{r['alpha']:>5.3g}{_s_reported(r):>6}"
         f"{_n(r['rsb1_rs_objective']):>7}{_with_se(r, 'objective', 'rsb1_objective_se'):>14}"
         f"{_n(r['rsb1_erm_objective']):>7}{_closed(r, 'objective'):>11}"
         f"{_n(r['rsb1_rs_test_error']):>8}{_with_se(r, 'test_error'):>14}{_n(r['rsb1_erm_test']):>7}"

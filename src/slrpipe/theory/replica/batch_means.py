@@ -10,8 +10,9 @@ N₀/K samples has about K times the variance of one from N₀ (its error scales
 standard error of the full-sample value is sd/√K, with K − 1 degrees of freedom (K = 4: the s.e. is
 itself uncertain by about ±40 %). The outer samples are scrambled Sobol' points, and a block of
 2^k consecutive points is itself a scrambled net: each batch is a smaller estimate of the same
-kind, and since blocks of one net are not more alike than independent nets, sd/√K does not
-understate the error (tests/test_batch_means.py checks it against the spread over seeds). The mean
+kind. Blocks of one net are not independent; measured against the spread over independent draws
+(tests/test_batch_means.py, an RS point) sd/√K is 1.4–1.7× that spread, so it errs on the
+conservative side there. The mean
 over batches minus the full value estimates the finite-sample bias at N₀/K; where the bias scales
 as 1/N₀, the bias of the full value is that difference divided by K − 1 (:func:`summary`).
 """

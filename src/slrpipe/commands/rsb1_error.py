@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 #: quantities of the reported state whose error is measured: (name in the rsb1 file, solve_rsb1 key)
 QUANTITIES = (("objective", "phi"), ("test_error", "test_error"), ("distance", "distance"))
-#: the 1RSB state's order parameters (slrpipe.theory.replica.rsb1.STATE1 order) from a scan row
+#: the two columns of the 1RSB state, in slrpipe.theory.replica.rsb1.STATE1 order (m, q₀, δq, V each)
 _COLUMNS = ("k", "v")
 #: the coordinates of a point, copied from its rsb1 file
 COORDS = ("sigma", "model", "nu", "L", "delta", "lam", "alpha")

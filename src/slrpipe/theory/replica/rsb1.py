@@ -618,7 +618,9 @@ def solve_rsb1(
     t0 = time.perf_counter()
     resid, x, ch, conv, it = _iterate_rsb1(point, s, samples, _check_state(init), warm, o)
     if ch is None:  # no full pass gave a state: one at the start, for its outputs
-        ch = rsb1_channel(point[0], samples, alpha, s, x, warm=warm, multistart=True, n_steps=o.n_steps, debias=o.debias)
+        ch = rsb1_channel(
+            point[0], samples, alpha, s, x, warm=warm, multistart=True, n_steps=o.n_steps, debias=o.debias
+        )
     out = _rsb1_outputs(point, s, x, ch)
     out.update(
         ess_median=ch["ess_median"],

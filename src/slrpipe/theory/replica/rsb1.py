@@ -439,7 +439,7 @@ class Rsb1Options:
     memory: int = 5
     accel_below: float = 0.1
     max_iter: int = 80
-    full_every: int = 4
+    full_every: int = 8
     n_steps: int = 25
     patience: int = 20
     debias: bool = True
@@ -500,9 +500,9 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
     Anderson: :class:`Rsb1Options`); ``point`` = (sigma, model, nu, L, delta, lam, alpha).
 
     Passes are cheap (the centre and the previous pass's three best minima per sample) except the
-    first, every ``full_every``-th and the confirmation of a cheap pass within ``tol``, which search
-    from every start; convergence and the best state are those of full passes only, so the fixed
-    point returned is one of the full-search map (docs/theory.md §13). Returns (residual, state,
+    first when there are no warm starts, every ``full_every``-th and the confirmation of a cheap
+    pass within ``tol``, which search from every start; convergence and the best state are those of
+    full passes only, so the fixed point returned is one of the full-search map (docs/theory.md §13). Returns (residual, state,
     the full channel pass there (with the N₁ biases; None if no full pass gave a state), converged,
     evaluations): those of the last full pass when converged, else of the best full pass."""
     sigma, lam, alpha = point[0], point[5], point[6]
@@ -510,7 +510,7 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
     acc = _Accel()
     stall, it, conv, confirm = 0, 0, False, False
     for it in range(1, int(o.max_iter) + 1):
-        full = it == 1 or it % o.full_every == 0 or confirm
+        full = (it == 1 and warm is None) or it % o.full_every == 0 or confirm
         ch = rsb1_channel(
             sigma, samples, alpha, s, x, warm=warm, multistart=full, n_steps=o.n_steps, bias=full, debias=o.debias
         )

@@ -502,9 +502,10 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
     Passes are cheap (the centre and the previous pass's three best minima per sample) except the
     first when there are no warm starts, every ``full_every``-th and the confirmation of a cheap
     pass within ``tol``, which search from every start; convergence and the best state are those of
-    full passes only, so the fixed point returned is one of the full-search map (docs/theory.md §13). Returns (residual, state,
-    the full channel pass there (with the N₁ biases; None if no full pass gave a state), converged,
-    evaluations): those of the last full pass when converged, else of the best full pass."""
+    full passes only, so the fixed point returned is one of the full-search map (docs/theory.md §13).
+    Returns (residual, state, the full channel pass there (with the N₁ biases; None if no full pass
+    gave a state), converged, evaluations): those of the last full pass when converged, else of the
+    best full pass."""
     sigma, lam, alpha = point[0], point[5], point[6]
     best = (math.inf, x, None, warm, x)
     acc = _Accel()

@@ -480,12 +480,12 @@ class _Accel:
         self.on, self.xs, self.fs = False, [], []
 
     def step(self, x, fx, best, o: Rsb1Options):
-        """The next state after the full pass F(x) = fx; ``best`` = (residual, x, channel pass, warm
-        starts, F(x)) of the best full pass. Restarts from the best state (damped step, fresh memory) where the residual
-        exceeds 10 × the best one; a point outside the domain falls back to the damped step."""
+        """The next state after the pass F(x) = fx; ``best`` = (residual, x, channel pass, F(x)) of
+        the best full pass. Restarts from the best state (damped step, fresh memory) where the
+        residual exceeds 10 × the best one; a point outside the domain falls back to the damped step."""
         if _residual(x, fx) > 10 * best[0]:
             self.xs, self.fs = [], []
-            x, fx = best[1], best[4]
+            x, fx = best[1], best[3]
         self.xs, self.fs = (self.xs + [x])[-(o.memory + 1) :], (self.fs + [fx - x])[-(o.memory + 1) :]
         if len(self.xs) > 1:
             try:
@@ -507,7 +507,7 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
     gave a state), converged, evaluations): those of the last full pass when converged, else of the
     best full pass."""
     sigma, lam, alpha = point[0], point[5], point[6]
-    best = (math.inf, x, None, warm, x)
+    best = (math.inf, x, None, x)
     acc = _Accel()
     stall, it, conv, confirm = 0, 0, False, False
     for it in range(1, int(o.max_iter) + 1):
@@ -523,7 +523,7 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
             break
         r = _residual(x, fx)
         if full and r < best[0]:
-            best, stall = (r, x.copy(), ch, warm, fx), 0
+            best, stall = (r, x.copy(), ch, fx), 0
         elif full:
             stall += 1
         if full and r < o.tol:
@@ -542,7 +542,7 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
         if x is None:
             log.warning("1RSB s=%g: every damped step leaves the domain; stopped at the best state found", s)
             break
-    resid, x, ch, _, _ = (r, x, ch, warm, fx) if conv else best
+    resid, x, ch, _ = (r, x, ch, fx) if conv else best
     return resid, x, ch, conv, it
 
 

@@ -439,7 +439,7 @@ class Rsb1Options:
     memory: int = 5
     accel_below: float = 0.1
     max_iter: int = 80
-    full_every: int = 8
+    full_every: int = 16
     n_steps: int = 25
     patience: int = 20
     debias: bool = True

@@ -41,6 +41,12 @@ FIGURES = {
         rf"^  L-BFGS on the GPU: {NUM} min in all",
         rf"^  sampling on the host .* = {NUM} h of one core",
     ],
+    "bench_erm_starts.py": [
+        rf"^evaluation of J and ∇J: one start {NUM} ms, \d+ at once {NUM} ms \({NUM}× one\)",
+        rf"^one after the other \(minimize\): {NUM} s CPU, iterations \[",
+        rf"^all at once \(vmap of optax\.lbfgs\): {NUM} s CPU \({NUM}× one after the other\)",
+        r"^  iterations \[.*\]; broadcasts of X or XT to \d+ lanes in the program: \d+",
+    ],
     "bench_machine.py": [
         rf"^python loop: {NUM} s \(\d+ iterations\)",
         rf"^numpy exp: {NUM} ns per element",

@@ -1,6 +1,6 @@
 """Benchmark: the starts of one training set trained one after the other (as ``slrpipe train-batch``
 does) against all at once by ``jax.vmap`` over the solver's own L-BFGS block (optax.lbfgs with its
-zoom line search), on CPU.
+zoom line search), on JAX's default device (CPU in the measurements quoted).
 
 ERM streams X twice per evaluation (bench_erm.py), so ten starts sharing each pass over X could
 cost far less than ten passes: the batched evaluation of J and ∇J is printed first. Whether L-BFGS
@@ -58,7 +58,10 @@ def main(argv=None):
     o = SolverOptions(max_iter=a.max_iter).resolved(train.n)
     dd = erm._device_data(data.X, data.mask, data.y, jnp.float32, None)
     lam_j, tol = jnp.float32(lam), jnp.float32(o.tol)
-    print(f"spiked ν = 1, L = 3, {sigma}, λ = {lam}, D = {a.D}, n = {train.n}, {a.starts} starts, device cpu")
+    print(
+        f"spiked ν = 1, L = 3, {sigma}, λ = {lam}, D = {a.D}, n = {train.n}, {a.starts} starts, "
+        f"device {jax.default_backend()}"
+    )
 
     # one evaluation of J and ∇J: one start, and all starts at once
     fun = lambda q: erm.objective(q, dd.X, dd.mask, dd.y, sigma, lam_j, dd.XT)
@@ -91,9 +94,9 @@ def main(argv=None):
     state = jax.vmap(lambda q: erm._lbfgs_init(q, o.memory_size))(stacked)
     params, step, done = stacked, np.zeros(a.starts, int), np.zeros(a.starts, bool)
     hlo = block.lower(params, state, jnp.asarray(step)).compile().as_text()
-    shape = ",".join(str(d) for d in data.X.shape)
-    shape_t = ",".join(str(d) for d in dd.XT.shape)
-    copies = len(re.findall(rf"= f32\[{a.starts},({shape}|{shape_t})\]\S* broadcast\(", hlo))
+    # X, and its transposed copy where the solver keeps one (on CPU)
+    shapes = "|".join(",".join(map(str, x.shape)) for x in (dd.X, dd.XT) if x is not None)
+    copies = len(re.findall(rf"= f32\[{a.starts},({shapes})\]\S* broadcast\(", hlo))
     t0 = time.process_time()
     while not done.all() and step.max() < a.max_iter:
         end = np.where(done, step, np.minimum(step + o.record_every, a.max_iter))

@@ -61,6 +61,18 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))  # stable: a file's tests keep their order
 
 
+def load_file_module(relpath: str):
+    """The module at ``relpath`` (from the repository root) of a folder that is not a package, such
+    as benchmarks/ or scripts/, imported under its file name."""
+    import importlib.util
+
+    path = REPO / relpath
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def share_jax_cache(workdir: Path) -> None:
     """Link ``workdir``/results/cache/jax (the workflow's cache, workflow/rules/common.smk) to the
     session's, unless the run already has one."""

@@ -145,12 +145,9 @@ def test_benchmark_runs_in_quick_mode(name, quick_runs):
 
 
 def _bench_module(name: str):
-    import importlib.util
+    from conftest import load_file_module
 
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_file_module(f"benchmarks/{name}.py")
 
 
 def test_rehearsal_counts_submissions_and_compares_results_by_content(tmp_path, capsys):

@@ -3,7 +3,6 @@ own training and test sets, and ends at a minimum (docs/theory.md §13, "ERM's e
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import jax
@@ -12,14 +11,11 @@ import xarray as xr
 
 from slrpipe.cli import main
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "erm_polish_check.py"
-
 
 def _script():
-    spec = importlib.util.spec_from_file_location("erm_polish_check", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from conftest import load_file_module
+
+    return load_file_module("scripts/erm_polish_check.py")
 
 
 def _train(out: Path, max_iter: int) -> xr.Dataset:

@@ -56,7 +56,7 @@ def main(argv=None):
         _, state = nnx.split(init_model(train, sigma, "informed" if i == 0 else "random", i), nnx.Param)
         starts.append(nnx.to_pure_dict(state))
     o = SolverOptions(max_iter=a.max_iter).resolved(train.n)
-    dd = erm._device_data(data.X, data.mask, data.y, jnp.float32, None)
+    dd = erm.place_data(data.X, data.mask, data.y, jnp.float32, None)
     lam_j, tol = jnp.float32(lam), jnp.float32(o.tol)
     print(
         f"spiked ν = 1, L = 3, {sigma}, λ = {lam}, D = {a.D}, n = {train.n}, {a.starts} starts, "

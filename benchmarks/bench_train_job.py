@@ -69,7 +69,7 @@ def child(a):
     mark("initial module (first device use)")
     _, state = nnx.split(model, nnx.Param)
     o_s = o.solver.resolved(train.n)
-    dev = erm._device_data(data.X, data.mask, data.y, jnp.float32, None)
+    dev = erm.place_data(data.X, data.mask, data.y, jnp.float32, None)
     mark("device copy + transpose")
     params = nnx.to_pure_dict(state)
     lam = jnp.asarray(0.1, jnp.float32)

@@ -19,7 +19,8 @@ import xarray as xr
 from slrpipe.data import SLRDataset, SLRTask
 from slrpipe.models import attention_apply
 from slrpipe.train import ERMOptions, SolverOptions, minimize, objective, run_erm
-from slrpipe.train.erm import transposed
+from slrpipe.train.erm import place_data, transposed
+from slrpipe.train.experiment import run_erm_batch
 
 TASK = SLRTask("spiked", 2.0, 3, 0.0, 100)
 LAM = 0.1
@@ -160,6 +161,29 @@ def test_float64_converges_to_tight_tolerance():
     r = run_erm(ds, ERMOptions.of("erf", LAM, n_test=1000, max_iter=500, dtype="float64", bayes=False))[1]
     assert r.dtype.item() == "float64" and r.k.dtype == np.float64
     assert bool(r.converged) and float(r.gnorm) < 1e-8
+
+
+def test_batch_places_the_training_set_once_and_each_run_is_its_lone_run():
+    # run_erm_batch puts X (and its transpose) on the device once per dtype and hands it to every
+    # run; each run must still be bit-for-bit the run run_erm makes alone (which places its own)
+    ds = SLRDataset(SLRTask("spiked", 1.0, 3, 0.0, 32), 160, teacher_seed=0, data_seed=1)
+    opts = [
+        ERMOptions.of(sigma, LAM, init=init, init_seed=i, n_test=200, max_iter=60, dtype=dtype, theory=False)
+        for sigma, init, i, dtype in (
+            ("softmax", "informed", 0, "float32"),
+            ("softmax", "random", 1, "float32"),
+            ("linear", "random", 2, "float64"),
+        )
+    ]
+    for (_, batch), o in zip(run_erm_batch(ds, opts), opts):
+        alone = run_erm(ds, o)[1]
+        for name in ("k", "v", "train_loss", "test_error", "iterations"):
+            np.testing.assert_array_equal(batch[name].values, alone[name].values)
+    # placed data of another dtype than the run's: refused, naming the argument
+    X, mask, y = (np.asarray(a) for a in ds.load()[:3])
+    placed = place_data(X, mask, y, np.float32)
+    with jax.enable_x64(True), pytest.raises(ValueError, match="data"):
+        minimize({"k": np.zeros(32), "v": np.zeros(32)}, X, mask, y, "linear", LAM, data=placed)
 
 
 def test_minimize_rejects_bad_arguments():

@@ -30,7 +30,7 @@ from slrpipe.data.store import RNG
 from slrpipe.lengths import format_L
 from slrpipe.models import Attention, attention_apply, bayes_predict
 from slrpipe.provenance import provenance
-from slrpipe.train.erm import ERMResult, minimize
+from slrpipe.train.erm import ERMResult, keeps_transpose, minimize, place_data
 from slrpipe.train.metrics import gram, overlaps, streamed_errors
 from slrpipe.train.options import C_INF, ERMOptions
 from slrpipe.vocabulary import INITS, JAX, c_nu, check_choice, default_test_seed
@@ -116,7 +116,7 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
     seeds_of = [default_test_seed(train.data_seed) if o.test_seed is None else int(o.test_seed) for o in options]
     if train.data_seed in seeds_of:
         raise ValueError(f"test_seed: must differ from data_seed ({train.data_seed})")
-    trained = []
+    trained, placed = [], {}  # placed: the training set on the device, per (dtype, transpose), shared by its runs
     for o in options:
         with _precision(o.dtype):
             jdtype = jnp.float64 if o.dtype == "float64" else jnp.float32
@@ -131,7 +131,7 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
                 jax.devices()[0].platform,
             )
             model = init_model(train, o.sigma, o.init, o.init_seed, jdtype, o.c_inf, o.init_scale)
-            trained.append((model, *_train(model, train, o, loaded)))
+            trained.append((model, *_train(model, train, o, loaded, placed)))
     t_train = time.perf_counter() - t0 - t_sample
     for key in dict.fromkeys((s, o.n_test) for s, o in zip(seeds_of, options)):
         runs = [i for i, (s, o) in enumerate(zip(seeds_of, options)) if (s, o.n_test) == key]
@@ -155,11 +155,26 @@ def _host_params(model: Attention) -> dict:
     return {k: np.asarray(a) for k, a in model.params().items()}
 
 
-def _train(model: Attention, train: SLRDataset, o: ERMOptions, loaded) -> tuple[ERMResult, _Errors]:
-    """Minimise J over the module's parameters (updated in place); also the training MSE."""
+def _train(model: Attention, train: SLRDataset, o: ERMOptions, loaded, placed: dict) -> tuple[ERMResult, _Errors]:
+    """Minimise J over the module's parameters (updated in place); also the training MSE.
+    ``placed``: the training set already on the device per (dtype, transpose), filled here."""
     _, state = nnx.split(model, nnx.Param)
     data = loaded
-    res = minimize(nnx.to_pure_dict(state), data.X, data.mask, data.y, o.sigma, o.lam, o.solver, teacher=train.teacher)
+    transpose = keeps_transpose(o.solver.transpose)
+    key = (o.dtype, transpose)
+    if key not in placed:
+        placed[key] = place_data(data.X, data.mask, data.y, np.dtype(o.dtype), transpose)
+    res = minimize(
+        nnx.to_pure_dict(state),
+        data.X,
+        data.mask,
+        data.y,
+        o.sigma,
+        o.lam,
+        o.solver,
+        teacher=train.teacher,
+        data=placed[key],
+    )
     nnx.replace_by_pure_dict(state, res.params)
     nnx.update(model, state)
     log.info(
@@ -328,7 +343,7 @@ def _attrs(train: SLRDataset, o: ERMOptions, res: ERMResult) -> dict:
     stopped."""
     task, s = train.task, o.solver
     device = jax.devices()[0]
-    transpose = device.platform == "cpu" if s.transpose is None else s.transpose
+    transpose = keeps_transpose(o.solver.transpose)
     return provenance(
         device=device.platform,
         device_kind=getattr(device, "device_kind", ""),

@@ -88,6 +88,29 @@ def test_non_converged_theory_is_not_enforced(tmp_path):
     assert notes[1].endswith(": not enforced (not converged)")
 
 
+def test_runs_stopped_short_of_the_gradient_test_are_counted_and_noted(tmp_path):
+    # every seed's run converged at α = 1, none at α = 4 (stopped by max_iter): the row carries the
+    # fraction, the text table notes the α = 4 point only; the verdict does not depend on it
+    from slrpipe.store.aggregate import open_store
+    from slrpipe.store.validation import _stopped_short, format_table
+
+    rows = compare(open_store(store(tmp_path, 0.0, extra_erm={"converged": [1.0, 0.0]})), CONFIG)
+    assert [r["erm_converged"] for r in rows] == [1.0, 0.0]
+    assert all(np.isnan(r["ground_converged"]) for r in rows)  # one start: no ground state in the store
+    assert [r["verdict"] for r in rows] == [
+        r["verdict"] for r in compare(open_store(store(tmp_path / "b", 0.0)), CONFIG)
+    ]
+    notes = format_table(rows).split("notes:\n", 1)[1].splitlines()
+    assert [n for n in notes if "gradient test" in n] == [
+        "softmax λ=0.1 α=4: ERM runs ended by the gradient test: informed 0/4 seeds"
+    ]
+    # both fractions, as counts of the row's seeds, as soon as either is short; nothing when both are whole
+    row = {"n_seeds": 5, "erm_converged": 1.0, "ground_converged": 0.4}
+    assert _stopped_short(row) == "ERM runs ended by the gradient test: informed 5/5, ground state 2/5 seeds"
+    assert _stopped_short({**row, "ground_converged": 1.0}) == ""
+    assert _stopped_short({"n_seeds": 5}) == ""  # a store without ``converged``
+
+
 def test_risk_at_learned_weights_is_compared_when_present(tmp_path):
     # the finite-test-set mean is 0.1 off, the risk at the learned weights agrees: it is the one judged
     rows = validate_store(store(tmp_path, 0.1, pop_shift=0.0), CONFIG, tmp_path / "v.txt")

@@ -36,6 +36,12 @@ run, ``ground_objective`` its α·J, and ``ground_starts`` how many seeds' groun
 informed start — the replica theory predicts the global minimum, so this is its proper comparison;
 the verdict stays on the informed start (the ground state equals it where there is one start).
 
+Stopping: ``erm_converged`` and ``ground_converged`` are the fractions of the seeds whose informed
+run and whose ground-state run (at the row's D) ended by the gradient test |∇J|₂ < tol rather than
+at ``max_iter`` or on a stalled line search (NaN where the store has no ``converged``); the text
+table notes a point where either is below 1 — its ERM values are then those of runs stopped short
+of a minimum (docs/theory.md §13, "ERM's end points at α = 2").
+
 D ladder (an ERM experiment with ``D: [D₁, D₂, …]``, a ``D`` dim in the store): the row's ERM and
 ground-state values are those of the largest D; beside them each quantity's per-D seed means
 (``ladder_D``, ``ladder_erm``/``_se``, ``ladder_ground_D``, ``ladder_ground``/``_se``; s.e. t-corrected) and its
@@ -81,6 +87,8 @@ COLUMNS = [
     "ground_se",
     "ground_objective",
     "ground_starts",
+    "erm_converged",
+    "ground_converged",
     "theory",
     "theory_mc_se",
     "theory_objective",
@@ -441,6 +449,11 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
     obj = float(alpha) * _mean_se(pt["train_loss"])[0] if "train_loss" in pt else np.nan
     th = _theory_at(link.rep, str(sigma), float(lam), float(alpha))
     ground = _ground_at(link.full, sigma, lam, alpha, quantity)
+    converged = _mean_se(pt["converged"])[0] if "converged" in pt else np.nan
+    name = "converged_ground"
+    ground_converged = (
+        _mean_se(link.full[name].sel(sigma=sigma, lam=lam, alpha=alpha))[0] if name in link.full else np.nan
+    )
     theory, sd = th["theory"], th["theory_mc_se"]
     err = np.sqrt(se**2 + (sd if np.isfinite(sd) else 0.0) ** 2)
     z = (mean - theory) / err if err > 0 else np.nan
@@ -472,6 +485,8 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
         erm_test=test,
         erm_objective=obj,
         **ground,
+        erm_converged=converged,
+        ground_converged=ground_converged,
         **th,
         z=z,
         rel_diff=rel,
@@ -554,6 +569,17 @@ def _not_enforced(r: dict) -> str:
     if r["n_seeds"] < 2:
         return "one seed"
     return "outside enforced range"
+
+
+def _stopped_short(r: dict) -> str:
+    """'ERM stopped short of the gradient test: …' where some seeds' informed or ground-state runs
+    did not end by it ('' where all did, or the store does not say)."""
+    n = r["n_seeds"]
+    fracs = {w: r.get(k, np.nan) for w, k in (("informed", "erm_converged"), ("ground state", "ground_converged"))}
+    if not any(_finite(f) and f < 1 for f in fracs.values()):
+        return ""
+    parts = ", ".join(f"{w} {round(f * n)}/{n}" for w, f in fracs.items() if _finite(f))
+    return f"ERM runs ended by the gradient test: {parts} seeds"
 
 
 def _check(r: dict) -> str:
@@ -647,7 +673,11 @@ def format_table(rows: list[dict], width: int = WIDTH) -> str:
             )
         notes = []
         for r in group:
-            why = [w for w in (_not_enforced(r) and f"not enforced ({_not_enforced(r)})", _branch_ends(r)) if w]
+            why = [
+                w
+                for w in (_not_enforced(r) and f"not enforced ({_not_enforced(r)})", _branch_ends(r), _stopped_short(r))
+                if w
+            ]
             if r["n_branches"] > 1 and _finite(r["theory_alt"]):
                 why.append(f"second RS fixed point {r['theory_alt']:.4f}")
             if why:

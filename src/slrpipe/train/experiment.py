@@ -116,7 +116,7 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
     seeds_of = [default_test_seed(train.data_seed) if o.test_seed is None else int(o.test_seed) for o in options]
     if train.data_seed in seeds_of:
         raise ValueError(f"test_seed: must differ from data_seed ({train.data_seed})")
-    trained, placed = [], {}  # placed: the training set on the device, per (dtype, transpose), shared by its runs
+    trained, placed = [], {}  # the training set on the device, shared by the runs of one dtype
     for o in options:
         with _precision(o.dtype):
             jdtype = jnp.float64 if o.dtype == "float64" else jnp.float32
@@ -157,12 +157,14 @@ def _host_params(model: Attention) -> dict:
 
 def _train(model: Attention, train: SLRDataset, o: ERMOptions, loaded, placed: dict) -> tuple[ERMResult, _Errors]:
     """Minimise J over the module's parameters (updated in place); also the training MSE.
-    ``placed``: the training set already on the device per (dtype, transpose), filled here."""
+    ``placed``: {(dtype, transpose): the training set on the device}, the last one placed, kept
+    for the next run of the same dtype."""
     _, state = nnx.split(model, nnx.Param)
     data = loaded
     transpose = keeps_transpose(o.solver.transpose)
     key = (o.dtype, transpose)
     if key not in placed:
+        placed.clear()  # one copy on the device at a time: a batch's memory law assumes one
         placed[key] = place_data(data.X, data.mask, data.y, np.dtype(o.dtype), transpose)
     res = minimize(
         nnx.to_pure_dict(state),

@@ -430,12 +430,8 @@ class Rsb1Options:
     max_iter: cap on channel evaluations.  full_every: passes between full prox searches (the
     others start from the centre and the previous minima only, ~1/5 of the cost; a cheap pass
     within tol is confirmed by a full one).  n_steps: Newton steps per prox start.  patience: full
-    passes without a new best residual that end the solve.  give_up, give_up_stall: a solve whose
-    best full-pass residual is still above ``give_up`` after ``give_up_stall`` full passes without a
-    new best ends (not converged): it is far from any fixed point and not nearing one (spiked
-    λ = 0.01, α = 20, s = 3 and 4 hover at ~10⁻¹ for all 80 passes; a solve at the map's noise floor,
-    1–10·10⁻⁴, is never cut).  debias: the channel's two-half jackknife of the inner averages
-    (:func:`rsb1_channel`)."""
+    passes without a new best residual that end the solve.  debias: the channel's two-half
+    jackknife of the inner averages (:func:`rsb1_channel`)."""
 
     tol: float = 2e-4
     damping: float = 0.5
@@ -446,8 +442,6 @@ class Rsb1Options:
     full_every: int = 16
     n_steps: int = 25
     patience: int = 20
-    give_up: float = 2e-2
-    give_up_stall: int = 2
     debias: bool = True
 
     def __post_init__(self):
@@ -535,7 +529,7 @@ def _iterate_rsb1(point, s, samples, x, warm, o: Rsb1Options):
         if full and r < o.tol:
             conv = True
             break
-        if stall >= o.patience or (stall >= o.give_up_stall and best[0] > o.give_up):
+        if stall >= o.patience:
             break
         # a cheap pass within tol is confirmed by a full one at the same state (the two maps agree
         # to ~1e-10 unless the search finds a new minimum for some sample)
@@ -795,12 +789,7 @@ def rs_on_samples(task: ReplicaTask, lam, alpha, fields: Fields, init: dict) -> 
     if not soft["converged"]:
         start = {k: soft[k] for k in STATE}
         soft = solve_replica(task, lam, alpha, fields=fields, init=start, method="damped", max_iter=200, patience=200)
-    # the hard channel's map is discontinuous: its iteration finds its best state within a few
-    # passes and then wanders at its noise floor, so it stops after 5 without a new best and the
-    # polish (docs/theory.md §9) finishes from that state
-    hard = solve_replica(
-        task, lam, alpha, fields=fields, init={k: soft[k] for k in STATE}, softmin=None, max_iter=60, patience=5
-    )
+    hard = solve_replica(task, lam, alpha, fields=fields, init={k: soft[k] for k in STATE}, softmin=None, max_iter=60)
     return soft, hard
 
 

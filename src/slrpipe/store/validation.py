@@ -572,8 +572,8 @@ def _not_enforced(r: dict) -> str:
 
 
 def _stopped_short(r: dict) -> str:
-    """'ERM stopped short of the gradient test: …' where some seeds' informed or ground-state runs
-    did not end by it ('' where all did, or the store does not say)."""
+    """'ERM runs ended by the gradient test: informed k/n, ground state k/n seeds' where some seeds'
+    informed or ground-state runs did not ('' where all did, or the store does not say)."""
     n = r["n_seeds"]
     fracs = {w: r.get(k, np.nan) for w, k in (("informed", "erm_converged"), ("ground state", "ground_converged"))}
     if not any(_finite(f) and f < 1 for f in fracs.values()):

@@ -450,10 +450,8 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
     th = _theory_at(link.rep, str(sigma), float(lam), float(alpha))
     ground = _ground_at(link.full, sigma, lam, alpha, quantity)
     converged = _mean_se(pt["converged"])[0] if "converged" in pt else np.nan
-    name = "converged_ground"
-    ground_converged = (
-        _mean_se(link.full[name].sel(sigma=sigma, lam=lam, alpha=alpha))[0] if name in link.full else np.nan
-    )
+    at = link.full.sel(sigma=sigma, lam=lam, alpha=alpha)
+    ground_converged = _mean_se(at["converged_ground"])[0] if "converged_ground" in at else np.nan
     theory, sd = th["theory"], th["theory_mc_se"]
     err = np.sqrt(se**2 + (sd if np.isfinite(sd) else 0.0) ** 2)
     z = (mean - theory) / err if err > 0 else np.nan

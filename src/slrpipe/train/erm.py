@@ -286,7 +286,8 @@ def place_data(X, mask, y, dtype, transpose: bool | None = None) -> _DeviceData:
     and, where ``keeps_transpose(transpose)``, the transposed copy XT (D, n·L) of ``transposed``.
     Numpy inputs are converted on the host, so that no XLA program is compiled for a cast or a
     transpose. The runs of one training set share one (``minimize``'s ``data``): at D = 1024,
-    n = 20 480 placing it costs ~0.2 s of CPU, which each run used to pay again."""
+    n = 20 480 placing it costs 0.95 s of CPU from host arrays (the numpy sampler) and ~0.2 s from
+    device arrays (benchmarks/bench_train_job.py), which each run used to pay again."""
     np_dtype = np.dtype(dtype)
     if not isinstance(X, jax.Array):
         X = np.asarray(X, np_dtype)
@@ -334,7 +335,10 @@ def minimize(
     if data is None:
         data = place_data(X, mask, y, dtype, o.transpose)
     elif data.X.dtype != dtype or (data.XT is not None) != keeps_transpose(o.transpose) or data.y.shape != (len(y),):
-        raise ValueError(f"data: placed as {data.X.dtype}, transpose={data.XT is not None}; the run needs {dtype}")
+        raise ValueError(
+            f"data: placed as {data.X.dtype}, n={data.y.shape[0]}, transpose={data.XT is not None}; the run "
+            f"needs {dtype}, n={len(y)}, transpose={keeps_transpose(o.transpose)}"
+        )
     lam_j = jnp.asarray(lam, dtype)
 
     rec = _Recorder(teacher, o.optimizer, o.log_every, o.record_every)

@@ -90,7 +90,8 @@ def test_non_converged_theory_is_not_enforced(tmp_path):
 
 def test_runs_stopped_short_of_the_gradient_test_are_counted_and_noted(tmp_path):
     # every seed's run converged at α = 1, none at α = 4 (stopped by max_iter): the row carries the
-    # fraction, the text table notes the α = 4 point only; the verdict does not depend on it
+    # fraction, the text table notes the α = 4 point only; where ERM agrees the verdict does not
+    # depend on it
     from slrpipe.store.aggregate import open_store
     from slrpipe.store.validation import _stopped_short, format_table
 
@@ -109,6 +110,12 @@ def test_runs_stopped_short_of_the_gradient_test_are_counted_and_noted(tmp_path)
     assert _stopped_short(row) == "ERM runs ended by the gradient test: informed 5/5, ground state 2/5 seeds"
     assert _stopped_short({**row, "ground_converged": 1.0}) == ""
     assert _stopped_short({"n_seeds": 5}) == ""  # a store without ``converged``
+    # ERM 0.1 off the theory: the point whose runs all stopped short gets "ERM not at a minimum",
+    # the one whose runs all converged keeps the verdict it has without the flag
+    far = compare(open_store(store(tmp_path / "c", 0.1, extra_erm={"converged": [1.0, 0.0]})), CONFIG)
+    plain = compare(open_store(store(tmp_path / "d", 0.1)), CONFIG)
+    assert [r["verdict"] for r in far] == [plain[0]["verdict"], "ERM not at a minimum"]
+    assert plain[1]["verdict"] not in ("agrees", "ERM not at a minimum")
 
 
 def test_risk_at_learned_weights_is_compared_when_present(tmp_path):

@@ -50,6 +50,7 @@ def test_order_of_the_rules():
         "agrees",
         "agrees after D → ∞",
         "ERM not at its ground state",
+        "ERM not at a minimum",
         "1RSB agrees",
         "RS unstable",
         "1RSB does not close the gap",
@@ -69,6 +70,23 @@ def test_a_solved_1rsb_point_replaces_the_rs_unstable_flag():
     assert verdict(T, TSE, _far(), rs_stable=True, rsb1=1.1) == "1RSB does not close the gap"
     assert verdict(T, TSE, _far(), rs_stable=False, rsb1=math.nan) == "RS unstable"
     assert verdict(T, TSE, Measurement(1.01, 0.01), rsb1=1.3) == "agrees"
+
+
+def test_runs_stopped_short_of_a_minimum_test_no_theory():
+    """Rule 4: where fewer than half of the seeds' informed runs and of their ground states ended by
+    the gradient test, a gap is "ERM not at a minimum", before 1RSB and RS stability are asked;
+    rules 1–3 still come first, half or more converged (either fraction) claims nothing, and an
+    unrecorded fraction (NaN/None) is left out."""
+    stopped = (0.0, 0.2)
+    assert verdict(T, TSE, _far(), rs_stable=False, rsb1=1.1, converged=stopped) == "ERM not at a minimum"
+    assert verdict(T, TSE, _far(), rs_stable=False, rsb1=1.3, converged=stopped) == "ERM not at a minimum"
+    assert verdict(T, TSE, _far(), rs_stable=True, converged=(0.4, math.nan)) == "ERM not at a minimum"
+    assert verdict(T, TSE, Measurement(1.01, 0.01), converged=stopped) == "agrees"
+    assert verdict(T, TSE, _far(), _ground(1.0, 0.01), converged=stopped) == "ERM not at its ground state"
+    assert verdict(T, TSE, _far(), rs_stable=False, converged=(0.4, 0.6)) == "RS unstable"
+    assert verdict(T, TSE, _far(), rs_stable=False, converged=(0.6, 0.0)) == "RS unstable"
+    assert verdict(T, TSE, _far(), rs_stable=False, converged=(0.5, 0.5)) == "RS unstable"
+    assert verdict(T, TSE, _far(), rs_stable=False, converged=(None, math.nan)) == "RS unstable"
 
 
 def test_missing_theory_and_bad_rule():

@@ -40,7 +40,8 @@ Stopping: ``erm_converged`` and ``ground_converged`` are the fractions of the se
 run and whose ground-state run (at the row's D) ended by the gradient test |∇J|₂ < tol rather than
 at ``max_iter`` or on a stalled line search (NaN where the store has no ``converged``); the text
 table notes a point where either is below 1 — its ERM values are then those of runs stopped short
-of a minimum (docs/theory.md §13, "ERM's end points at α = 2").
+of a minimum (docs/theory.md §13, "ERM's end points at α = 2") — and where both are below ½ a gap
+gets the verdict "ERM not at a minimum" (slrpipe.store.verdict, rule 4).
 
 D ladder (an ERM experiment with ``D: [D₁, D₂, …]``, a ``D`` dim in the store): the row's ERM and
 ground-state values are those of the largest D; beside them each quantity's per-D seed means
@@ -469,7 +470,9 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
     ok = bool(abs(z) <= crit.max_abs_z or abs(rel) <= crit.rel_tol) if np.isfinite(theory) else False
     lad = _ladder_at(link.by_D, sigma, lam, alpha, quantity, theory, sd) if "D" in link.by_D.dims else {}
     rsb1 = _rsb1_at(link.rep, str(sigma), float(lam), float(alpha)) if "rsb1_objective" in link.rep else {}
-    th["verdict"] = _verdict_at(th, mean, se, ground, lad, crit, rsb1.get("rsb1_test_error"))
+    th["verdict"] = _verdict_at(
+        th, mean, se, ground, lad, crit, rsb1.get("rsb1_test_error"), (converged, ground_converged)
+    )
     row = dict(
         experiment=link.name,
         sigma=str(sigma),
@@ -500,11 +503,14 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
     return row
 
 
-def _verdict_at(th: dict, mean: float, se: float, ground: dict, lad: dict, crit: _Criteria, rsb1=None) -> str:
+def _verdict_at(
+    th: dict, mean: float, se: float, ground: dict, lad: dict, crit: _Criteria, rsb1=None, converged=(None, None)
+) -> str:
     """The per-point verdict (slrpipe.store.verdict) from the row's theory columns ``th``, the
     informed start's ``mean`` ± ``se`` at the largest D, the ``ground`` state columns, where
-    the experiment has a D ladder the D → ∞ limits of both (``lad``; else None: not measured), and
-    the 1RSB state's test error ``rsb1`` (slrpipe.store.rsb1; None/NaN: not solved)."""
+    the experiment has a D ladder the D → ∞ limits of both (``lad``; else None: not measured), the
+    1RSB state's test error ``rsb1`` (slrpipe.store.rsb1; None/NaN: not solved) and the fractions
+    ``converged`` = (erm_converged, ground_converged) of the row."""
     return point_verdict(
         th["theory"],
         th["theory_mc_se"],
@@ -512,6 +518,7 @@ def _verdict_at(th: dict, mean: float, se: float, ground: dict, lad: dict, crit:
         Measurement(ground["ground_mean"], ground["ground_se"], lad.get("ground_limit"), lad.get("ground_limit_se")),
         rs_stable=th["rs_stable"],
         rsb1=rsb1,
+        converged=converged,
         rule=Rule(crit.max_abs_z, crit.rel_tol),
     )
 

@@ -16,18 +16,24 @@ Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order
   3. ``ERM not at its ground state``: not 1–2, but the ERM ground state (lowest training objective
      over informed and random starts) agrees, at the largest D or extrapolated (same rules, the
      precision clause of 2 against the ground state at the largest D);
-  4. ``1RSB agrees``: not 1–3, one-step RSB was solved at the point (the state reported: s* on
+  4. ``ERM not at a minimum``: not 1–3, and the ERM runs at the largest D did not reach minima:
+     fewer than half of the seeds' informed runs ended by the gradient test (|∇J|₂ < tol; the
+     others stopped at ``max_iter`` or on a stalled line search), nor fewer than half of their
+     ground states (where measured). RS and 1RSB describe minima of the training objective, so
+     neither is tested there (e.g. linear σ at its interpolation peak, λ = 0.01, α = 2, in float32
+     at 1000 iterations; docs/theory.md §13);
+  5. ``1RSB agrees``: not 1–4, one-step RSB was solved at the point (the state reported: s* on
      the physical part of the s scan, else its largest Φ; slrpipe.store.rsb1, docs/theory.md §13)
      and an ERM value (ground state or informed start, at the largest D
      or extrapolated) agrees with its test error by the same rules (its Monte Carlo error not
      measured: the relative clause carries it);
-  5. ``RS unstable``: not 1–3, 1RSB not solved there, and the RS fixed point is unstable
+  6. ``RS unstable``: not 1–4, 1RSB not solved there, and the RS fixed point is unstable
      (``rs_stable`` False, docs/theory.md §11): the replica-symmetric prediction is not expected
      to be exact there;
-  6. ``1RSB does not close the gap``: not 1–4 where 1RSB was solved: RS instability alone no
+  7. ``1RSB does not close the gap``: not 1–5 where 1RSB was solved: RS instability alone no
      longer explains the gap (the validation table's 1RSB section gives the numbers);
-  7. ``unexplained``: none of the above — a bug until shown otherwise.
-``theory missing`` (not one of the five) is returned where the theory has no converged
+  8. ``unexplained``: none of the above — a bug until shown otherwise.
+``theory missing`` (not one of ``VERDICTS``) is returned where the theory has no converged
 value: nothing is compared there; ``theory MC error not measured`` where the point would be
 ``unexplained`` but the theory's Monte Carlo error is unknown (one draw, ``mc_seeds`` = 1): a gap
 there may be that error (near a fold, or where the fixed point depends on the draw: docs/validation.md
@@ -45,6 +51,7 @@ VERDICTS = (
     "agrees",
     "agrees after D → ∞",
     "ERM not at its ground state",
+    "ERM not at a minimum",
     "1RSB agrees",
     "RS unstable",
     "1RSB does not close the gap",
@@ -117,6 +124,7 @@ def verdict(
     *,
     rs_stable=None,
     rsb1=None,
+    converged=(None, None),
     rule: Rule = DEFAULT_RULE,
 ) -> str:
     """The verdict of one point (module docstring).
@@ -127,6 +135,8 @@ def verdict(
         ground: the same for the ERM ground state (default: not measured).
         rs_stable: True/False (or 1/0) from the replica output (NaN/None: not checked).
         rsb1: test error of the 1RSB state reported (slrpipe.store.rsb1; NaN/None: not solved).
+        converged: (informed, ground): the fractions of the seeds whose informed run and whose
+            ground-state run at the largest D ended by the gradient test (NaN/None: not recorded).
         rule: the agreement rule.
     Returns: one of ``VERDICTS``, or ``MISSING`` / ``UNMEASURED``.
     Raises: ValueError: rule.max_abs_z ≤ 0 or rule.rel_tol < 0.
@@ -145,17 +155,27 @@ def verdict(
         ground, theory, tse, max_abs_z
     ):
         return VERDICTS[2]
+    if not_at_minimum(*converged):
+        return VERDICTS[3]
     if _finite(rsb1):
         closes = any(
             agrees(m.value, m.se, rsb1, 0.0, max_abs_z=max_abs_z, rel_tol=rel_tol)
             or _limit_agrees(m, rsb1, 0.0, max_abs_z)
             for m in (ground, erm)
         )
-        return VERDICTS[3] if closes else VERDICTS[5]
+        return VERDICTS[4] if closes else VERDICTS[6]
     stable = None if rs_stable is None or (isinstance(rs_stable, float) and math.isnan(rs_stable)) else bool(rs_stable)
     if stable is False:
-        return VERDICTS[4]
-    return VERDICTS[6] if _finite(theory_se) else UNMEASURED
+        return VERDICTS[5]
+    return VERDICTS[7] if _finite(theory_se) else UNMEASURED
+
+
+def not_at_minimum(informed, ground=None) -> bool:
+    """Rule 4's test: fewer than half of the seeds' informed runs ended by the gradient test, and
+    fewer than half of their ground states where that fraction is recorded (floats in [0, 1];
+    NaN/None: not recorded). False where neither is recorded: nothing is claimed."""
+    fracs = [f for f in (informed, ground) if _finite(f)]
+    return bool(fracs) and all(f < 0.5 for f in fracs)
 
 
 def _limit_agrees(m: Measurement, theory, tse, max_abs_z) -> bool:

@@ -30,7 +30,7 @@ from distance_table import two_lowest
 
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ladder import point_ladder
-from slrpipe.store.rsb1 import choose, gap_closed
+from slrpipe.store.rsb1 import choose, gap_closed, max_inside
 from slrpipe.theory.replica import rsb1
 
 
@@ -73,16 +73,17 @@ def erm_summary(pt, optimizer: str = "lbfgs") -> dict:
 
 
 def rsb1_summary(scan: dict) -> dict | None:
-    """The reported 1RSB row (module docstring) with its kind ('s*' or 'max Φ'), or None where no
-    s converged on the physical part of the curve (``rsb1.physical``: de/ds ≤ 0); s* counts only
-    where it lies within that part."""
+    """The reported 1RSB row (module docstring) with its kind ('s*', 'max Φ inside' where converged
+    physical rows of lower Φ lie on both sides, else 'max Φ'), or None where no s converged on the
+    physical part of the curve (``rsb1.physical``: de/ds ≤ 0); s* counts only where it lies within
+    that part."""
     rows, star = scan["scan"], scan.get("star")
-    keep_star, i = choose(
-        [r["s"] for r in rows], rsb1.physical(rows), [r["phi"] for r in rows], star["s"] if star else None
-    )
+    ok = rsb1.physical(rows)  # converged rows only
+    phi = [r["phi"] for r in rows]
+    keep_star, i = choose([r["s"] for r in rows], ok, phi, star["s"] if star else None)
     if keep_star:
         return dict(star, kind="s*")
-    return None if i is None else dict(rows[i], kind="max Φ")
+    return None if i is None else dict(rows[i], kind="max Φ inside" if max_inside(ok, phi, i) else "max Φ")
 
 
 def _pm(v: tuple[float, float], digits: int) -> str:

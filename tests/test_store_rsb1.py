@@ -76,3 +76,17 @@ def test_s_star_before_the_physical_part_falls_back_to_the_largest_phi_there():
     out = reported(_point(0.5, [0, 0, 1, 1], [1, 1, 1, 1]))
     assert math.isnan(float(out.s_star)) and float(out.s_reported) == 4.0 and bool(out.lower_bound)
     assert float(out.objective) == 0.50
+
+
+def test_a_largest_phi_between_lower_physical_rows_brackets_s_star():
+    """``phi_max_inside``: the largest Φ of the physical part with a converged physical row of lower
+    Φ on each side (Φ peaks between them, Σ = s² dΦ/ds changes sign there); not at the part's ends,
+    not beside a row that did not converge (its neighbour in s is then the next converged row), and
+    false at s*."""
+    out = reported(_point(math.nan, [1, 1, 1, 0], [1, 1, 1, 1]))  # Φ 0.30, 0.32, 0.31 on rows 0–2
+    assert float(out.s_reported) == 1.0 and bool(out.lower_bound) and bool(out.phi_max_inside)
+    assert not bool(reported(_point(math.nan, [1, 1, 0, 0], [1, 1, 1, 1])).phi_max_inside)  # last row
+    assert not bool(reported(_point(math.nan, [0, 0, 1, 1], [1, 1, 1, 1])).phi_max_inside)  # Φ still rising
+    assert not bool(reported(_point(math.nan, [1, 1, 1, 0], [1, 1, 0, 1])).phi_max_inside)  # row 2 not converged
+    assert not bool(reported(_point(1.5, [1, 1, 1, 0], [1, 1, 1, 1])).phi_max_inside)  # s* itself
+    assert not bool(reported(_point(math.nan, [0, 0, 0, 0], [1, 1, 1, 1])).phi_max_inside)  # not solved

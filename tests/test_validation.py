@@ -507,3 +507,17 @@ def test_points_outside_the_theory_grid_are_reported_not_enforced(tmp_path):
     covered = [r for r in rows if np.isfinite(r["theory"])]
     assert [(r["sigma"], r["alpha"]) for r in covered] == [("softmax", 4.0)] and covered[0]["enforced"]
     assert not any(r["enforced"] or r["agrees"] for r in rows if r not in covered)
+
+
+def test_the_s_column_of_the_1rsb_section_marks_s_star_and_a_bracketing_maximum():
+    """``2.9*`` at s*; ``1^`` at a largest Φ with lower physical rows on both sides (s* bracketed);
+    ``4`` at a largest Φ at the physical part's end (a lower bound only); '—' where not solved; a
+    store aggregated before ``rsb1_phi_max_inside`` existed reads as no mark."""
+    from slrpipe.store.validation import _s_reported
+
+    base = {"rsb1_s_star": np.nan}
+    assert _s_reported({**base, "rsb1_s_star": 2.888, "rsb1_s_reported": 2.888, "rsb1_lower_bound": 0.0}) == "2.9*"
+    assert _s_reported({**base, "rsb1_s_reported": 1.0, "rsb1_lower_bound": 1.0, "rsb1_phi_max_inside": 1.0}) == "1^"
+    assert _s_reported({**base, "rsb1_s_reported": 4.0, "rsb1_lower_bound": 1.0, "rsb1_phi_max_inside": 0.0}) == "4"
+    assert _s_reported({**base, "rsb1_s_reported": 4.0, "rsb1_lower_bound": 1.0}) == "4"
+    assert _s_reported({**base, "rsb1_s_reported": np.nan}) == "—"

@@ -10,7 +10,11 @@ between two converged rows, the solve at that s*. The state reported — the ``o
 - else the converged physical row of largest Φ: Φ(s) ≤ e_gs at every s, so its Φ is a lower bound
   of the ground-state energy (``lower_bound`` true), and its test error that of a typical state at
   that s — this is also the answer where 1RSB collapses onto RS (δq ≈ 0, Φ = e_RS at every s) or
-  where Σ > 0 over the whole physical part;
+  where Σ > 0 over the whole physical part. Where that row lies inside the physical part, between
+  two converged physical rows of lower Φ (``phi_max_inside`` true), Φ(s) has its maximum between
+  them: dΦ/ds = Σ/s² changes sign there, so s* lies in that bracket and the bound is e_gs up to
+  the grid's resolution (Σ's own estimate may still miss the sign change within its Monte Carlo
+  error); where it is the physical part's last row Φ may still rise beyond it;
 - NaN where no row of the scan is converged and physical (not solved).
 
 :func:`choose` is the rule on plain arrays; ``scripts/rsb1_gap_table.py`` (the docs' table) uses it
@@ -62,8 +66,9 @@ def reported(ds: xr.Dataset) -> xr.Dataset:
         A copy with ``s_star`` NaN where the crossing lies off the physical part, the point
         variables (``objective`` ± ``objective_se``, ``test_error``, ``dq_k``, ``dq_v``,
         ``distance`` = 2(δq_k + δq_v), ``m_*``, ``q1_*``, ``converged``) at the state reported, and
-        two new scalars: ``s_reported`` (its s; NaN: not solved) and ``lower_bound`` (true where the
-        state is the largest Φ, not s*).
+        three new scalars: ``s_reported`` (its s; NaN: not solved), ``lower_bound`` (true where the
+        state is the largest Φ, not s*) and ``phi_max_inside`` (true where that largest Φ lies
+        between two converged physical rows of lower Φ: s* bracketed by them).
     Raises:
         KeyError: a variable of the rsb1 result missing.
     """
@@ -73,19 +78,32 @@ def reported(ds: xr.Dataset) -> xr.Dataset:
     keep_star, i = choose(s, ok, ds["scan_phi"].values, s_star)
     out = ds.copy()
     if keep_star:
-        return out.assign(s_reported=((), s_star), lower_bound=((), False))
+        return out.assign(s_reported=((), s_star), lower_bound=((), False), phi_max_inside=((), False))
     out["s_star"] = ((), np.nan)
     if i is None:
         for name, _ in _FROM_SCAN:
             out[name] = ((), np.nan)
         out["distance"] = ((), np.nan)
         out["converged"] = ((), False)
-        return out.assign(s_reported=((), np.nan), lower_bound=((), False))
+        return out.assign(s_reported=((), np.nan), lower_bound=((), False), phi_max_inside=((), False))
     for name, scan in _FROM_SCAN:
         out[name] = ((), float(ds[scan].values[i]))
     out["distance"] = ((), 2.0 * (float(out["dq_k"]) + float(out["dq_v"])))
     out["converged"] = ((), True)
-    return out.assign(s_reported=((), float(s[i])), lower_bound=((), True))
+    inside = max_inside(ok, ds["scan_phi"].values, i)
+    return out.assign(s_reported=((), float(s[i])), lower_bound=((), True), phi_max_inside=((), inside))
+
+
+def max_inside(ok, phi, i: int) -> bool:
+    """Whether row ``i`` (the largest Φ among the rows ``ok``) has a row of ``ok`` on each side
+    whose Φ is lower: Φ(s) then peaks between those two rows, where Σ = s² dΦ/ds changes sign.
+    ``ok``, ``phi``: per scan row, ascending s."""
+    rows = list(np.flatnonzero(np.asarray(ok, bool)))
+    k = rows.index(i)
+    if k == 0 or k == len(rows) - 1:
+        return False
+    phi = np.asarray(phi, float)
+    return bool(phi[rows[k - 1]] < phi[i] and phi[rows[k + 1]] < phi[i])
 
 
 def gap_closed(x: float, rs: float, erm: float, erm_se: float = np.nan, rs_se: float = np.nan) -> tuple[float, float]:

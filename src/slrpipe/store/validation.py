@@ -124,7 +124,8 @@ LADDER_COLUMNS = [
 ]
 #: columns of a row whose replica experiment solved 1RSB there (ansatz [rs, rsb1]; docs/theory.md §13):
 #: s* (NaN unless Σ crosses zero on the physical part of the s scan), the s of the state reported and
-#: whether its Φ is only a lower bound of the ground-state energy (slrpipe.store.rsb1.reported); at
+#: whether its Φ is only a lower bound of the ground-state energy, and where it is, whether that Φ
+#: is the largest inside the physical part (s* bracketed; slrpipe.store.rsb1.reported); at
 #: that state the objective Φ ± s.e., test error of a typical minimum and
 #: 2 tr δQ (the predicted (1/D)|W_a − W_b|²); RS on the same samples; the batch-means s.e. of the
 #: state's Φ, test error and 2 tr δQ and the finite-N₀ bias of the first two (K batches of the outer
@@ -142,6 +143,7 @@ RSB1_COLUMNS = [
     "rsb1_s_star",
     "rsb1_s_reported",
     "rsb1_lower_bound",
+    "rsb1_phi_max_inside",
     "rsb1_objective",
     "rsb1_objective_se",
     "rsb1_test_error",
@@ -261,7 +263,7 @@ def _rsb1_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
         return out
     pt = rep.sel(sigma=sigma).isel(alpha=int(np.argmax(near)), lam=int(np.argmax(lam_near)))
     for col in _RSB1:
-        if col in pt:  # a store aggregated before rsb1_s_reported / rsb1_lower_bound existed lacks them
+        if col in pt:  # a store aggregated before rsb1_s_reported, _lower_bound, _phi_max_inside lacks them
             out[col] = float(pt[col].values)
     return out
 
@@ -706,7 +708,8 @@ def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
     s scan converged on the physical part (not solved)."""
     out = _wrap(
         "1RSB (docs/theory.md §13): RS and the 1RSB state reported on the same samples — at s* (marked *: Σ = 0 "
-        "on the physical part of the s scan), else at the largest Φ there (Φ ≤ the ground-state energy) — against ERM "
+        "on the physical part of the s scan), else at the largest Φ there (Φ ≤ the ground-state energy; marked ^ "
+        "where rows of lower Φ lie on both sides: Φ peaks there, s* is bracketed) — against ERM "
         "(ref: gr = ground state over starts, inf = informed start; ∞: extrapolated D→∞ over a ladder); 1RSB ± the batch-means s.e. of the state (K "
         "batches of the outer samples; the objective's outer-sample s.e. where no batches were solved); "
         "closed = (1RSB − RS)/(ERM − RS) ± s.e., 'no gap' where "
@@ -727,9 +730,14 @@ def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
 
 
 def _s_reported(r: dict) -> str:
-    """The s of the 1RSB state reported: ``2.1*`` at s*, ``0.3`` at the largest Φ (a lower bound)."""
+    """The s of the 1RSB state reported: ``2.1*`` at s*, ``0.3`` at the largest Φ (a lower bound),
+    ``1^`` at a largest Φ inside the physical part (s* bracketed by its neighbours)."""
     s = r.get("rsb1_s_reported", r["rsb1_s_star"])
-    return "—" if not _finite(s) else f"{s:.2g}" + ("" if r.get("rsb1_lower_bound") == 1 else "*")
+    if not _finite(s):
+        return "—"
+    if r.get("rsb1_lower_bound") != 1:
+        return f"{s:.2g}*"
+    return f"{s:.2g}" + ("^" if r.get("rsb1_phi_max_inside") == 1 else "")
 
 
 #: the ERM reference of a 1RSB row as the text table writes it (the JSON keeps the long form)

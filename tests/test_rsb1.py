@@ -83,6 +83,37 @@ def test_physical_part_of_a_scan_is_where_the_energy_falls_with_s():
     assert rsb1.physical([row(1.0), row(1.1), row(1.2)]).tolist() == [True, False, False]  # rising throughout
 
 
+def test_a_scan_stops_once_its_physical_part_has_ended():
+    """``_scan``: the s after the physical part's end (a start, then a rise) are not solved — NaN
+    rows, not converged — and the physical part of the rows solved is the one of the whole scan;
+    a scan still rising (convex branch) or without the option solves every s."""
+    calls = []
+
+    def solve(energies):
+        def f(s, init, warm):
+            calls.append(s)
+            e = energies[len(calls) - 1]
+            r = dict.fromkeys(rsb1._SUMMARY, 0.1) | {"s": s, "energy_direct": e, "energy_direct_se": 0.01}
+            r |= {"converged": True, "dq_k": 1.0, "dq_v": 1.0, "prox_warm": None}
+            return r | dict(zip(rsb1.STATE1, [0.1, 0.5, 0.1, 1.0] * 2))
+
+        return f
+
+    rs = {f"{k}_{c}": v for c in ("k", "v") for k, v in (("m", 0.1), ("q", 0.6), ("V", 1.0))}
+    grid = [0.3, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0]
+    energies = [1.0, 1.1, 1.2, 1.2005, 1.15, 1.3, 1.1]  # physical rows 2–4, the rise at row 5
+    whole, _ = rsb1._scan(solve(energies), grid, rs, 0.05, stop_after_physical=False)
+    assert calls == grid
+    calls.clear()
+    scan, sols = rsb1._scan(solve(energies), grid, rs, 0.05)
+    assert calls == grid[:6] and sols[6] is None and not scan[6]["converged"] and math.isnan(scan[6]["phi"])
+    assert scan[6]["s"] == 4.0 and rsb1.physical(scan).tolist() == rsb1.physical(whole).tolist()
+    assert rsb1.physical_closed(scan[:6]) and not rsb1.physical_closed(scan[:5])
+    calls.clear()
+    rsb1._scan(solve([1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6]), grid, rs, 0.05)  # rising throughout
+    assert calls == grid
+
+
 def test_prior_projects_negative_jackknifed_conjugates_to_zero():
     """q̂₀ = αE⟨f⟩² and δq̂ = αE Var f are ≥ 0; a jackknifed estimate below 0 maps to q₀ = m², δq = 0
     (a state the channel accepts) instead of q₀ < m²."""

@@ -714,13 +714,21 @@ def _log_scan(s, r) -> None:
     )
 
 
-def _scan(solve, grid, rs, frac):
+def _scan(solve, grid, rs, frac, stop_after_physical=True):
     """Solve at each s of the ascending ``grid`` (``solve(s, init=, warm=)``: :func:`solve_rsb1` at
     the point), each from the previous one's state and warm starts (the first, and any after a
-    collapse to RS, from the RS state with δq = frac·(q − m²)). Returns (summaries ``_SUMMARY``,
-    full results)."""
+    collapse to RS, from the RS state with δq = frac·(q − m²)). With ``stop_after_physical``, once
+    the physical part has ended (:func:`physical_closed`) the remaining s are not solved: no row
+    after that turn is physical, so they change neither the state reported nor s* (a crossing
+    there lies off the physical part; slrpipe.store.rsb1), only the unphysical tail of Σ(e); their
+    rows are NaN, not converged. Returns (summaries ``_SUMMARY``, full results or None)."""
     x, warm, scan, sols = rs_state(rs, frac), None, [], []
     for s in grid:
+        if stop_after_physical and physical_closed(scan):
+            log.info("1RSB scan s=%g: not solved, the physical part ended before it", s)
+            scan.append(dict.fromkeys(_SUMMARY, math.nan) | {"s": float(s), "converged": False, "wall_time": 0.0})
+            sols.append(None)
+            continue
         r = solve(s, init=x, warm=warm)
         sols.append(r)
         _log_scan(s, r)
@@ -747,6 +755,16 @@ def _star(solve, scan, sols) -> dict | None:
     return None
 
 
+def _turns(scan, rel_tol):
+    """(converged rows, rises, start): the converged rows of finite energy, whether each rises
+    above the previous one by more than ``rel_tol`` × its outer s.e., and the first one that the
+    next does not rise above (None where every one rises)."""
+    conv = [i for i, r in enumerate(scan) if r["converged"] and math.isfinite(r["energy_direct"])]
+    e = lambda i: scan[i]["energy_direct"]
+    rises = [e(b) > e(a) + rel_tol * scan[b]["energy_direct_se"] for a, b in zip(conv, conv[1:])]
+    return conv, rises, next((k for k, up in enumerate(rises) if not up), None)
+
+
 def physical(scan, rel_tol: float = 0.1) -> np.ndarray:
     """Which rows of an s scan (``rsb1_ground_state(...)["scan"]``, ascending s) lie on the physical
     part of the complexity curve, where de/ds ≤ 0 (Σ(e) concave, docs/theory.md §13). A converged
@@ -761,14 +779,21 @@ def physical(scan, rel_tol: float = 0.1) -> np.ndarray:
     Returns:
         bool array, one per row.
     """
-    conv = [i for i, r in enumerate(scan) if r["converged"] and math.isfinite(r["energy_direct"])]
-    e = lambda i: scan[i]["energy_direct"]
-    rises = [e(b) > e(a) + rel_tol * scan[b]["energy_direct_se"] for a, b in zip(conv, conv[1:])]
-    start = next((k for k, up in enumerate(rises) if not up), 0)
+    conv, rises, start = _turns(scan, rel_tol)
+    start = start or 0
     stop = next((k + 1 for k in range(start, len(rises)) if rises[k]), len(conv))
     out = np.zeros(len(scan), bool)
     out[conv[start:stop]] = True
     return out
+
+
+def physical_closed(scan, rel_tol: float = 0.1) -> bool:
+    """Whether the physical part of the rows so far (:func:`physical`) is final: it has started (a
+    converged row the next one does not rise above) and ended (a later rise). Rows added after
+    that are never physical, whatever they are; before it, a later row can still start or extend
+    the physical part (a scan on the convex branch, where every row so far rises)."""
+    _, rises, start = _turns(scan, rel_tol)
+    return start is not None and any(rises[start:])
 
 
 def rs_on_samples(task: ReplicaTask, lam, alpha, fields: Fields, init: dict) -> tuple[dict, dict]:
@@ -803,6 +828,7 @@ def rsb1_ground_state(
     frac=0.05,
     rs: dict | None = None,
     options: Rsb1Options | None = None,
+    stop_after_physical: bool = True,
 ) -> dict:
     """RS and 1RSB ground state of ridge ERM at one (λ, α) on the same samples (docs/theory.md §13).
 
@@ -822,6 +848,8 @@ def rsb1_ground_state(
         s_grid: Parisi parameters (> 0), a sequence of floats.  frac: δq/(q − m²) of the first
             start (float).  rs: an RS solution on the same fields to reuse.
         options: :class:`Rsb1Options` of every :func:`solve_rsb1` (defaults if None).
+        stop_after_physical: leave the s after the end of the physical part unsolved (NaN rows,
+            :func:`_scan`); False solves the whole grid (the unphysical tail of Σ(e) too).
     Returns:
         dict: rs (the RS solution: objective, test_error, train_loss(+_se), order parameters,
         residual, converged), scan (list of per-s summaries, keys ``_SUMMARY``), star (the summary at
@@ -840,7 +868,7 @@ def rsb1_ground_state(
     if rs is None:
         rs = solve_replica(task, lam, alpha, fields=fields, softmin=None)
     solve = functools.partial(solve_rsb1, task, float(lam), float(alpha), samples=(fields, inner), options=options)
-    scan, sols = _scan(solve, grid, rs, frac)
+    scan, sols = _scan(solve, grid, rs, frac, stop_after_physical)
     star = _star(solve, scan, sols)
     return {
         "rs": {k: rs[k] for k in _RS_KEYS},

@@ -17,9 +17,9 @@ Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order
      over informed and random starts) agrees, at the largest D or extrapolated (same rules, the
      precision clause of 2 against the ground state at the largest D);
   4. ``ERM not at a minimum``: not 1–3, and the ERM runs at the largest D did not reach minima:
-     fewer than half of the seeds' informed runs ended by the gradient test (|∇J|₂ < tol; the
-     others stopped at ``max_iter`` or on a stalled line search), nor fewer than half of their
-     ground states (where measured). RS and 1RSB describe minima of the training objective, so
+     fewer than half of the seeds' informed runs, and (where measured) fewer than half of their
+     ground-state runs, ended by the gradient test (|∇J|₂ < tol; the others stopped at
+     ``max_iter`` or on a stalled line search). RS and 1RSB describe minima of the training objective, so
      neither is tested there (e.g. linear σ at its interpolation peak, λ = 0.01, α = 2, in float32
      at 1000 iterations; docs/theory.md §13);
   5. ``1RSB agrees``: not 1–4, one-step RSB was solved at the point (the state reported: s* on

@@ -755,6 +755,11 @@ def _star(solve, scan, sols) -> dict | None:
     return None
 
 
+#: a converged scan row "rises" when its e(s) exceeds the previous one's by more than this many of
+#: its outer s.e. (:func:`physical`, :func:`physical_closed`: one rule for both)
+RISE_REL_TOL = 0.1
+
+
 def _turns(scan, rel_tol):
     """(converged rows, rises, start): the converged rows of finite energy, whether each rises
     above the previous one by more than ``rel_tol`` × its outer s.e., and the first one that the
@@ -765,7 +770,7 @@ def _turns(scan, rel_tol):
     return conv, rises, next((k for k, up in enumerate(rises) if not up), None)
 
 
-def physical(scan, rel_tol: float = 0.1) -> np.ndarray:
+def physical(scan, rel_tol: float = RISE_REL_TOL) -> np.ndarray:
     """Which rows of an s scan (``rsb1_ground_state(...)["scan"]``, ascending s) lie on the physical
     part of the complexity curve, where de/ds ≤ 0 (Σ(e) concave, docs/theory.md §13). A converged
     row "rises" when its e(s) exceeds the previous converged row's by more than ``rel_tol`` × its
@@ -787,7 +792,7 @@ def physical(scan, rel_tol: float = 0.1) -> np.ndarray:
     return out
 
 
-def physical_closed(scan, rel_tol: float = 0.1) -> bool:
+def physical_closed(scan, rel_tol: float = RISE_REL_TOL) -> bool:
     """Whether the physical part of the rows so far (:func:`physical`) is final: it has started (a
     converged row the next one does not rise above) and ended (a later rise). Rows added after
     that are never physical, whatever they are; before it, a later row can still start or extend

@@ -44,6 +44,8 @@ FIGURES = {
     "bench_erm_starts.py": [
         rf"^evaluation of J and ∇J: one start {NUM} ms, \d+ at once {NUM} ms \({NUM}× one\)",
         rf"^one after the other \(minimize\): {NUM} s CPU, iterations \[",
+        rf"^as lanes \(slrpipe\.train\.lanes\): {NUM} s CPU \({NUM}× one after the other\), iterations \[",
+        rf"^  lowest J over starts: {NUM} one after the other, {NUM} as lanes",
         rf"^all at once \(vmap of optax\.lbfgs\): {NUM} s CPU \({NUM}× one after the other\)",
         r"^  iterations \[.*\]; broadcasts of X or XT to \d+ lanes in the program: \d+",
     ],

@@ -9,6 +9,7 @@ import pytest
 import yaml
 from conftest import REPO, snakemake
 
+from slrpipe.jobs import argv
 from slrpipe.workflow import ConfigError, fmt, plan, size, validate
 
 SMOKE = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
@@ -285,6 +286,13 @@ def test_plan_expands_inits_restarts_optimizers():
     new = set(p3.erm) - set(p2.erm)
     assert set(p2.erm) <= set(p3.erm) and all(p3.erm[k] == p2.erm[k] for k in p2.erm)
     assert len(new) == 16 and all("_random-r2_" in k for k in new)
+    # lanes: the lbfgs runs only, on their command line; the paths stay the runs' own
+    assert not any(j.lanes for j in p2.erm.values())
+    cfg["erm"]["spiked_L2"]["lanes"] = True
+    pl = plan(validate(cfg))
+    assert set(pl.erm) == set(p3.erm)
+    assert all(j.lanes == (j.optimizer == "lbfgs") for j in pl.erm.values())
+    assert all(("--lanes" in argv(j)) == j.lanes for j in pl.erm.values())
 
 
 def test_init_seeds_distinct_and_stable():

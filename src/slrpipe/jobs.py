@@ -125,8 +125,9 @@ class DataJob:
 class TrainJob(DataJob):
     """One ERM run (``slrpipe train``; docs/model.md §5): a training set (its law and seeds, or a
     stored one at ``data``), σ, ridge λ, the start (init, restart index, init_seed), the optimiser
-    with its step size (``lr``, first-order only) and budget, the test set (n_test, test_seed),
-    the precision; ``out`` is the result file. With ``data`` the law and seeds are checked against
+    with its step size (``lr``, first-order only) and budget, whether its training set's L-BFGS
+    starts are trained together (``lanes``), the test set (n_test, test_seed), the precision;
+    ``out`` is the result file. With ``data`` the law and seeds are checked against
     the stored set's."""
 
     sigma: str = "softmax"
@@ -139,6 +140,7 @@ class TrainJob(DataJob):
     max_iter: int = 1000
     record_every: int = 10
     tol: float | None = None
+    lanes: bool = False
     n_test: int = 100_000
     test_seed: int | None = None
     dtype: str = "float32"

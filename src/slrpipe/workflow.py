@@ -277,6 +277,7 @@ def erm_runs(exp: dict, seed: int) -> list[tuple[str, dict]]:
                             "lr": lr,
                             "max_iter": budget,
                             "record_every": exp["record_every"],
+                            "lanes": exp["lanes"] and opt == "lbfgs",
                         },
                     )
                 )

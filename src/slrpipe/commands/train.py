@@ -51,6 +51,12 @@ def add_arguments(p) -> None:
     p.add_argument("--dtype", choices=DTYPES, default="float32")
     p.add_argument("--lr", type=float, default=None, help="gd/sgd/adam step size (see slrpipe.train.erm)")
     p.add_argument("--record-every", type=int, default=10, help="trajectory period in steps")
+    p.add_argument(
+        "--lanes",
+        action="store_true",
+        help="lbfgs: train the starts of each training set together (slrpipe.train.lanes; in "
+        "train-batch, the members that differ only in their start)",
+    )
     add_execution_arguments(p)
     p.add_argument("--out", required=True, help="output netCDF file (written atomically)")
 
@@ -138,6 +144,7 @@ def options(job: TrainJob, batch_size=None, sgd_seed=0, log_every=100, no_theory
         sgd_seed=sgd_seed,
         record_every=job.record_every,
         log_every=log_every,
+        lanes=job.lanes,
     )
     return ERMOptions(
         sigma=job.sigma,

@@ -262,8 +262,10 @@ class _Recorder:
 class ERMResult:
     """Outcome of ``minimize``: learned params (numpy), final J, |∇J|₂, iterations, converged flag,
     stop reason ("tol", "max_iter", "stalled", "nonfinite"), wall time of the iterations (s, with
-    their compilation) and the trajectory recorded every ``record_every`` steps (dict of 1-d
-    arrays: step, loss, gnorm, and the overlaps when the teacher was given)."""
+    their compilation), the trajectory recorded every ``record_every`` steps (dict of 1-d
+    arrays: step, loss, gnorm, and the overlaps when the teacher was given) and ``lanes``: the
+    number of starts trained together (``slrpipe.train.lanes``; 0: alone, with ``optax.lbfgs`` or
+    a first-order optimiser)."""
 
     params: dict
     loss: float
@@ -273,6 +275,7 @@ class ERMResult:
     reason: str
     wall_time: float
     trajectory: dict = field(default_factory=dict)
+    lanes: int = 0
 
 
 def keeps_transpose(transpose: bool | None) -> bool:

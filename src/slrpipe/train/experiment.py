@@ -31,6 +31,7 @@ from slrpipe.lengths import format_L
 from slrpipe.models import Attention, attention_apply, bayes_predict
 from slrpipe.provenance import provenance
 from slrpipe.train.erm import ERMResult, keeps_transpose, minimize, place_data
+from slrpipe.train.lanes import minimize_lanes
 from slrpipe.train.metrics import gram, overlaps, streamed_errors
 from slrpipe.train.options import C_INF, ERMOptions
 from slrpipe.vocabulary import INITS, JAX, c_nu, check_choice, default_test_seed
@@ -100,9 +101,11 @@ def run_erm(train: SLRDataset, options: ERMOptions, loaded=None) -> tuple[Attent
 
 def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> list[tuple[Attention, xr.Dataset]]:
     """:func:`run_erm` for several runs on one training set: each trained in turn (one compiled
-    program per shape, reused), then every run measured on one pass over each distinct test set
-    (runs of the same ``(test_seed, n_test)`` share its draw and the Bayes oracle's error). Each
-    run's numbers are those :func:`run_erm` gives it alone: the same programs on the same inputs.
+    program per shape, reused), or, where ``solver.lanes``, the runs that differ only in their start
+    trained together (``slrpipe.train.lanes``); then every run measured on one pass over each
+    distinct test set (runs of the same ``(test_seed, n_test)`` share its draw and the Bayes
+    oracle's error). Each run's numbers are those :func:`run_erm` gives it alone (the same programs
+    on the same inputs), except lane runs: theirs are those of their group of lanes.
 
     Returns:
         [(module, dataset)] in the order of ``options``.
@@ -116,12 +119,13 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
     seeds_of = [default_test_seed(train.data_seed) if o.test_seed is None else int(o.test_seed) for o in options]
     if train.data_seed in seeds_of:
         raise ValueError(f"test_seed: must differ from data_seed ({train.data_seed})")
-    trained, placed = [], {}  # the training set on the device, shared by the runs of one dtype
-    for o in options:
+    trained, placed = [None] * len(options), {}  # the training set on the device, shared by the runs of one dtype
+    for group in _lane_groups(options):
+        o = options[group[0]]
         with _precision(o.dtype):
             jdtype = jnp.float64 if o.dtype == "float64" else jnp.float32
             log.info(
-                "ERM %s/%s λ=%g on %s (n=%d, D=%d), device %s",
+                "ERM %s/%s λ=%g on %s (n=%d, D=%d), device %s%s",
                 o.sigma,
                 o.solver.optimizer,
                 o.lam,
@@ -129,9 +133,16 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
                 train.n,
                 train.task.D,
                 jax.devices()[0].platform,
+                f", {len(group)} starts as lanes" if o.solver.lanes else "",
             )
-            model = init_model(train, o.sigma, o.init, o.init_seed, jdtype, o.c_inf, o.init_scale)
-            trained.append((model, *_train(model, train, o, loaded, placed)))
+            models = [
+                init_model(
+                    train, o.sigma, options[i].init, options[i].init_seed, jdtype, o.c_inf, options[i].init_scale
+                )
+                for i in group
+            ]
+            for i, model, out in zip(group, models, _train(models, train, o, loaded, placed)):
+                trained[i] = (model, *out)
     t_train = time.perf_counter() - t0 - t_sample
     for key in dict.fromkeys((s, o.n_test) for s, o in zip(seeds_of, options)):
         runs = [i for i, (s, o) in enumerate(zip(seeds_of, options)) if (s, o.n_test) == key]
@@ -155,41 +166,54 @@ def _host_params(model: Attention) -> dict:
     return {k: np.asarray(a) for k, a in model.params().items()}
 
 
-def _train(model: Attention, train: SLRDataset, o: ERMOptions, loaded, placed: dict) -> tuple[ERMResult, _Errors]:
-    """Minimise J over the module's parameters (updated in place); also the training MSE.
+def _lane_groups(options: list[ERMOptions]) -> list[list[int]]:
+    """Indices of ``options`` trained together: the runs with ``solver.lanes`` that differ only in
+    their start (init, init_seed, init_scale) form one group, every other run is its own."""
+    groups: dict = {}
+    for i, o in enumerate(options):
+        key = (o.sigma, o.lam, o.dtype, o.c_inf, o.solver) if o.solver.lanes else i
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
+def _train(models: list[Attention], train: SLRDataset, o: ERMOptions, loaded, placed: dict) -> list:
+    """Minimise J over each module's parameters (updated in place): one run, or the starts of a
+    lane group together (``o.solver.lanes``). Returns [(ERMResult, _Errors with the training MSE)].
     ``placed``: {(dtype, transpose): the training set on the device}, the last one placed, kept
     for the next run of the same dtype."""
-    _, state = nnx.split(model, nnx.Param)
+    states = [nnx.split(model, nnx.Param)[1] for model in models]
     data = loaded
     transpose = keeps_transpose(o.solver.transpose)
     key = (o.dtype, transpose)
     if key not in placed:
         placed.clear()  # one copy on the device at a time: a batch's memory law assumes one
         placed[key] = place_data(data.X, data.mask, data.y, np.dtype(o.dtype), transpose)
-    res = minimize(
-        nnx.to_pure_dict(state),
-        data.X,
-        data.mask,
-        data.y,
-        o.sigma,
-        o.lam,
-        o.solver,
-        teacher=train.teacher,
-        data=placed[key],
-    )
-    nnx.replace_by_pure_dict(state, res.params)
-    nnx.update(model, state)
-    log.info(
-        "ERM done: %d iterations, converged=%s (%s), |∇J|=%.3g, %.1f s",
-        res.iterations,
-        res.converged,
-        res.reason,
-        res.gnorm,
-        res.wall_time,
-    )
-    f = _predictor(model, o, isinstance(data.X, jax.Array))(data.X, data.mask)
-    train_mse = float(np.mean((np.asarray(data.y, np.float64) - np.asarray(f, np.float64)) ** 2))
-    return res, _Errors(train_mse, (math.nan, math.nan), (math.nan, math.nan))
+    starts = [nnx.to_pure_dict(state) for state in states]
+    if o.solver.lanes:
+        results = minimize_lanes(starts, placed[key], o.sigma, o.lam, o.solver, teacher=train.teacher)
+    else:
+        (start,) = starts
+        results = [
+            minimize(
+                start, data.X, data.mask, data.y, o.sigma, o.lam, o.solver, teacher=train.teacher, data=placed[key]
+            )
+        ]
+    out = []
+    for model, state, res in zip(models, states, results):
+        nnx.replace_by_pure_dict(state, res.params)
+        nnx.update(model, state)
+        log.info(
+            "ERM done: %d iterations, converged=%s (%s), |∇J|=%.3g, %.1f s",
+            res.iterations,
+            res.converged,
+            res.reason,
+            res.gnorm,
+            res.wall_time,
+        )
+        f = _predictor(model, o, isinstance(data.X, jax.Array))(data.X, data.mask)
+        train_mse = float(np.mean((np.asarray(data.y, np.float64) - np.asarray(f, np.float64)) ** 2))
+        out.append((res, _Errors(train_mse, (math.nan, math.nan), (math.nan, math.nan))))
+    return out
 
 
 def _predictor(model: Attention, o: ERMOptions, on_device: bool = False):
@@ -353,6 +377,7 @@ def _attrs(train: SLRDataset, o: ERMOptions, res: ERMResult) -> dict:
         transposed_copy=int(transpose),
         gnorm_normalisation="|grad L|_2 / n over (k, v[, c])",
         stop_reason=res.reason,
+        lanes=res.lanes,
         max_iter=s.max_iter,
         lr=s.lr if s.lr is not None else "default",
         batch_size=s.batch_size or 0,

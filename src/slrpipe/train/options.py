@@ -28,7 +28,9 @@ class SolverOptions:
     ``DEFAULT_LR``); batch_size: sgd minibatch in [1, n] (None: min(n, 256)); sgd_seed: minibatch
     stream; memory_size: L-BFGS history; record_every ≥ 1: trajectory and stopping-check period in
     steps; log_every: progress log period; transpose: keep a transposed copy of X for the gradient
-    (None: on CPU only, see ``slrpipe.train.erm._project``).
+    (None: on CPU only, see ``slrpipe.train.erm._project``); lanes: train the L-BFGS starts of one
+    training set together (``slrpipe.train.lanes``, its own line search) instead of one after the
+    other with ``optax.lbfgs`` (lbfgs only).
 
     Raises:
         ValueError: one line naming the field out of range.
@@ -44,9 +46,12 @@ class SolverOptions:
     record_every: int = 10
     log_every: int = 100
     transpose: bool | None = None
+    lanes: bool = False
 
     def __post_init__(self):
         check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        if self.lanes and self.optimizer != "lbfgs":
+            raise ValueError(f"lanes: only with optimizer lbfgs, got {self.optimizer}")
         for name in ("max_iter", "record_every", "log_every", "memory_size"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}: must be ≥ 1, got {getattr(self, name)}")

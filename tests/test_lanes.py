@@ -1,0 +1,103 @@
+"""L-BFGS with the starts of one training set as lanes (slrpipe.train.lanes): the lanes reach the
+minima ``optax.lbfgs`` reaches from the same starts, each lane is the run it would be alone, a
+stopped lane is frozen, and the workflow option ``lanes`` reaches the runs.
+
+Tolerances: in float64 both solvers stop at |∇J|₂ < 1e-10; where J is strongly convex around the
+minimum reached (Hessian eigenvalues ≥ μ ~ 1e-2 here), two such points lie within |∇J|/μ ~ 1e-8 of
+each other, so parameters are compared to 1e-6 of their norm, a margin of 100.
+"""
+
+import jax
+import numpy as np
+import pytest
+
+from slrpipe.data import SLRDataset, SLRTask
+from slrpipe.train import ERMOptions, SolverOptions, minimize
+from slrpipe.train.erm import place_data
+from slrpipe.train.experiment import init_model, run_erm_batch
+from slrpipe.train.lanes import _cubic_step, minimize_lanes
+
+LAM = 0.1
+TIGHT = SolverOptions(max_iter=2000, tol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """Spiked ν = 2, L = 3, D = 32, α = 5: the informed start and two random ones, in float64."""
+    from flax import nnx
+
+    ds = SLRDataset(SLRTask("spiked", 2.0, 3, 0.0, 32), 160, teacher_seed=0, data_seed=1)
+    X, mask, y = (np.asarray(a) for a in ds.load()[:3])
+    with jax.enable_x64(True):
+        starts = []
+        for init, seed in (("informed", 0), ("random", 1), ("random", 2)):
+            model = init_model(ds, "softmax", init, seed, np.float64)
+            starts.append({k: np.asarray(a) for k, a in nnx.to_pure_dict(nnx.split(model, nnx.Param)[1]).items()})
+    return ds, X, mask, y, starts
+
+
+def _close(a, b, rel=1e-6):
+    for name in ("k", "v"):
+        assert np.linalg.norm(a[name] - b[name]) <= rel * np.linalg.norm(b[name]), name
+
+
+def test_lanes_reach_the_minima_optax_lbfgs_reaches_from_the_same_starts(problem):
+    ds, X, mask, y, starts = problem
+    with jax.enable_x64(True):
+        data = place_data(X, mask, y, np.float64)
+        lanes = minimize_lanes(starts, data, "softmax", LAM, TIGHT)
+        alone = [minimize(p, X, mask, y, "softmax", LAM, TIGHT, data=data) for p in starts]
+    for a, b in zip(lanes, alone):
+        assert a.converged and b.converged and a.gnorm < 1e-10 and a.lanes == 3 and b.lanes == 0
+        assert abs(a.loss - b.loss) <= 1e-12 * abs(b.loss) + 1e-14
+        _close(a.params, b.params)
+        assert a.trajectory["loss"][0] == pytest.approx(b.trajectory["loss"][0], rel=1e-14)
+
+
+def test_each_lane_is_the_run_it_would_be_alone(problem):
+    # the lanes share evaluations, not decisions: a start trained with others reaches the point
+    # it reaches as the only lane, in as many iterations (up to one, from rounding in the products)
+    ds, X, mask, y, starts = problem
+    with jax.enable_x64(True):
+        data = place_data(X, mask, y, np.float64)
+        together = minimize_lanes(starts, data, "softmax", LAM, TIGHT)
+        for i, p in enumerate(starts):
+            (alone,) = minimize_lanes([p], data, "softmax", LAM, TIGHT)
+            _close(together[i].params, alone.params, 1e-8)
+            assert abs(together[i].iterations - alone.iterations) <= 1
+
+
+def test_a_lane_at_its_minimum_stays_there_while_the_others_run(problem):
+    ds, X, mask, y, starts = problem
+    with jax.enable_x64(True):
+        data = place_data(X, mask, y, np.float64)
+        (done,) = minimize_lanes(starts[:1], data, "softmax", LAM, TIGHT)
+        res = minimize_lanes([done.params, starts[1]], data, "softmax", LAM, TIGHT)
+    assert res[0].iterations == 0 and res[0].reason == "tol"
+    np.testing.assert_array_equal(res[0].params["k"], done.params["k"])
+    assert res[1].converged and res[1].iterations > 0
+
+
+def test_the_cubic_step_is_exact_on_a_quadratic():
+    # φ(t) = (t − 0.3)²: φ(0) = 0.09, φ'(0) = −0.6, φ(1) = 0.49, φ'(1) = 1.4; the minimiser 0.3
+    # lies inside the safeguarded interval [0.1, 0.9] (exact up to float32 rounding, 6e-8); an
+    # outside one falls back to bisection
+    t = _cubic_step(np.float64(0.0), 0.09, -0.6, np.float64(1.0), 0.49, 1.4)
+    assert float(t) == pytest.approx(0.3, abs=1e-6)
+    t = _cubic_step(np.float64(0.0), 0.0025, -0.1, np.float64(1.0), 0.9025, 1.9)  # minimiser 0.05
+    assert float(t) == 0.5
+
+
+def test_batched_lane_runs_are_written_with_their_lane_count_and_options_are_checked():
+    ds = SLRDataset(SLRTask("spiked", 1.0, 3, 0.0, 32), 160, teacher_seed=0, data_seed=1)
+    opts = [
+        ERMOptions.of("softmax", LAM, init=init, init_seed=i, n_test=200, max_iter=60, theory=False, lanes=True)
+        for init, i in (("informed", 0), ("random", 1), ("random", 2))
+    ] + [ERMOptions.of("linear", LAM, init="random", init_seed=3, n_test=200, max_iter=60, theory=False)]
+    out = [ds_ for _, ds_ in run_erm_batch(ds, opts)]
+    assert [int(d.attrs["lanes"]) for d in out] == [3, 3, 3, 0]
+    assert all(np.isfinite(d.train_loss.item()) for d in out)
+    with pytest.raises(ValueError, match="lanes"):
+        SolverOptions(optimizer="gd", lanes=True)
+    with pytest.raises(ValueError, match="params0"):
+        minimize_lanes([], place_data(*(np.asarray(a) for a in ds.load()[:3]), np.float32), "softmax", LAM)

@@ -278,6 +278,26 @@ class ERMResult:
     lanes: int = 0
 
 
+def checked_options(sigma: str, lam, options: SolverOptions | None, n: int, dtype) -> SolverOptions:
+    """The run's options resolved for n sequences in ``dtype``, after checking σ and λ ≥ 0 (one
+    check for ``minimize`` and ``slrpipe.train.lanes.minimize_lanes``).
+
+    Raises:
+        ValueError: unknown sigma, λ < 0, or options ``SolverOptions.resolved`` rejects."""
+    check_sigma(sigma)
+    if not lam >= 0:
+        raise ValueError(f"lam: must be ≥ 0, got {lam}")
+    return (options or SolverOptions()).resolved(n, str(np.dtype(dtype)))
+
+
+def stop_reason(value: float, gnorm: float, tol: float, stalled: bool) -> str:
+    """Why a run stops after a block (``ERMResult.reason``): "nonfinite", "tol" (|∇J|₂ < tol),
+    "stalled" (a full block left J unchanged), or "max_iter" (it goes on while budget is left)."""
+    if not (math.isfinite(value) and math.isfinite(gnorm)):
+        return "nonfinite"
+    return "tol" if gnorm < tol else "stalled" if stalled else "max_iter"
+
+
 def keeps_transpose(transpose: bool | None) -> bool:
     """Whether a run keeps the transposed copy XT: ``SolverOptions.transpose`` resolved (None: on
     CPU only)."""
@@ -329,11 +349,8 @@ def minimize(
         ValueError: unknown sigma, λ < 0, options ``SolverOptions`` rejects (batch_size
             outside [1, n]), or ``data`` of another dtype or transpose than the run's.
     """
-    check_sigma(sigma)
-    if not lam >= 0:
-        raise ValueError(f"lam: must be ≥ 0, got {lam}")
     dtype = jnp.asarray(params0["k"]).dtype
-    o = (options or SolverOptions()).resolved(len(y), str(np.dtype(dtype)))
+    o = checked_options(sigma, lam, options, len(y), dtype)
     params = {name: jnp.asarray(a, dtype) for name, a in params0.items()}
     if data is None:
         data = place_data(X, mask, y, dtype, o.transpose)
@@ -355,8 +372,7 @@ def minimize(
         blocks = _lbfgs_blocks if o.optimizer == "lbfgs" else _first_order_blocks
         for block in blocks(params, data, lam_j, sigma, o, value):
             params, step, value, gnorm, stalled = block
-            finite = math.isfinite(value) and math.isfinite(gnorm)
-            reason = "nonfinite" if not finite else "tol" if gnorm < o.tol else "stalled" if stalled else "max_iter"
+            reason = stop_reason(value, gnorm, o.tol, stalled)
             rec.add(step, value, gnorm, params, converged=reason == "tol")
             if reason == "nonfinite":
                 log.warning("%s: non-finite loss or gradient at step %d; stopping", o.optimizer, step)

@@ -19,7 +19,6 @@ unused, until the last lane stops: the block's cost is the slowest lane's).
 from __future__ import annotations
 
 import logging
-import math
 import time
 from functools import partial
 from typing import NamedTuple
@@ -30,9 +29,8 @@ import numpy as np
 import optax
 
 from slrpipe.models.attention import attention_from_fields
-from slrpipe.train.erm import ERMResult, _DeviceData, _project, _Recorder
+from slrpipe.train.erm import ERMResult, _DeviceData, _project, _Recorder, checked_options, stop_reason
 from slrpipe.train.options import SolverOptions
-from slrpipe.vocabulary import check_sigma
 
 log = logging.getLogger(__name__)
 
@@ -201,23 +199,10 @@ def lanes_init(P, data, lam, sigma, memory_size) -> LaneState:
     value, grad = _values_and_grads(P, data, sigma, lam)
     opt = optax.scale_by_lbfgs(memory_size=memory_size)
     lbfgs = jax.vmap(opt.init)(P)
-    zero = jnp.zeros_like(value)
-    s = LaneState(
-        P,
-        value,
-        grad,
-        lbfgs,
-        jnp.zeros(value.shape, jnp.int32),
-        grad,
-        *(zero,) * 3,
-        value,
-        zero,
-        grad,
-        zero,
-        zero,
-        zero,
-        jnp.zeros(value.shape, jnp.int32),
-    )
+    count = jnp.zeros(value.shape, jnp.int32)
+    # the search fields are placeholders: _new_search sets every one of them
+    search = dict.fromkeys(("s0", "t", "lo", "f_lo", "s_lo", "hi", "f_hi", "s_hi"), jnp.zeros_like(value))
+    s = LaneState(P=P, value=value, grad=grad, lbfgs=lbfgs, count=count, d=grad, g_lo=grad, trials=count, **search)
     return _new_search(s, opt)
 
 
@@ -272,13 +257,10 @@ def minimize_lanes(
         ValueError: no start, unknown sigma, λ < 0, another optimizer than lbfgs, or ``data`` of
             another dtype than the starts'.
     """
-    check_sigma(sigma)
     if not params0:
         raise ValueError("params0: at least one start expected")
-    if not lam >= 0:
-        raise ValueError(f"lam: must be ≥ 0, got {lam}")
     dtype = jnp.asarray(params0[0]["k"]).dtype
-    o = (options or SolverOptions()).resolved(int(data.y.shape[0]), str(np.dtype(dtype)))
+    o = checked_options(sigma, lam, options, int(data.y.shape[0]), dtype)
     if o.optimizer != "lbfgs":
         raise ValueError(f"optimizer: lanes run lbfgs only, got {o.optimizer!r}")
     if data.X.dtype != dtype:
@@ -304,9 +286,8 @@ def minimize_lanes(
         value, gnorm = np.asarray(state.value, np.float64), np.asarray(lane_gnorm(state.grad), np.float64)
         wall[live] += time.perf_counter() - tb
         for i in np.flatnonzero(live):
-            finite = math.isfinite(value[i]) and math.isfinite(gnorm[i])
             stalled = count[i] == step + nsteps and value[i] == last[i]
-            r = "nonfinite" if not finite else "tol" if gnorm[i] < o.tol else "stalled" if stalled else "max_iter"
+            r = stop_reason(value[i], gnorm[i], o.tol, stalled)
             recs[i].add(int(count[i]), value[i], gnorm[i], _lane(state.P, i), converged=r == "tol")
             if r == "nonfinite":
                 log.warning("lane %d: non-finite loss or gradient at step %d; stopping", i, count[i])

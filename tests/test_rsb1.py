@@ -263,7 +263,7 @@ def test_cheap_passes_between_full_searches_reach_the_full_search_saddle(monkeyp
         passes.append(kw["multistart"])
         return channel_pass(*args, **kw)
 
-    monkeypatch.setattr(rsb1, "rsb1_channel", recorded)
+    monkeypatch.setattr(rsb1.solve, "rsb1_channel", recorded)  # the module that iterates
     out, default = {}, rsb1.Rsb1Options().full_every
     for every in (default, 1):
         passes.clear()

@@ -24,7 +24,7 @@ from matplotlib.ticker import MaxNLocator
 from slrpipe.figures.style import COLORS, legend_below, panels, save
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ladder import point_ladder
-from slrpipe.theory.replica import rsb1
+from slrpipe.theory.replica.rsb1.scan import on_curve
 
 
 def erm_energies(store: str, experiment: str, sigma: str, lam: float, alpha: float) -> dict:
@@ -77,10 +77,10 @@ def draw(scan: dict, erm: dict, title: str, out: str):
     a.set_xscale("log")
     a.set_xlabel("Parisi parameter s")
     a.set_ylabel(r"objective per dimension $\mathcal{L}/D$")
-    phys = rsb1.physical(rows)  # de/ds ≤ 0: Σ concave in e
+    phys = on_curve(rows)  # converged, de/ds < 0 and Σ ≥ 0: the complexity curve
     for mask, fmt, lab in (
-        (conv & phys, "o", "1RSB (e(s), Σ(s)) ± s.e., de/ds ≤ 0"),
-        (conv & ~phys, "^", "de/ds > 0 (not physical)"),
+        (conv & phys, "o", "1RSB (e(s), Σ(s)) ± s.e., de/ds < 0, Σ ≥ 0"),
+        (conv & ~phys, "^", "off the curve (de/ds ≥ 0 or Σ < 0)"),
     ):
         if mask.any():
             b.errorbar(
@@ -109,7 +109,7 @@ def draw(scan: dict, erm: dict, title: str, out: str):
         b.plot(list(per_D.values()), [0.0] * len(per_D), "|", color=shades[name], ms=10, label=f"ERM {name}, D = {Ds}")
     b.axhline(0.0, color="black", lw=0.6)
     m = conv & phys
-    if m.sum() >= 2 and (conv & ~phys).any():  # the physical part, magnified
+    if m.sum() >= 2 and (conv & ~phys).any():  # the curve, magnified
         ins = b.inset_axes([0.55, 0.3, 0.42, 0.42])
         ins.errorbar(e[m], sig[m], yerr=sig_se[m], fmt="o-", color=c, ms=2, lw=0.8, elinewidth=0.5, capsize=1.5)
         if star:

@@ -2,9 +2,9 @@
 closes (docs/theory.md §13): one row per ``scripts/rsb1_table.py --json`` file.
 
 Per point: the RS objective and test error on the 1RSB's outer samples (hard channel); the 1RSB
-state reported — at s* where Σ crosses zero within the physical part of the scan, else the s of
-largest Φ on that part (converged, de/ds ≤ 0: ``rsb1.physical``; Φ(s) ≤ e_gs for every s, so that
-Φ is a lower bound of the ground-state energy), with its Σ ± s.e., the typical state's test error and
+state reported by the zero-temperature rule (slrpipe.theory.replica.rsb1.scan) — at s* = argmax Φ
+where a maximum is bracketed, else the largest Φ of the scan, a lower bound of the ground-state
+energy — with its Σ ± s.e., the typical state's test error and
 2 tr(Q₁ − Q₀) = 2(δq_k + δq_v), the distance between two states; ERM from a store with a D ladder and
 several starts per seed (config/distance.yaml): the ground state found over all starts, objective
 𝓛/D and test error (population risk at the learned weights), and the distances d
@@ -30,8 +30,7 @@ from distance_table import two_lowest
 
 from slrpipe.store.aggregate import open_store
 from slrpipe.store.ladder import point_ladder
-from slrpipe.store.rsb1 import choose, gap_closed, max_inside
-from slrpipe.theory.replica import rsb1
+from slrpipe.store.rsb1 import gap_closed
 
 
 def _limit(values) -> tuple[float, float]:
@@ -73,17 +72,14 @@ def erm_summary(pt, optimizer: str = "lbfgs") -> dict:
 
 
 def rsb1_summary(scan: dict) -> dict | None:
-    """The reported 1RSB row (module docstring) with its kind ('s*', 'max Φ inside' where converged
-    physical rows of lower Φ lie on both sides, else 'max Φ'), or None where no s converged on the
-    physical part of the curve (``rsb1.physical``: de/ds ≤ 0); s* counts only where it lies within
-    that part."""
+    """The reported 1RSB row (module docstring) with its kind ('s*' where a maximum of Φ was
+    bracketed, else 'max Φ, lower bound'), or None where no s converged; a scan written before the
+    rule (no ``bracketed``) counts as not bracketed."""
     rows, star = scan["scan"], scan.get("star")
-    ok = rsb1.physical(rows)  # converged rows only
-    phi = [r["phi"] for r in rows]
-    keep_star, i = choose([r["s"] for r in rows], ok, phi, star["s"] if star else None)
-    if keep_star:
+    if scan.get("bracketed") and star and star["converged"]:
         return dict(star, kind="s*")
-    return None if i is None else dict(rows[i], kind="max Φ inside" if max_inside(ok, phi, i) else "max Φ")
+    conv = [r for r in rows if r["converged"] and math.isfinite(r["phi"])]
+    return dict(max(conv, key=lambda r: r["phi"]), kind="max Φ, lower bound") if conv else None
 
 
 def _pm(v: tuple[float, float], digits: int) -> str:

@@ -7,8 +7,8 @@ Per point, on one draw of the outer samples (QMC seed 0, N₀ = n_outer; the RS 
   1. RS, soft-min channel (the solver's default; Anderson, then damped if needed) from ``--init``
      (m_k, q_k, V_k, m_v, q_v, V_v; default the sweep's cold start of key scale 8);
   2. RS, hard channel (``softmin=None``, the channel 1RSB uses) from the soft solution;
-  3. 1RSB at each s of the grid (``rsb1.rsb1_ground_state``), from the RS state with δq = 0.05(q − m²),
-     warm-started along s; s* where Σ crosses zero. The inner sample: N₁ = n_inner per outer sample,
+  3. 1RSB over s by the zero-temperature rule (``rsb1.rsb1_ground_state``), from the RS state with
+     δq = 0.05(q − m²), warm-started along s; s* = argmax Φ where bracketed, else a lower bound. The inner sample: N₁ = n_inner per outer sample,
      independent across outer samples (``--shared-inner``: one set for all), jackknifed estimators.
 Prints the table: objective (min 𝓛/D; 1RSB: Φ and e = the energy of a typical state) and test
 error with their outer Monte Carlo s.e., δq, Σ ± s.e., the jackknife N₁-bias of δq̂ and Φ_out, the
@@ -33,6 +33,7 @@ os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 from slrpipe.theory.replica import rsb1
 from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.theory.replica.options import ReplicaTask
+from slrpipe.theory.replica.rsb1 import ground
 from slrpipe.theory.replica.solver import STATE
 
 log = logging.getLogger("rsb1_table")
@@ -96,7 +97,7 @@ def main(argv=None):
     )
     erm = ERM.get((a.nu, a.alpha, a.lam)) if a.model == "spiked" and a.sigma == "softmax" else None
     print(
-        f"\n{a.sigma} {a.model} ν={a.nu:g} L={a.L} λ={a.lam:g} α={a.alpha:g}; N₀={res['n_outer']} N₁={res['n_inner']};"
+        f"\n{a.sigma} {a.model} ν={a.nu:g} L={a.L} λ={a.lam:g} α={a.alpha:g}; N₀={res.n_outer} N₁={res.n_inner};"
         f" {time.perf_counter() - t0:.0f} s wall"
     )
     print("| theory | objective | test error | δq (k, v) | Σ | N₁-bias δq̂ (k, v) / Φ_out | ESS | residual |")
@@ -106,8 +107,10 @@ def main(argv=None):
             f"| {name} | {r['objective']:.4f} ± {a.alpha * r['train_loss_se']:.4f} | {r['test_error']:.4f} | 0 | 0 |"
             f" | | {r['residual']:.1e}{'' if r['converged'] else ' (not converged)'} |"
         )
-    for r in res["scan"] + ([dict(res["star"], s_label="s*")] if res["star"] else []):
-        lab = f"1RSB s={r['s']:.3g}" + (" (s*)" if "s_label" in r else "")
+    rows = res.rows
+    star = ground.summary(res.scan.star) if res.scan.star is not None else None
+    for r, raw in zip(rows, res.scan.rows):
+        lab = f"1RSB s={r['s']:.3g}" + (" (refining s*)" if raw.get("refined") else "")
         print(
             f"| {lab} | Φ {r['phi']:.4f}, e {r['energy_direct']:.4f} ± {r['energy_direct_se']:.4f} |"
             f" {r['test_error']:.4f} | {r['dq_k']:.3g}, {r['dq_v']:.3g} | {r['sigma']:.4f} ± {r['sigma_se']:.4f} |"
@@ -118,8 +121,11 @@ def main(argv=None):
     if erm:
         print(f"| ERM (docs §10) | {erm[0]:.3f} ± {erm[1]:.3f} | {erm[2]:.3f} ± {erm[3]:.3f} | | | | | |")
         e_rs = rs["objective"]
-        best = res["e_gs"] if res["star"] else max(r["phi"] for r in res["scan"])
-        word = "e_gs = Φ(s*)" if res["star"] else "max Φ on the grid (no Σ = 0 crossing: a lower bound of e_gs)"
+        rep = res.scan.reported
+        best = rep["phi"] if rep is not None else math.nan
+        word = (
+            "e_gs = Φ(s*)" if res.scan.bracketed else "max Φ on the scan (no maximum bracketed: a lower bound of e_gs)"
+        )
         print(
             f"gap closed ({word}): ({best:.4f} − {e_rs:.4f}) / ({erm[0]:.3f} − {e_rs:.4f}) = "
             f"{(best - e_rs) / (erm[0] - e_rs):.3f}"
@@ -128,7 +134,14 @@ def main(argv=None):
         record = dict(
             args=vars(a),
             soft={k: soft[k] for k in ("objective", "test_error", "residual", "converged")},
-            **{k: v for k, v in res.items()},
+            rs=res.rs,
+            scan=rows,
+            star=star,
+            bracketed=res.scan.bracketed,
+            lower_bound=res.scan.lower_bound,
+            s_star=res.scan.s_star,
+            n_outer=res.n_outer,
+            n_inner=res.n_inner,
         )
         # default=str for the numpy scalars; floats (NaN included) never reach it: json writes NaN
         write_text(json.dumps(record, default=str, indent=1), a.json)

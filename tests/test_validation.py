@@ -207,6 +207,8 @@ def rsb1_at_alpha1(rs_objective, rs_test_error, test_error, rs_objective_se=None
         "rsb1_objective_se": [0.01, np.nan],
         "rsb1_test_error": [test_error, np.nan],
         "rsb1_s_star": [2.0, np.nan],
+        "rsb1_s_reported": [2.0, np.nan],
+        "rsb1_bracketed": [1.0, np.nan],
         "rsb1_distance": [0.3, np.nan],
         "rsb1_converged": [1.0, np.nan],
     }
@@ -351,7 +353,8 @@ def test_rsb1_gap_uses_the_ground_state_extrapolated_over_the_ladder(tmp_path):
     test error: ground = the random start, test error 0.45 + 20/D and objective 0.8 + 10/D (exact
     1/D laws + seed noise s.d. 0.002 over 4 seeds), RS 0.55 / 0.7, 1RSB 0.52 / 0.75 → closed
     0.3 and 0.5 (at the largest D, 800, they would be 0.26 and 0.44); the verdict is "1RSB does
-    not close the gap" (ERM 0.45 vs 1RSB 0.52: 13 %, z ≫ 4)."""
+    not close the gap" (ERM 0.45 vs 1RSB 0.52 ± 0.005: 13 %, z ≫ 4; the overlaps, not in this
+    store, cannot change that)."""
     from slrpipe.store.aggregate import open_store
 
     rsb1 = (
@@ -361,6 +364,8 @@ def test_rsb1_gap_uses_the_ground_state_extrapolated_over_the_ladder(tmp_path):
         ("rsb1_objective_se", 0.01),
         ("rsb1_test_error", 0.52),
         ("rsb1_s_star", 1.0),
+        ("rsb1_bracketed", 1.0),
+        ("rsb1_test_error_batch_se", 0.005),
         ("rsb1_distance", 0.2),
         ("rsb1_converged", 1.0),
     )
@@ -509,15 +514,41 @@ def test_points_outside_the_theory_grid_are_reported_not_enforced(tmp_path):
     assert not any(r["enforced"] or r["agrees"] for r in rows if r not in covered)
 
 
-def test_the_s_column_of_the_1rsb_section_marks_s_star_and_a_bracketing_maximum():
-    """``2.9*`` at s*; ``1^`` at a largest Φ with lower physical rows on both sides (s* bracketed);
-    ``4`` at a largest Φ at the physical part's end (a lower bound only); '—' where not solved; a
-    store aggregated before ``rsb1_phi_max_inside`` existed reads as no mark."""
+def test_the_s_column_of_the_1rsb_section_marks_s_star_and_a_lower_bound():
+    """``1.7*`` at a bracketed s* whose checks hold, ``1.7*?`` where one fails, ``4lb`` at the largest
+    Φ of a scan without a bracketed maximum (a lower bound only); '—' where not solved."""
     from slrpipe.store.validation import _s_reported
 
-    base = {"rsb1_s_star": np.nan}
-    assert _s_reported({**base, "rsb1_s_star": 2.888, "rsb1_s_reported": 2.888, "rsb1_lower_bound": 0.0}) == "2.9*"
-    assert _s_reported({**base, "rsb1_s_reported": 1.0, "rsb1_lower_bound": 1.0, "rsb1_phi_max_inside": 1.0}) == "1^"
-    assert _s_reported({**base, "rsb1_s_reported": 4.0, "rsb1_lower_bound": 1.0, "rsb1_phi_max_inside": 0.0}) == "4"
-    assert _s_reported({**base, "rsb1_s_reported": 4.0, "rsb1_lower_bound": 1.0}) == "4"
-    assert _s_reported({**base, "rsb1_s_reported": np.nan}) == "—"
+    star = {"rsb1_s_reported": 1.666, "rsb1_bracketed": 1.0}
+    assert _s_reported({**star, "rsb1_checked": 1.0}) == "1.7*"
+    assert _s_reported({**star, "rsb1_checked": 0.0}) == "1.7*?"
+    assert _s_reported({"rsb1_s_reported": 4.0, "rsb1_bracketed": 0.0, "rsb1_lower_bound": 1.0}) == "4lb"
+    assert _s_reported({"rsb1_s_reported": np.nan}) == "—"
+
+
+def test_1rsb_agrees_only_with_the_objective_test_error_and_overlaps_within_its_errors(tmp_path):
+    """Item 4 of the 1RSB rule: RS misses ERM (0.5 against 0.6, 20 %); the 1RSB state matches ERM's
+    test error (0.6 ± 0.005), objective (1.2 ± 0.05 against α·J = 1.21) and overlaps (m_k, m_v, q₁_k,
+    q₁_v ± 0.01 against ERM's ground state, in validation.json beside them): "1RSB agrees". The same
+    state with q₁_k = 58.1 against ERM's 33.8 (as at spiked ν = 1, α = 20): "1RSB does not close the
+    gap"; without a bracketed s*: "1RSB not judged"."""
+    from slrpipe.store.aggregate import open_store
+
+    erm_overlaps = {"m_k_ground": [0.8, 0.8], "m_v_ground": [0.9, 0.9], "q_k_ground": [33.8, 33.8]}
+    erm_overlaps |= {"q_v_ground": [1.1, 1.1], "train_loss": [1.21, 0.3]}
+
+    def verdict(q1_k=33.8, bracketed=1.0, tag=""):
+        rsb1 = rsb1_at_alpha1(rs_objective=1.0, rs_test_error=0.5, test_error=0.6)
+        rsb1 |= {"rsb1_bracketed": [bracketed, np.nan], "rsb1_test_error_batch_se": [0.005, np.nan]}
+        rsb1 |= {"rsb1_objective_batch_se": [0.05, np.nan]}
+        for o, v in (("m_k", 0.8), ("m_v", 0.9), ("q1_k", q1_k), ("q1_v", 1.1)):
+            rsb1 |= {f"rsb1_{o}": [v, np.nan], f"rsb1_{o}_batch_se": [0.01, np.nan]}
+        path = store(tmp_path / f"q{q1_k}{tag}", 0.1, extra_rep=rsb1, extra_erm=erm_overlaps)
+        return compare(open_store(path), CONFIG)[0]
+
+    r = verdict()
+    assert r["verdict"] == "1RSB agrees", r
+    assert r["erm_q_k"] == pytest.approx(33.8) and r["rsb1_q1_k"] == pytest.approx(33.8)
+    assert r["erm_overlaps_ref"] == "ground" and r["rsb1_m_v_batch_se"] == pytest.approx(0.01)
+    assert verdict(q1_k=58.1)["verdict"] == "1RSB does not close the gap"
+    assert verdict(bracketed=0.0, tag="lb")["verdict"] == "1RSB not judged"

@@ -156,17 +156,19 @@ def _draw_replica_line(ax, rep, s: str, lam, lw: float, rel_sd: float) -> bool:
 
 
 def _draw_rsb1(ax, rep) -> None:
-    """The test error of the 1RSB state reported (a typical minimum at s*, else at the largest Φ of
-    the physical part of the s scan: slrpipe.store.rsb1, docs/theory.md §13) where the node has 1RSB
-    points: per (σ, λ) large open squares, joined by a dotted line only between neighbours on the α
-    grid (nothing is drawn across an α without 1RSB), and small open circles for RS on the same
-    (outer) samples where 1RSB was not solved (no converged physical row)."""
+    """The test error of the 1RSB ground state (a typical minimum at a bracketed s* = argmax Φ:
+    slrpipe.theory.replica.rsb1.scan, docs/theory.md §13) where the node has 1RSB points: per (σ, λ)
+    large open squares, joined by a dotted line only between neighbours on the α grid (nothing is
+    drawn across an α without one), and small open circles for RS on the same (outer) samples where
+    1RSB has no ground state (not solved, or no maximum of Φ bracketed: a lower bound only)."""
     if "rsb1_test_error" not in rep:
         return
     alpha = rep["alpha"].values
     for s in ordered(rep["sigma"].values):
         for lam in rep["lam"].values:
             gs = rep["rsb1_test_error"].sel(sigma=s, lam=lam)
+            if "rsb1_bracketed" in rep:
+                gs = gs.where(rep["rsb1_bracketed"].sel(sigma=s, lam=lam) == 1)
             solved = rep["rsb1_rs_test_error"].sel(sigma=s, lam=lam).notnull()
             name = f"{LABELS.get(s, s)}, λ = {lam:g}"
             if bool(gs.notnull().any()):
@@ -179,7 +181,7 @@ def _draw_rsb1(ax, rep) -> None:
                     ms=6,
                     fillstyle="none",
                     color=COLORS.get(s),
-                    label=f"1RSB (s*, else max Φ) {name}",
+                    label=f"1RSB (s*) {name}",
                 )
             none = (solved & gs.isnull()).values
             if none.any():

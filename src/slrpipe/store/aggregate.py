@@ -45,7 +45,6 @@ from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
 from slrpipe.store.distance import to_ground, to_informed
 from slrpipe.store.ground import add_ground_state
-from slrpipe.store.rsb1 import reported
 from slrpipe.store.trajectory import DYNAMICS, add_trajectory_risk
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
 from slrpipe.threads import map_processes, map_threads
@@ -210,11 +209,11 @@ def _erm_task(files) -> SLRTask:
 
 def _rsb1_part(ds: xr.Dataset) -> xr.Dataset:
     """One 1RSB point's file (``slrpipe rsb1``) as ``rsb1_*`` variables on (sigma, lam, alpha),
-    the scan on (sigma, lam, alpha, s), the point variables at the state reported
-    (:func:`slrpipe.store.rsb1.reported`: s* on the physical part of the scan, else its largest Φ);
-    flags as floats (1/0, NaN where a point was not solved)."""
+    the scan on (sigma, lam, alpha, s), the point variables at the state the file reports (s*, else
+    a lower bound; slrpipe.commands.rsb1.dataset); flags as floats (1/0, NaN where a point was not
+    solved)."""
     key = {d: [ds[d].values.item()] for d in ("sigma", "lam", "alpha")}
-    ds = reported(ds).reset_coords(drop=True)
+    ds = ds.reset_coords(drop=True)
     ds = ds.assign({v: ds[v].astype(float) for v in ds.data_vars if ds[v].dtype == bool})
     return ds.rename({v: f"rsb1_{v}" for v in ds.data_vars}).expand_dims(key)
 

@@ -69,7 +69,7 @@ from slrpipe.store.distance import second_lowest
 from slrpipe.store.ground import reference
 from slrpipe.store.ladder import largest_D, point_ladder
 from slrpipe.store.rsb1 import MIN_GAP_Z, gap_closed, gap_closed_se
-from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS, Measurement, Rule
+from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS, Compared, Measurement, Rsb1Evidence, Rule
 from slrpipe.store.verdict import verdict as point_verdict
 
 COLUMNS = [
@@ -123,12 +123,13 @@ LADDER_COLUMNS = [
     "z_ground_limit",
 ]
 #: columns of a row whose replica experiment solved 1RSB there (ansatz [rs, rsb1]; docs/theory.md §13):
-#: s* (NaN unless Σ crosses zero on the physical part of the s scan), the s of the state reported and
-#: whether its Φ is only a lower bound of the ground-state energy, and where it is, whether that Φ
-#: is the largest inside the physical part (s* bracketed; slrpipe.store.rsb1.reported); at
-#: that state the objective Φ ± s.e., test error of a typical minimum and
-#: 2 tr δQ (the predicted (1/D)|W_a − W_b|²); RS on the same samples; the batch-means s.e. of the
-#: state's Φ, test error and 2 tr δQ and the finite-N₀ bias of the first two (K batches of the outer
+#: s* (NaN unless a maximum of Φ(s) is bracketed, ``rsb1_bracketed``; slrpipe.theory.replica.rsb1.scan),
+#: the s of the state reported and whether its Φ is only a lower bound of the ground-state energy
+#: (no maximum bracketed), the checks of s* (``rsb1_checked``: Σ(s*) ≈ 0 by the closed form and by
+#: s²Φ′, ``rsb1_star_sigma*``, and de/ds < 0, ``rsb1_star_de_ds``); at that state the objective
+#: Φ ± s.e., test error of a typical minimum, 2 tr δQ (the predicted (1/D)|W_a − W_b|²) and the
+#: overlaps m_k, m_v, q₁_k, q₁_v; RS on the same samples; the batch-means s.e. of the state's Φ,
+#: test error, 2 tr δQ and overlaps and the finite-N₀ bias of the first two (K batches of the outer
 #: samples, K − 1 degrees of freedom; ``rsb1_batches_converged`` of K; slrpipe.commands.rsb1_error);
 #: the ERM reference (``rsb1_erm_ref``
 #: says which for the test error: the ground state over starts, D → ∞ where there is a ladder, else
@@ -138,16 +139,29 @@ LADDER_COLUMNS = [
 #: combined; slrpipe.store.rsb1.gap_closed) with its s.e. (``gap_closed_*_se``: 1RSB's batch-means
 #: s.e. and ERM's, slrpipe.store.rsb1.gap_closed_se), and ERM's d₂ ± s.e., the
 #: distance between the two lowest minima found on the same data (slrpipe.store.distance.second_lowest;
-#: seed mean, D → ∞ where there is a ladder) — RS predicts 0, 1RSB 2 tr δQ
+#: seed mean, D → ∞ where there is a ladder) — RS predicts 0, 1RSB 2 tr δQ; ERM's ground-state overlaps
+#: ``erm_<o>`` ± ``erm_<o>_se`` for o in m_k, m_v, q_k, q_v (D → ∞ where there is a ladder, else the
+#: seed mean at the largest D; ``erm_overlaps_ref``), beside 1RSB's m_k, m_v, q₁_k, q₁_v
+#: the overlaps of the 1RSB state (m, q₁ = the self-overlap of one minimum) and ERM's ground-state
+#: overlaps they are compared with: (1RSB name, ERM name)
+OVERLAP_PAIRS = (("m_k", "m_k"), ("m_v", "m_v"), ("q1_k", "q_k"), ("q1_v", "q_v"))
+RSB1_OVERLAPS = tuple(o for o, _ in OVERLAP_PAIRS)
 RSB1_COLUMNS = [
     "rsb1_s_star",
     "rsb1_s_reported",
+    "rsb1_bracketed",
     "rsb1_lower_bound",
-    "rsb1_phi_max_inside",
+    "rsb1_checked",
+    "rsb1_star_sigma",
+    "rsb1_star_sigma_se",
+    "rsb1_star_sigma_fd",
+    "rsb1_star_sigma_fd_se",
+    "rsb1_star_de_ds",
     "rsb1_objective",
     "rsb1_objective_se",
     "rsb1_test_error",
     "rsb1_distance",
+    *(f"rsb1_{o}" for o in RSB1_OVERLAPS),
     "rsb1_converged",
     "rsb1_rs_objective",
     "rsb1_rs_test_error",
@@ -155,6 +169,7 @@ RSB1_COLUMNS = [
     "rsb1_objective_batch_se",
     "rsb1_test_error_batch_se",
     "rsb1_distance_batch_se",
+    *(f"rsb1_{o}_batch_se" for o in RSB1_OVERLAPS),
     "rsb1_objective_batch_bias",
     "rsb1_test_error_batch_bias",
     "rsb1_batches_converged",
@@ -171,6 +186,8 @@ RSB1_COLUMNS = [
     "gap_closed_test_se",
     "erm_distance",
     "erm_distance_se",
+    *(f"erm_{e}{x}" for _, e in OVERLAP_PAIRS for x in ("", "_se")),
+    "erm_overlaps_ref",
 ]
 #: RSB1_COLUMNS read from the replica node as they are (its ``rsb1_*`` variables, slrpipe.store.aggregate)
 _RSB1 = RSB1_COLUMNS[: RSB1_COLUMNS.index("rsb1_batches_converged") + 1]
@@ -263,7 +280,7 @@ def _rsb1_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
         return out
     pt = rep.sel(sigma=sigma).isel(alpha=int(np.argmax(near)), lam=int(np.argmax(lam_near)))
     for col in _RSB1:
-        if col in pt:  # a store aggregated before rsb1_s_reported, _lower_bound, _phi_max_inside lacks them
+        if col in pt:  # a store aggregated before a column was added lacks it
             out[col] = float(pt[col].values)
     return out
 
@@ -291,6 +308,51 @@ def _erm_distance(by_D: xr.Dataset, sigma, lam, alpha) -> dict:
         return {"erm_distance": fit.limit, "erm_distance_se": fit.limit_se} if fit is not None else nan
     mean, se, _ = _mean_se(d2)
     return {"erm_distance": mean, "erm_distance_se": se}
+
+
+def _erm_overlaps(link, sigma, lam, alpha) -> dict:
+    """ERM's ground-state overlaps at one point (``erm_<o>`` ± ``erm_<o>_se`` for the ERM names of
+    ``OVERLAP_PAIRS``, ``erm_overlaps_ref``): D → ∞ (slrpipe.store.ladder.point_ladder) where the
+    node has a ladder and the fit succeeds, else the seed mean ± s.e. at the largest D; NaN where
+    the node has no ground state."""
+    out = {f"erm_{e}{x}": np.nan for _, e in OVERLAP_PAIRS for x in ("", "_se")} | {"erm_overlaps_ref": ""}
+    ladder = "D" in link.by_D.dims
+    node = link.by_D if ladder else link.full
+    for _, e in OVERLAP_PAIRS:
+        name = f"{e}_ground"
+        if name not in node:
+            continue
+        v = node[name].sel(sigma=sigma, lam=lam, alpha=alpha)
+        fit = point_ladder(v).fit if ladder else None
+        if fit is not None:
+            out[f"erm_{e}"], out[f"erm_{e}_se"], out["erm_overlaps_ref"] = fit.limit, fit.limit_se, "ground D→∞"
+        else:
+            mean, se, _ = _mean_se(link.full[name].sel(sigma=sigma, lam=lam, alpha=alpha))
+            out[f"erm_{e}"], out[f"erm_{e}_se"] = mean, se
+            out["erm_overlaps_ref"] = out["erm_overlaps_ref"] or "ground"
+    return out
+
+
+def _rsb1_evidence(row: dict) -> Rsb1Evidence:
+    """The 1RSB state of a row for the verdict (slrpipe.store.verdict, rule 5): bracketed or not, its
+    test error ± batch-means s.e., and the objective and overlaps ± their batch-means s.e. (the
+    objective's outer s.e. where no batches were solved) against ERM's (ground state, D → ∞ where
+    fitted; the objective's reference is :func:`_rsb1_gap`'s, its s.e. 0 where unknown)."""
+    num = lambda x: float(x) if _finite(x) else np.nan
+    obj_se = num(row.get("rsb1_objective_batch_se"))
+    obj_se = obj_se if _finite(obj_se) else num(row.get("rsb1_objective_se"))
+    erm_obj_se = num(row.get("rsb1_erm_objective_se"))  # unknown without a ladder: 0, the stricter z
+    erm_obj = Measurement(num(row.get("rsb1_erm_objective")), erm_obj_se if _finite(erm_obj_se) else 0.0)
+    others = [Compared("objective", num(row.get("rsb1_objective")), obj_se, (erm_obj,))]
+    for o, e in OVERLAP_PAIRS:
+        m = Measurement(num(row.get(f"erm_{e}")), num(row.get(f"erm_{e}_se")))
+        others.append(Compared(o, num(row.get(f"rsb1_{o}")), num(row.get(f"rsb1_{o}_batch_se")), (m,)))
+    return Rsb1Evidence(
+        row.get("rsb1_bracketed") == 1,
+        num(row.get("rsb1_test_error")),
+        num(row.get("rsb1_test_error_batch_se")),
+        tuple(others),
+    )
 
 
 def _rsb1_gap(r: dict, objective_limit: tuple[float, float] = (np.nan, np.nan)) -> dict:
@@ -472,9 +534,6 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
     ok = bool(abs(z) <= crit.max_abs_z or abs(rel) <= crit.rel_tol) if np.isfinite(theory) else False
     lad = _ladder_at(link.by_D, sigma, lam, alpha, quantity, theory, sd) if "D" in link.by_D.dims else {}
     rsb1 = _rsb1_at(link.rep, str(sigma), float(lam), float(alpha)) if "rsb1_objective" in link.rep else {}
-    th["verdict"] = _verdict_at(
-        th, mean, se, ground, lad, crit, rsb1.get("rsb1_test_error"), (converged, ground_converged)
-    )
     row = dict(
         experiment=link.name,
         sigma=str(sigma),
@@ -502,6 +561,9 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
         limit = _objective_limit(link.by_D, sigma, lam, alpha) if "D" in link.by_D.dims else (np.nan, np.nan)
         row.update(_rsb1_gap(row, limit))
         row.update(_erm_distance(link.by_D, sigma, lam, alpha))
+        row.update(_erm_overlaps(link, sigma, lam, alpha))
+    evidence = _rsb1_evidence(row) if rsb1 else None
+    row["verdict"] = _verdict_at(th, mean, se, ground, lad, crit, evidence, (converged, ground_converged))
     return row
 
 
@@ -511,7 +573,7 @@ def _verdict_at(
     """The per-point verdict (slrpipe.store.verdict) from the row's theory columns ``th``, the
     informed start's ``mean`` ± ``se`` at the largest D, the ``ground`` state columns, where
     the experiment has a D ladder the D → ∞ limits of both (``lad``; else None: not measured), the
-    1RSB state's test error ``rsb1`` (slrpipe.store.rsb1; None/NaN: not solved) and the fractions
+    1RSB state ``rsb1`` (:class:`~slrpipe.store.verdict.Rsb1Evidence`; None: not solved) and the fractions
     ``converged`` = (erm_converged, ground_converged) of the row."""
     return point_verdict(
         th["theory"],
@@ -704,12 +766,13 @@ def format_table(rows: list[dict], width: int = WIDTH) -> str:
 def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
     """The 1RSB section of the table (``RSB1_COLUMNS``): per point RS and 1RSB on the same samples
     beside the ERM reference, objective (min 𝓛/D) and test error, the fraction of each gap closed,
-    the s of the 1RSB state reported (slrpipe.store.rsb1.reported) and 2 tr δQ; '—' where no row of the
-    s scan converged on the physical part (not solved)."""
+    the s of the 1RSB state reported (:func:`_s_reported`) and 2 tr δQ; '—' where no row of the s
+    scan converged (not solved). The overlaps beside ERM's are in the JSON (``RSB1_COLUMNS``)."""
     out = _wrap(
-        "1RSB (docs/theory.md §13): RS and the 1RSB state reported on the same samples — at s* (marked *: Σ = 0 "
-        "on the physical part of the s scan), else at the largest Φ there (Φ ≤ the ground-state energy; marked ^ "
-        "where rows of lower Φ lie on both sides: Φ peaks there, s* is bracketed) — against ERM "
+        "1RSB (docs/theory.md §13): RS and the 1RSB state reported on the same samples — at s* = argmax Φ (marked *: "
+        "a maximum of Φ(s) bracketed by rows 2 s.e. below it; *? where a check of s* fails: Σ(s*) ≈ 0 by the closed "
+        "form and by s²Φ′, de/ds < 0), else at the largest Φ of the scan (marked lb: a lower bound of the "
+        "ground-state energy, no verdict) — against ERM "
         "(ref: gr = ground state over starts, inf = informed start; ∞: extrapolated D→∞ over a ladder); 1RSB ± the batch-means s.e. of the state (K "
         "batches of the outer samples; the objective's outer-sample s.e. where no batches were solved); "
         "closed = (1RSB − RS)/(ERM − RS) ± s.e., 'no gap' where "
@@ -730,14 +793,14 @@ def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
 
 
 def _s_reported(r: dict) -> str:
-    """The s of the 1RSB state reported: ``2.1*`` at s*, ``0.3`` at the largest Φ (a lower bound),
-    ``1^`` at a largest Φ inside the physical part (s* bracketed by its neighbours)."""
-    s = r.get("rsb1_s_reported", r["rsb1_s_star"])
+    """The s of the 1RSB state reported: ``1.7*`` at a bracketed s* whose checks hold, ``1.7*?``
+    where one fails, ``4lb`` at the largest Φ of a scan without a bracketed maximum (a lower bound)."""
+    s = r.get("rsb1_s_reported", np.nan)
     if not _finite(s):
         return "—"
-    if r.get("rsb1_lower_bound") != 1:
-        return f"{s:.2g}*"
-    return f"{s:.2g}" + ("^" if r.get("rsb1_phi_max_inside") == 1 else "")
+    if r.get("rsb1_bracketed") == 1:
+        return f"{s:.2g}*" + ("" if r.get("rsb1_checked") == 1 else "?")
+    return f"{s:.2g}lb"
 
 
 #: the ERM reference of a 1RSB row as the text table writes it (the JSON keeps the long form)

@@ -16,13 +16,16 @@ D; the y of Mézard–Parisi) weights states by e^{−sD·e}. One fixed-point ma
 * ridge prior (:func:`rsb1_prior`): V = 1/(λ + V̂), A = λ + V̂ − sδq̂, m = m̂/A,
   q₀ = (m̂² + q̂₀)/A², δq = V²δq̂/(1 − sVδq̂).
 
-:func:`solve_rsb1` iterates it at one s; :func:`thermodynamics` gives Φ(s), the complexity Σ(s) and
-the energy e(s) at a point; :func:`rsb1_ground_state` scans s, finds s* with Σ(s*) = 0 and returns
-the ground-state energy e_gs = Φ(s*) (= the 1RSB training objective per D) and test error, next to
+:func:`solve_rsb1` iterates it at one s; :func:`thermodynamics` gives Φ(s), its s.e., the complexity
+Σ(s) and the energy e(s) at a point; :func:`rsb1_ground_state` scans s by the zero-temperature rule
+(:mod:`~slrpipe.theory.replica.rsb1.scan`: e_gs = max_s Φ(s) = Φ(s*), Σ(s*) = 0, or a lower bound
+where no maximum is bracketed), next to the RS solution on the same samples. Everything is float64
+numpy around the JAX prox.
 
 Modules: ``sampling`` (the outer and inner samples, :class:`Rsb1Draw`), ``channel`` (the output
 channel, ridge prior and thermodynamics at one state), ``solve`` (the saddle point at one s),
-``scan`` (the s scan and the ground state read off it).
+``scan`` (the zero-temperature rule: the s scan, s* = argmax Φ or a lower bound), ``ground``
+(RS and the scan at one point).
 """
 
 from slrpipe.theory.replica.rsb1.channel import (
@@ -33,16 +36,9 @@ from slrpipe.theory.replica.rsb1.channel import (
     rsb1_prior,
     thermodynamics,
 )
+from slrpipe.theory.replica.rsb1.ground import GroundState, rsb1_ground_state
 from slrpipe.theory.replica.rsb1.sampling import Inner, Rsb1Draw, draw_inner
-from slrpipe.theory.replica.rsb1.scan import (
-    _SUMMARY,  # noqa: F401 (private, for the tests)
-    RISE_REL_TOL,
-    _scan,  # noqa: F401 (private, for the tests)
-    _star,  # noqa: F401 (private, for the tests)
-    physical,
-    physical_closed,
-    rsb1_ground_state,
-)
+from slrpipe.theory.replica.rsb1.scan import FALL_Z, ScanOptions, ScanResult, scan_potential
 from slrpipe.theory.replica.rsb1.solve import (
     Rsb1Options,
     inner_size_check,
@@ -55,15 +51,17 @@ __all__ = [
     "CONJ1",
     "STATE1",
     "Inner",
-    "RISE_REL_TOL",
+    "FALL_Z",
+    "GroundState",
     "Rsb1Draw",
     "Rsb1Options",
     "draw_inner",
     "inner_size_check",
-    "physical",
-    "physical_closed",
     "rs_on_samples",
     "rs_state",
+    "ScanOptions",
+    "ScanResult",
+    "scan_potential",
     "rsb1_channel",
     "rsb1_ground_state",
     "rsb1_prior",

@@ -185,7 +185,8 @@ def rsb1_channel(
         the key; with a shared inner set they miss its sampling error, which dominates at N₁ = 8 —
         compare N₁ with 4N₁, :func:`inner_size_check`; with independent sets that error is in the
         ``*_se``; docs/theory.md §13), prox_multi (fraction of prox solves with ≥ 2 starts ending at
-        different values), warm (N₀·N₁, 3, L).
+        different values), warm (N₀·N₁, 3, L), phi_out_samples (N₀,): Φ_out per outer sample (jackknifed
+        with ``debias``), whose antithetic-paired mean is ``phi_out``.
     Raises:
         ValueError: bad σ, α ≤ 0, s ≤ 0 or an invalid state.
         TypeError: an unknown prox option, or softmin among them.
@@ -208,6 +209,7 @@ def rsb1_channel(
         out[key], out[key + "_se"] = scale * mu, scale * se
     for c in ("k", "v"):
         out[f"q1hat_{c}"] = out[f"q0hat_{c}"] + out[f"dqhat_{c}"]
+    out["phi_out_samples"] = np.asarray(est["phi_out"], float)
     out["ess_median"] = float(np.median(st["ess"]))
     out["prox_multi"] = float(np.mean(p["n_best"] < p["n_starts"]))
     out["warm"] = np.stack([p["chi"], p["chi2"], p["chi3"]], axis=1)
@@ -250,7 +252,8 @@ def thermodynamics(lam, alpha, s, x, ch) -> dict:
     Σ = Σ_a [(s²/2) q̂₀δq − (s/2) Vδq̂ − ½ log(1 − sVδq̂)] − α E KL  (complexity per D; exact at the
         saddle, where it equals s² dΦ/ds);
     e = Φ + Σ/s  and  e_direct = α E⟨loss⟩ + (λ/2)(q₁_k + q₁_v)  (they agree at the saddle).
-    Returns dict: phi, sigma, sigma_se (outer MC s.e. of Σ, linearised), energy, energy_direct,
+    Returns dict: phi, phi_se (outer MC s.e. of Φ: that of α E Φ_out, the prior terms being
+    stationary at the saddle), sigma, sigma_se (outer MC s.e. of Σ, linearised), energy, energy_direct,
     energy_direct_se, objective (= energy_direct), train_loss; phi, sigma and energy are NaN where
     the conjugates leave the domain (1 − sVδq̂ ≤ 0, as a non-converged state can).
     """
@@ -278,6 +281,7 @@ def thermodynamics(lam, alpha, s, x, ch) -> dict:
     e_direct = alpha * ch["train_loss"] + 0.5 * lam * q1sum
     return {
         "phi": float(phi),
+        "phi_se": float(alpha * ch["phi_out_se"]),
         "sigma": float(sig),
         "sigma_se": float(math.sqrt(lin2)),
         "energy": float(phi + sig / s),

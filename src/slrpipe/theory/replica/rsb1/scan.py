@@ -1,230 +1,320 @@
-"""The s scan of the 1RSB and the ground state read off it (docs/theory.md §13)."""
+"""The zero-temperature 1RSB rule: scan the Parisi parameter s and read the ground state off Φ(s).
+
+The textbook rule (Mézard–Parisi; Monasson, PRL 75, 2847 (1995), "real replicas"; Mézard–Montanari,
+*Information, Physics, and Computation*, ch. 19; docs/theory.md §13): with the states weighted by
+e^{−sD·e}, the potential Φ(s) = min_e [e − Σ(e)/s] obeys the Legendre relations
+Σ(s) = s² dΦ/ds and e(s) = d(sΦ)/ds, and the ground-state energy is
+
+    e_gs = max_s Φ(s) = Φ(s*),  Σ(s*) = 0,  de/ds < 0 at s* (Σ(e) concave there).
+
+Φ rises for s < s* and falls beyond it (its analytic continuation, Σ < 0), so a maximum is
+*bracketed* when a converged row on each side of the row of largest Φ lies at least ``FALL_Z``
+standard errors of the difference below it (:func:`diff_se`: paired over the outer samples the rows
+of one scan share, where the rows carry them). :func:`scan_potential` applies it to any ``solve(s, near)``:
+
+1. solve the grid in ascending order and stop once the maximum is bracketed; where it is not,
+   extend the grid beyond the side that has not fallen, by the factor ``ScanOptions.extend``
+   (up: s·extend; down: s/extend), up to ``ScanOptions.max_rows`` solves in all;
+2. refine s* inside the bracket: the root of the closed-form Σ, linear between the maximum and a
+   converged neighbour where it changes sign with both values at least ``FALL_Z`` s.e. from zero
+   (the estimator then resolves its sign), else the vertex of the parabola of Φ through the maximum
+   and its two converged neighbours; solve there, and repeat on the rows with that solve (regula
+   falsi / successive parabolic fits) until the checks of 3 hold, at most
+   ``ScanOptions.refine_max`` solves;
+3. check s*: Σ(s*) = 0 within ``FALL_Z`` s.e. by the closed form and by s²Φ′ (the derivative of
+   the parabola of Φ through s* and its converged neighbours, its s.e. paired over the outer
+   samples, :func:`diff_se`), and de/ds < 0 there (the energies of those neighbours);
+4. where no maximum is bracketed, the largest Φ of a converged row is only a LOWER BOUND of e_gs.
+
+The complexity curve Σ(e) is drawn from the converged rows with de/ds < 0 (finite differences
+over converged neighbours) and Σ ≥ 0 only (:func:`on_curve`).
+
+Plain numpy, no solver: the exactly solvable random energy model checks it (tests/test_rsb1_scan.py).
+"""
 
 from __future__ import annotations
 
-import functools
-import logging
 import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from slrpipe.theory.replica.options import ReplicaTask
-from slrpipe.theory.replica.rsb1.channel import STATE1
-from slrpipe.theory.replica.rsb1.sampling import Rsb1Draw
-from slrpipe.theory.replica.rsb1.solve import Rsb1Options, rs_state, solve_rsb1
-
-log = logging.getLogger(__name__)
-
-_SUMMARY = (
-    "s",
-    "phi",
-    "sigma",
-    "sigma_se",
-    "energy",
-    "energy_direct",
-    "energy_direct_se",
-    "test_error",
-    "dq_k",
-    "dq_v",
-    "q1_k",
-    "q1_v",
-    "m_k",
-    "m_v",
-    "V_k",
-    "V_v",
-    "ess_median",
-    "residual",
-    "converged",
-    "dqhat_k_n1_bias",
-    "dqhat_v_n1_bias",
-    "dqhat_k_se",
-    "dqhat_v_se",
-    "phi_out_n1_bias",
-    "wall_time",
-)
+#: Φ must lie this many standard errors below its maximum on a converged row on each side for the
+#: maximum to count as bracketed; also the width, in s.e., of the checks Σ(s*) ≈ 0
+FALL_Z = 2.0
 
 
-_RS_KEYS = (
-    "objective",
-    "test_error",
-    "train_loss",
-    "train_loss_se",
-    "m_k",
-    "q_k",
-    "V_k",
-    "m_v",
-    "q_v",
-    "V_v",
-    "residual",
-    "converged",
-)
+@dataclass(frozen=True)
+class ScanOptions:
+    """How far :func:`scan_potential` extends the grid: ``extend`` (> 1), the factor beyond the
+        grid's end (or below its start) per added s; ``max_rows`` (≥ 1), the most s solved in all,
+        grid included (the refinement at s* not counted); ``refine_max`` (≥ 1), the most solves that refine
+    s* (each inside the bracket narrowed by the last, until the checks of s* hold). Raises ValueError
+    (one line) out of range."""
+
+    extend: float = 2.0
+    max_rows: int = 10
+    refine_max: int = 3
+
+    def __post_init__(self):
+        if not self.extend > 1:
+            raise ValueError(f"extend: must be > 1, got {self.extend}")
+        for name in ("max_rows", "refine_max"):
+            v = getattr(self, name)
+            if int(v) != v or v < 1:
+                raise ValueError(f"{name}: must be an integer ≥ 1, got {v}")
 
 
-def _log_scan(s, r) -> None:
-    log.info(
-        "1RSB scan s=%g: Φ=%.6f e=%.6f ± %.6f Σ=%.3e ± %.1e e_test=%.5f δq̂ N₁-bias (%.2g, %.2g) vs s.e. "
-        "(%.2g, %.2g), Φ_out N₁-bias %.2g, ESS %.1f",
-        s,
-        r["phi"],
-        r["energy_direct"],
-        r["energy_direct_se"],
-        r["sigma"],
-        r["sigma_se"],
-        r["test_error"],
-        r["dqhat_k_n1_bias"],
-        r["dqhat_v_n1_bias"],
-        r["dqhat_k_se"],
-        r["dqhat_v_se"],
-        r["phi_out_n1_bias"],
-        r["ess_median"],
-    )
+@dataclass(frozen=True)
+class StarCheck:
+    """The checks of s* (module docstring, 3): Σ(s*) by the closed form ± s.e. and by s²Φ′ ± s.e.,
+    de/ds there, and whether each holds (within ``FALL_Z`` s.e.; de/ds < 0). NaN: not estimable."""
+
+    sigma: float = math.nan
+    sigma_se: float = math.nan
+    sigma_fd: float = math.nan
+    sigma_fd_se: float = math.nan
+    de_ds: float = math.nan
+
+    @property
+    def sigma_ok(self) -> bool:
+        """|Σ(s*)| ≤ FALL_Z s.e. by the closed form."""
+        return bool(abs(self.sigma) <= FALL_Z * self.sigma_se)
+
+    @property
+    def sigma_fd_ok(self) -> bool:
+        """|s*²Φ′(s*)| ≤ FALL_Z s.e."""
+        return bool(abs(self.sigma_fd) <= FALL_Z * self.sigma_fd_se)
+
+    @property
+    def falling(self) -> bool:
+        """de/ds < 0 at s*."""
+        return bool(self.de_ds < 0)
+
+    @property
+    def ok(self) -> bool:
+        """All three."""
+        return self.sigma_ok and self.sigma_fd_ok and self.falling
 
 
-def _scan(solve, grid, rs, frac, stop_after_physical=True):
-    """Solve at each s of the ascending ``grid`` (``solve(s, init=, warm=)``: :func:`solve_rsb1` at
-    the point), each from the previous one's state and warm starts (the first, and any after a
-    collapse to RS, from the RS state with δq = frac·(q − m²)). With ``stop_after_physical``, once
-    the physical part has ended (:func:`physical_closed`) the remaining s are not solved: no row
-    after that turn is physical, so they change neither the state reported nor s* (a crossing
-    there lies off the physical part; slrpipe.store.rsb1), only the unphysical tail of Σ(e); their
-    rows are NaN, not converged. Returns (summaries ``_SUMMARY``, full results or None)."""
-    x, warm, scan, sols = rs_state(rs, frac), None, [], []
-    for s in grid:
-        if stop_after_physical and physical_closed(scan):
-            log.info("1RSB scan s=%g: not solved, the physical part ended before it", s)
-            scan.append(dict.fromkeys(_SUMMARY, math.nan) | {"s": float(s), "converged": False, "wall_time": 0.0})
-            sols.append(None)
-            continue
-        r = solve(s, init=x, warm=warm)
-        sols.append(r)
-        _log_scan(s, r)
-        scan.append({k: r[k] for k in _SUMMARY})
-        x, warm = np.array([r[k] for k in STATE1]), r["prox_warm"]
-        if r["dq_k"] + r["dq_v"] < 1e-6 * frac:  # collapsed to RS: re-seed the next s
-            x = rs_state(rs, frac)
-    return scan, sols
+@dataclass
+class ScanResult:
+    """What :func:`scan_potential` returns.
 
-
-def _star(solve, scan, sols) -> dict | None:
-    """The summary at s*, where Σ crosses zero from above between two successive converged grid
-    points (a row that did not converge between them is passed over: its Σ is not a solution's; s*
-    by linear interpolation, solved from the nearer one by ``solve`` as in :func:`_scan`); None
-    where it does not."""
-    done = [i for i, r in enumerate(scan) if r["converged"]]
-    for i, j in zip(done, done[1:]):
-        a, b = scan[i], scan[j]
-        if a["sigma"] > 0 >= b["sigma"]:
-            s_star = a["s"] + (b["s"] - a["s"]) * a["sigma"] / (a["sigma"] - b["sigma"])
-            near = sols[i] if s_star - a["s"] < b["s"] - s_star else sols[j]
-            r = solve(s_star, init=np.array([near[k] for k in STATE1]), warm=near["prox_warm"])
-            return {k: r[k] for k in _SUMMARY}
-    return None
-
-
-#: a converged scan row "rises" when its e(s) exceeds the previous one's by more than this many of
-#: its outer s.e. (:func:`physical`, :func:`physical_closed`: one rule for both)
-RISE_REL_TOL = 0.1
-
-
-def _turns(scan, rel_tol):
-    """(converged rows, rises, start): the converged rows of finite energy, whether each rises
-    above the previous one by more than ``rel_tol`` × its outer s.e., and the first one that the
-    next does not rise above (None where every one rises)."""
-    conv = [i for i, r in enumerate(scan) if r["converged"] and math.isfinite(r["energy_direct"])]
-    e = lambda i: scan[i]["energy_direct"]
-    rises = [e(b) > e(a) + rel_tol * scan[b]["energy_direct_se"] for a, b in zip(conv, conv[1:])]
-    return conv, rises, next((k for k, up in enumerate(rises) if not up), None)
-
-
-def physical(scan, rel_tol: float = RISE_REL_TOL) -> np.ndarray:
-    """Which rows of an s scan (``rsb1_ground_state(...)["scan"]``, ascending s) lie on the physical
-    part of the complexity curve, where de/ds ≤ 0 (Σ(e) concave, docs/theory.md §13). A converged
-    row "rises" when its e(s) exceeds the previous converged row's by more than ``rel_tol`` × its
-    outer s.e. (the energies of one scan share their samples, so their differences are far less
-    noisy than that s.e.). The physical part starts at the first converged row that the next one
-    does not rise above — where e(s) stops rising: a scan that starts at small s on the convex
-    branch (de/ds > 0, Σ → 0⁺ as s → 0) reaches the concave one only there — and runs up to the
-    next rise; every row after that turn is not physical. Where every converged row rises, the
-    first one alone (its Φ is still a lower bound of e_gs).
-
-    Returns:
-        bool array, one per row.
+    rows: one per s (ascending), what ``solve`` returned (the solves that refine s* with
+    ``refined`` True), or ``{"s": s, "converged": False, "solved": False}`` for a grid s left
+    unsolved after the bracket was found.
+    top: index of the converged row of largest Φ (None: no converged row).
+    bracket: (lo, hi) indices of converged rows on each side of ``top`` at least ``FALL_Z`` s.e.
+    below it (None: not bracketed; e_gs ≥ Φ[top] is then only a lower bound).
+    s_star, star: the last refined s* and the solve there (NaN / None where not bracketed).
+    refine: how s* was placed: "sigma root", "phi fit" or "" (none).
+    check: the :class:`StarCheck` at s*.
     """
-    conv, rises, start = _turns(scan, rel_tol)
-    start = start or 0
-    stop = next((k + 1 for k in range(start, len(rises)) if rises[k]), len(conv))
-    out = np.zeros(len(scan), bool)
-    out[conv[start:stop]] = True
+
+    rows: list
+    top: int | None = None
+    bracket: tuple | None = None
+    s_star: float = math.nan
+    star: dict | None = None
+    refine: str = ""
+    check: StarCheck = field(default_factory=StarCheck)
+
+    @property
+    def bracketed(self) -> bool:
+        """Whether a maximum of Φ is bracketed (s* found)."""
+        return self.bracket is not None
+
+    @property
+    def reported(self) -> dict | None:
+        """The state reported: the solve at s* where it converged, else the row of largest Φ (a
+        lower bound where not bracketed); None where no row converged."""
+        if self.star is not None and self.star["converged"]:
+            return self.star
+        return None if self.top is None else self.rows[self.top]
+
+    @property
+    def lower_bound(self) -> bool:
+        """True where the reported Φ is only a lower bound of e_gs (no bracket, a converged row)."""
+        return self.top is not None and not self.bracketed
+
+
+def _conv(rows) -> list[int]:
+    return [i for i, r in enumerate(rows) if r.get("converged") and math.isfinite(r.get("phi", math.nan))]
+
+
+def paired_se(x) -> float:
+    """Standard error of the mean of per-outer-sample values x (N,), N even, pairing the antithetic
+    halves (sample i with i + N/2), as the channel's estimators do."""
+    x = np.asarray(x, float)
+    h = x.shape[0] // 2
+    p = 0.5 * (x[:h] + x[h:])
+    return float(p.std(ddof=1) / math.sqrt(h))
+
+
+def _shared(*rows) -> bool:
+    """Whether every row carries ``phi_samples`` on the same outer samples (one scan's solves)."""
+    samples = [r.get("phi_samples") for r in rows]
+    return all(v is not None for v in samples) and len({np.shape(v) for v in samples}) == 1
+
+
+def diff_se(a: dict, b: dict) -> float:
+    """Standard error of Φ_a − Φ_b: paired over the outer samples where both rows carry
+    ``phi_samples`` (the Monte Carlo part of Φ per outer sample, common random numbers: the
+    difference is far less noisy than either value), else the two s.e. combined as if independent."""
+    if _shared(a, b):
+        return paired_se(np.asarray(a["phi_samples"]) - np.asarray(b["phi_samples"]))
+    return math.hypot(a.get("phi_se", 0.0), b.get("phi_se", 0.0))
+
+
+def _fallen(top: dict, row: dict) -> bool:
+    """Φ of ``row`` at least FALL_Z s.e. (of the difference, :func:`diff_se`) below ``top``'s."""
+    return top["phi"] - row["phi"] >= FALL_Z * diff_se(top, row)
+
+
+def bracket(rows) -> tuple[int | None, tuple | None, str]:
+    """(top, (lo, hi) or None, the side still to extend: "up", "down" or "") of ``rows``
+    (ascending s; each with s, phi, phi_se, converged) by the rule of the module docstring; lo and hi
+    are the converged rows nearest the top that have fallen FALL_Z s.e. below it."""
+    conv = _conv(rows)
+    if not conv:
+        return None, None, "up"
+    top = max(conv, key=lambda i: rows[i]["phi"])
+    lo = next((i for i in reversed(conv) if i < top and _fallen(rows[top], rows[i])), None)
+    hi = next((i for i in conv if i > top and _fallen(rows[top], rows[i])), None)
+    if lo is not None and hi is not None:
+        return top, (lo, hi), ""
+    return top, None, ("up" if hi is None else "down")
+
+
+def _parabola(s, phi):
+    """Coefficients (a, b, c) of a s² + b s + c through three points."""
+    return np.polyfit(np.asarray(s, float), np.asarray(phi, float), 2)
+
+
+def _neighbours(rows, conv, i) -> tuple[int, int]:
+    k = conv.index(i)
+    return conv[k - 1], conv[k + 1]
+
+
+def refine(rows, top: int, lo_hi: tuple) -> tuple[float, str]:
+    """s* inside the bracket of ``top`` (module docstring, 2): (s*, "sigma root" | "phi fit")."""
+    conv = [i for i in _conv(rows) if lo_hi[0] <= i <= lo_hi[1]]
+    a, b = _neighbours(rows, conv, top)
+    for i, j in ((a, top), (top, b)):
+        ri, rj = rows[i], rows[j]
+        resolved = all(abs(r["sigma"]) >= FALL_Z * r["sigma_se"] for r in (ri, rj))
+        if resolved and ri["sigma"] > 0 > rj["sigma"]:
+            return ri["s"] + (rj["s"] - ri["s"]) * ri["sigma"] / (ri["sigma"] - rj["sigma"]), "sigma root"
+    p2, p1, _ = _parabola([rows[i]["s"] for i in (a, top, b)], [rows[i]["phi"] for i in (a, top, b)])
+    s_v = -p1 / (2 * p2) if p2 < 0 else rows[top]["s"]
+    return float(min(max(s_v, rows[a]["s"]), rows[b]["s"])), "phi fit"
+
+
+def star_check(rows, star: dict) -> StarCheck:
+    """The checks of s* (module docstring, 3) from the solve ``star`` and its converged neighbours
+    in ``rows`` (one on each side; NaN entries where a side has none)."""
+    s = star["s"]
+    conv = _conv(rows)
+    left = [i for i in conv if rows[i]["s"] < s]
+    right = [i for i in conv if rows[i]["s"] > s]
+    chk = {"sigma": star["sigma"], "sigma_se": star["sigma_se"]}
+    if left and right and star["converged"]:
+        a, b = rows[left[-1]], rows[right[0]]
+        pts = (a, star, b)
+        ss = np.array([r["s"] for r in pts])
+        # derivative at s of the Lagrange parabola through the three points: weights w·Φ
+        w = np.array(
+            [
+                (2 * s - ss[1] - ss[2]) / ((ss[0] - ss[1]) * (ss[0] - ss[2])),
+                (2 * s - ss[0] - ss[2]) / ((ss[1] - ss[0]) * (ss[1] - ss[2])),
+                (2 * s - ss[0] - ss[1]) / ((ss[2] - ss[0]) * (ss[2] - ss[1])),
+            ]
+        )
+        phi = np.array([r["phi"] for r in pts])
+        chk["sigma_fd"] = float(s * s * w @ phi)
+        if _shared(*pts):  # paired over the outer samples
+            chk["sigma_fd_se"] = s * s * paired_se(sum(wj * np.asarray(r["phi_samples"]) for wj, r in zip(w, pts)))
+        else:
+            se = np.array([r.get("phi_se", 0.0) for r in pts])
+            chk["sigma_fd_se"] = float(s * s * math.sqrt(float((w * se) @ (w * se))))
+        chk["de_ds"] = (b["energy_direct"] - a["energy_direct"]) / (b["s"] - a["s"])
+    return StarCheck(**chk)
+
+
+def de_ds(rows) -> np.ndarray:
+    """de/ds per row (ascending s) by finite differences of e over the converged rows (central
+    inside, one-sided at the ends; NaN for a row not converged or a lone converged row)."""
+    out = np.full(len(rows), np.nan)
+    conv = _conv(rows)
+    if len(conv) < 2:
+        return out
+    s = np.array([rows[i]["s"] for i in conv])
+    e = np.array([rows[i]["energy_direct"] for i in conv])
+    out[conv] = np.gradient(e, s)
     return out
 
 
-def physical_closed(scan, rel_tol: float = RISE_REL_TOL) -> bool:
-    """Whether the physical part of the rows so far (:func:`physical`) is final: it has started (a
-    converged row the next one does not rise above) and ended (a later rise). Rows added after
-    that are never physical, whatever they are; before it, a later row can still start or extend
-    the physical part (a scan on the convex branch, where every row so far rises)."""
-    _, rises, start = _turns(scan, rel_tol)
-    return start is not None and any(rises[start:])
+def on_curve(rows) -> np.ndarray:
+    """Which rows draw the complexity curve Σ(e): converged, de/ds < 0 and Σ ≥ 0 (bool per row)."""
+    d = de_ds(rows)
+    sig = np.array([r.get("sigma", np.nan) for r in rows], float)
+    conv = np.array([bool(r.get("converged")) for r in rows])
+    with np.errstate(invalid="ignore"):
+        return conv & (d < 0) & (sig >= 0)
 
 
-def rsb1_ground_state(
-    task: ReplicaTask,
-    lam,
-    alpha,
-    *,
-    draw: Rsb1Draw | None = None,
-    s_grid=(0.5, 1.0, 2.0, 4.0, 8.0),
-    frac=0.05,
-    rs: dict | None = None,
-    options: Rsb1Options | None = None,
-    stop_after_physical: bool = True,
-) -> dict:
-    """RS and 1RSB ground state of ridge ERM at one (λ, α) on the same samples (docs/theory.md §13).
+def _nearest(rows, s) -> dict | None:
+    solved = [r for r in rows if r.get("solved", True)]
+    return min(solved, key=lambda r: abs(math.log(r["s"] / s))) if solved else None
 
-    The RS fixed point (``solve_replica`` with the hard channel, ``softmin=None``, on the outer
-    fields) starts a scan over ``s_grid`` (ascending, each s warm-started from the previous one; the
-    first from the RS state with δq = frac·(q − m²)). The ground state is where Σ(s) crosses zero from
-    above: s* by linear interpolation of Σ between the bracketing converged grid points (rows that
-    did not converge are passed over), then one more solve at s*. Where Σ > 0 on the whole grid no crossing is claimed (``star`` is None; the largest Φ on
-    the grid is then only a lower bound of e_gs).
+
+def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: ScanOptions | None = None) -> ScanResult:
+    """The rule of the module docstring on ``solve``.
 
     Args:
-        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (sigma, model, nu, L, delta),
-            or a plain tuple of those five, as for ``solve_replica``.
-        lam: ridge λ > 0.  alpha: n/D > 0 (floats).
-        draw: :class:`Rsb1Draw` (None: ``Rsb1Draw()``): n_outer N₀ (outer QMC samples, the RS
-            sample size), n_inner N₁ (multiple of 4), seed / inner_seed their seeds.
-        s_grid: Parisi parameters (> 0), a sequence of floats.  frac: δq/(q − m²) of the first
-            start (float).  rs: an RS solution on the same fields to reuse.
-        options: :class:`Rsb1Options` of every :func:`solve_rsb1` (defaults if None).
-        stop_after_physical: leave the s after the end of the physical part unsolved (NaN rows,
-            :func:`_scan`); False solves the whole grid (the unphysical tail of Σ(e) too).
+        solve: ``solve(s, near)`` → a row dict with at least s, phi, phi_se (outer Monte Carlo s.e.
+            of Φ; optionally phi_samples (N₀,), its Monte Carlo part per outer sample), sigma, sigma_se (the closed-form complexity ± s.e.), energy_direct (e(s)) and
+            converged; ``near`` is the solved row nearest s in log s (None for the first), to start from.
+        grid: Parisi parameters > 0 (solved in ascending order).
+        options: :class:`ScanOptions` (defaults if None).
     Returns:
-        dict: rs (the RS solution: objective, test_error, train_loss(+_se), order parameters,
-        residual, converged), scan (list of per-s summaries, keys ``_SUMMARY``), star (the summary at
-        s*, or None), e_gs (Φ(s*) or NaN), test_error_gs, n_outer, n_inner.
+        :class:`ScanResult`.
     Raises:
-        ValueError: as :func:`solve_rsb1`, or an empty / non-positive s_grid.
-        TypeError: ``task`` not of five fields.
+        ValueError: an empty grid or an s ≤ 0.
     """
-    from slrpipe.theory.replica.solver import solve_replica
-
-    task = ReplicaTask(*task).normalised()
-    grid = sorted(float(v) for v in s_grid)
-    if not grid or grid[0] <= 0:
-        raise ValueError(f"s_grid: need Parisi parameters > 0, got {list(s_grid)}")
-    fields, inner = Rsb1Draw(*(draw or ())).samples(task)
-    if rs is None:
-        rs = solve_replica(task, lam, alpha, fields=fields, softmin=None)
-    solve = functools.partial(solve_rsb1, task, float(lam), float(alpha), samples=(fields, inner), options=options)
-    scan, sols = _scan(solve, grid, rs, frac, stop_after_physical)
-    star = _star(solve, scan, sols)
-    return {
-        "rs": {k: rs[k] for k in _RS_KEYS},
-        "scan": scan,
-        "star": star,
-        "e_gs": star["phi"] if star else math.nan,
-        "test_error_gs": star["test_error"] if star else math.nan,
-        "n_outer": fields.n,
-        "n_inner": inner.n,
-    }
+    o = options or ScanOptions()
+    todo = sorted(float(v) for v in grid)
+    if not todo or todo[0] <= 0:
+        raise ValueError(f"s_grid: need Parisi parameters > 0, got {list(grid)}")
+    rows: list[dict] = []
+    side = "up"
+    while len([r for r in rows if r.get("solved", True)]) < o.max_rows:
+        if todo:
+            s = todo.pop(0)
+        else:
+            ends = [r["s"] for r in rows]
+            s = max(ends) * o.extend if side == "up" else min(ends) / o.extend
+        rows.append(solve(s, _nearest(rows, s)))
+        rows.sort(key=lambda r: r["s"])
+        top, lo_hi, side = bracket(rows)
+        if lo_hi is not None:
+            break
+    rows += [{"s": s, "converged": False, "solved": False} for s in todo]
+    rows.sort(key=lambda r: r["s"])
+    top, lo_hi, _ = bracket(rows)
+    res = ScanResult(rows=rows, top=top, bracket=lo_hi)
+    for _ in range(o.refine_max if lo_hi is not None else 0):
+        s_star, how = refine(res.rows, res.top, res.bracket)
+        if any(r["s"] == s_star for r in res.rows):  # the bracket cannot be narrowed further
+            break
+        star = solve(s_star, _nearest(res.rows, s_star)) | {"refined": True}
+        others = list(res.rows)
+        res.rows = sorted([*others, star], key=lambda r: r["s"])
+        res.s_star, res.refine, res.star, res.check = s_star, how, star, star_check(others, star)
+        if not star["converged"] or res.check.ok:
+            break
+        res.top, res.bracket, _ = bracket(res.rows)
+    res.top, res.bracket, _ = bracket(res.rows)  # on the final rows (refined solves included)
+    return res

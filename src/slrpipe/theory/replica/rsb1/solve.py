@@ -200,6 +200,7 @@ def _rsb1_outputs(pt: _Rsb1Point, s, x, ch) -> dict:
     out.update(thermodynamics(pt.lam, pt.alpha, s, x, ch))
     out["test_error"] = rs_test_error(pt.sigma, pt.model, pt.nu, pt.L, pt.delta, (x[0], x[1] + x[2], x[4], x[5] + x[6]))
     out.update({k: v for k, v in ch.items() if k.endswith("_n1_bias")})
+    out["phi_samples"] = pt.alpha * ch["phi_out_samples"]
     return out
 
 
@@ -247,8 +248,9 @@ def solve_rsb1(
             n_steps, patience.
     Returns:
         dict: the state ``STATE1`` (and q1_k, q1_v), the conjugates ``CONJ1`` with ``*_se``,
-        :func:`thermodynamics` (phi, sigma, sigma_se, energy, energy_direct, objective,
-        train_loss), test_error (RS formula of docs/theory.md §7 at (m, q₁): a typical minimum at s),
+        :func:`thermodynamics` (phi, phi_se, sigma, sigma_se, energy, energy_direct, objective,
+        train_loss), phi_samples (N₀,): α Φ_out per outer sample (the Monte Carlo part of Φ: the
+        antithetic-paired s.e. of differences between solves on the same samples is that of ΔΦ), test_error (RS formula of docs/theory.md §7 at (m, q₁): a typical minimum at s),
         ess_median, ``*_n1_bias``, residual, converged, iterations, wall_time, s, n_outer, n_inner,
         prox_warm. Reported at the last full pass's state when converged, else at the best one.
     Raises:

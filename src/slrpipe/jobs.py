@@ -264,13 +264,15 @@ class Rsb1Job:
     s_extend: float
     s_max_rows: int
     frac: float
-    tol: float
-    max_iter: int
+    tol: float | None
+    max_iter: int | None
     rs: str
 
     def __post_init__(self):
-        for name in ("nu", "delta", "lam", "alpha", "frac", "tol", "s_extend"):
+        for name in ("nu", "delta", "lam", "alpha", "frac", "s_extend"):
             object.__setattr__(self, name, float(getattr(self, name)))
+        if self.tol is not None:  # None: the solver's default (commands.rsb1.resolved)
+            object.__setattr__(self, "tol", float(self.tol))
         object.__setattr__(self, "L", length_law(self.L))
         object.__setattr__(self, "s_grid", _floats(self.s_grid))
 
@@ -284,11 +286,12 @@ class Rsb1ErrorJob:
 
     rsb1: str
     batches: int
-    tol: float
-    max_iter: int
+    tol: float | None
+    max_iter: int | None
 
     def __post_init__(self):
-        object.__setattr__(self, "tol", float(self.tol))
+        if self.tol is not None:  # None: the solver's default (commands.rsb1.resolved)
+            object.__setattr__(self, "tol", float(self.tol))
 
 
 #: the record each command consumes

@@ -10,6 +10,7 @@ netCDF file (:func:`dataset`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 
@@ -79,10 +80,18 @@ def add_arguments(p) -> None:
     p.add_argument("--s-extend", required=True, type=float, help="factor by which the s grid is extended (> 1)")
     p.add_argument("--s-max-rows", required=True, type=int, help="most s solved in all (grid and extensions)")
     p.add_argument("--frac", type=float, default=0.05, help="start δq = frac·(q − m²) from the RS state")
-    p.add_argument("--tol", type=float, default=2e-4, help="fixed-point tolerance")
-    p.add_argument("--max-iter", type=int, default=80, help="channel evaluations per s")
+    p.add_argument("--tol", type=float, help="fixed-point tolerance (default: Rsb1Options')")
+    p.add_argument("--max-iter", type=int, help="channel evaluations per s (default: Rsb1Options')")
     p.add_argument("--rs", required=True, help="the RS sweep file (slrpipe replica) whose fixed point starts RS")
     p.add_argument("--out", required=True, help="output netCDF path")
+
+
+def resolved(job, options_cls):
+    """``job`` with a tol / max_iter not given (None) set to the solver's default (``options_cls``,
+    :class:`~slrpipe.theory.replica.rsb1.Rsb1Options`: the one declaration of those defaults besides
+    the config schema's)."""
+    fill = {k: getattr(options_cls, k) for k in ("tol", "max_iter") if getattr(job, k) is None}
+    return dataclasses.replace(job, **fill) if fill else job
 
 
 def rs_start(path, lam: float, alpha: float) -> dict:
@@ -224,7 +233,7 @@ def run(args) -> int:
         line and exits with 2)."""
     from slrpipe.theory.replica import ReplicaTask, rsb1
 
-    job = from_namespace(Rsb1Job, args)
+    job = resolved(from_namespace(Rsb1Job, args), rsb1.Rsb1Options)
     if len(job.L) != 1:
         raise ValueError(f"L: the replica solver needs a fixed length, got {text(job.L)}")
     task = ReplicaTask(job.sigma, job.model, job.nu, next(iter(job.L)), job.delta).normalised()

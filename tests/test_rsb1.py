@@ -360,3 +360,52 @@ def test_ground_state_scans_by_the_zero_temperature_rule_and_writes_its_record(m
     assert int(ds.scan_refined.sum()) >= 1 and ds.sizes["s"] == 5 + int(ds.scan_refined.sum())
     assert ds.scan_on_curve.values.tolist() == (ds.s.values <= 2 * math.sqrt(ln2)).tolist()
     ds.to_netcdf(tmp_path / "p.nc")  # every variable and attribute writable
+
+
+def test_n0_check_solves_rs_and_the_reported_state_again_on_twice_the_outer_samples(monkeypatch):
+    """``slrpipe rsb1 --n0-check`` (commands.rsb1.doubled): RS from the sweep's start and the 1RSB
+    state at the reported s from the reported state, each on 2N₀ outer samples (stand-ins for the
+    solvers record what they are given)."""
+    from slrpipe.commands.rsb1 import N0X2, doubled
+    from slrpipe.jobs import Rsb1Job
+
+    seen = {}
+
+    def rs(task, lam, alpha, fields, init):
+        seen["rs"] = fields.n
+        return None, {"objective": 1.1, "test_error": 0.4}
+
+    def solve(task, lam, alpha, s, *, samples, init, options):
+        seen["rsb1"] = (samples[0].n, samples[1].xi_k.shape[0], s, float(init[2]))
+        return {"phi": 1.2, "test_error": 0.45, "converged": True}
+
+    monkeypatch.setattr(rsb1, "rs_on_samples", rs)
+    monkeypatch.setattr(rsb1, "solve_rsb1", solve)
+    job = Rsb1Job(
+        model="spiked",
+        nu=1.0,
+        L=2,
+        delta=0.0,
+        sigma="softmax",
+        lam=0.1,
+        alpha=1.0,
+        n_outer=8,
+        n_inner=4,
+        seed=0,
+        inner_seed=1,
+        s_grid=(1.0,),
+        s_extend=2.0,
+        s_max_rows=2,
+        frac=0.05,
+        tol=2e-4,
+        max_iter=5,
+        rs="rs.nc",
+        n0_check=True,
+    )
+    task = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0)
+    reported = dict(zip(rsb1.STATE1, [0.1, 0.5, 0.2, 1.0] * 2)) | {"s": 1.7}
+    out = doubled(task, job, {}, reported, rsb1.Rsb1Options())
+    assert set(out) == set(N0X2) and seen == {"rs": 16, "rsb1": (16, 16, 1.7, 0.2)}
+    assert out["objective"] == 1.2 and out["rs_test_error"] == 0.4 and out["converged"]
+    nothing = doubled(task, job, {}, None, rsb1.Rsb1Options())  # no state reported: RS only
+    assert math.isnan(nothing["objective"]) and nothing["rs_objective"] == 1.1

@@ -552,3 +552,27 @@ def test_1rsb_agrees_only_with_the_objective_test_error_and_overlaps_within_its_
     assert r["erm_overlaps_ref"] == "ground" and r["rsb1_m_v_batch_se"] == pytest.approx(0.01)
     assert verdict(q1_k=58.1)["verdict"] == "1RSB does not close the gap"
     assert verdict(bracketed=0.0, tag="lb")["verdict"] == "1RSB not judged"
+
+
+def test_1rsb_that_moves_from_n0_to_2n0_by_half_its_correction_is_not_converged(tmp_path):
+    """RS on 2N₀ samples moves the objective from 1.0 to 1.12 against a 1RSB correction of 0.2
+    (1.2 − 1.0): more than half, "Monte Carlo not converged"; moving by 0.05 (and the state by
+    0.01), the comparison stands ("1RSB does not close the gap": objective 1.2 ± 0.01 against α·J
+    = 1.4, no overlaps measured by ERM here)."""
+    from slrpipe.store.aggregate import open_store
+
+    def row(rs_2n0, tag):
+        rsb1 = rsb1_at_alpha1(rs_objective=1.0, rs_test_error=0.5, test_error=0.6)
+        rsb1 |= {"rsb1_test_error_batch_se": [0.005, np.nan], "rsb1_n0x2_rs_objective": [rs_2n0, np.nan]}
+        rsb1 |= {"rsb1_n0x2_objective": [1.21, np.nan], "rsb1_n0x2_rs_test_error": [0.5, np.nan]}
+        rsb1 |= {"rsb1_n0x2_test_error": [0.6, np.nan]}
+        path = store(tmp_path / tag, 0.1, extra_rep=rsb1, extra_erm={"train_loss": [1.4, 0.35]})
+        return compare(open_store(path), CONFIG)[0]
+
+    r = row(1.12, "far")
+    assert r["rsb1_n0_drift_objective"] == pytest.approx(0.12) and r["rsb1_mc_converged"] == 0.0
+    assert r["verdict"] == "Monte Carlo not converged"
+    r = row(1.05, "near")
+    assert r["rsb1_n0_drift_objective"] == pytest.approx(0.05) and r["rsb1_mc_converged"] == 1.0
+    assert r["verdict"] == "1RSB does not close the gap"
+    assert np.isnan(compare(open_store(store(tmp_path / "p", 0.1)), CONFIG)[0].get("rsb1_mc_converged", np.nan))

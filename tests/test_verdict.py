@@ -63,6 +63,7 @@ def test_order_of_the_rules():
         "ERM not at a minimum",
         "1RSB agrees",
         "1RSB not judged",
+        "Monte Carlo not converged",
         "RS unstable",
         "1RSB does not close the gap",
         "unexplained",
@@ -136,3 +137,17 @@ def test_missing_theory_and_bad_rule():
         verdict(T, TSE, Measurement(1.0, 0.01), rule=Rule(max_abs_z=0.0))
     # a rule with no relative clause: 3 % away at |z| = 30 disagrees
     assert verdict(T, 0.0, Measurement(1.03, 0.001), rule=Rule(rel_tol=0.0), rs_stable=True) == "unexplained"
+
+
+def test_1rsb_that_moves_with_n0_is_monte_carlo_not_converged():
+    """RS or the 1RSB state moving from N₀ to 2N₀ by more than half the 1RSB correction (as RS's
+    objective 0.320 → 0.351 against a correction of 0.033): "Monte Carlo not converged", whatever
+    the agreement; not checked (None): the other rules."""
+    import dataclasses
+
+    agreeing = _rsb1(1.2)
+    drifting = dataclasses.replace(agreeing, mc_converged=False)
+    assert verdict(T, TSE, _far(), _ground(1.21, 0.01), rsb1=drifting) == "Monte Carlo not converged"
+    assert verdict(T, TSE, _far(), _ground(1.21, 0.01), rsb1=dataclasses.replace(agreeing, mc_converged=True)) == (
+        "1RSB agrees"
+    )

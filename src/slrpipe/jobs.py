@@ -246,7 +246,8 @@ class Rsb1Job:
     the data law, σ, λ, α; the outer samples (n_outer N₀, the RS fields of ``seed``) and inner
     samples (n_inner N₁ per outer sample, ``inner_seed``); the Parisi parameters scanned (s_grid,
     ascending; extended by the factor s_extend up to s_max_rows solves in all where no maximum of Φ
-    is bracketed, slrpipe.theory.replica.rsb1.scan), the start δq = frac·(q − m²), the fixed-point tolerance and budget per s; ``rs``:
+    is bracketed, slrpipe.theory.replica.rsb1.scan; ``n0_check``: RS and the state reported solved
+    again at 2N₀, the convergence in N₀), the start δq = frac·(q − m²), the fixed-point tolerance and budget per s; ``rs``:
     the RS sweep file whose fixed point at (λ, α) starts the RS solve on these samples."""
 
     model: str
@@ -267,6 +268,7 @@ class Rsb1Job:
     tol: float | None
     max_iter: int | None
     rs: str
+    n0_check: bool = False
 
     def __post_init__(self):
         for name in ("nu", "delta", "lam", "alpha", "frac", "s_extend"):

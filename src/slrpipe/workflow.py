@@ -523,6 +523,7 @@ def _plan_rsb1(exp: dict, p: Plan, stem: str, members: tuple, law: dict, *, sigm
             s_grid=o["s_grid"],
             s_extend=o["s_extend"],
             s_max_rows=o["s_max_rows"],
+            n0_check=o["n0_check"],
             frac=o["frac"],
             tol=o["tol"],
             max_iter=o["max_iter"],

@@ -82,6 +82,7 @@ def add_arguments(p) -> None:
     p.add_argument("--frac", type=float, default=0.05, help="start δq = frac·(q − m²) from the RS state")
     p.add_argument("--tol", type=float, help="fixed-point tolerance (default: Rsb1Options')")
     p.add_argument("--max-iter", type=int, help="channel evaluations per s (default: Rsb1Options')")
+    p.add_argument("--n0-check", action="store_true", help="also solve RS and the state reported at 2N₀")
     p.add_argument("--rs", required=True, help="the RS sweep file (slrpipe replica) whose fixed point starts RS")
     p.add_argument("--out", required=True, help="output netCDF path")
 
@@ -133,6 +134,8 @@ REPORTED = (
     ("q1_k", "q1_k"),
     ("q1_v", "q1_v"),
 )
+#: RS and the state reported solved again at 2N₀ outer samples (``--n0-check``), stored as ``n0x2_<name>``
+N0X2 = ("rs_objective", "rs_test_error", "objective", "test_error", "converged")
 #: the checks of s* (slrpipe.theory.replica.rsb1.scan.StarCheck), stored as ``star_<name>``
 CHECKS = ("sigma", "sigma_se", "sigma_fd", "sigma_fd_se", "de_ds")
 
@@ -180,7 +183,9 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     ``test_error`` (a typical minimum), ``dq_k``, ``dq_v``, ``distance`` = 2(δq_k + δq_v) (the
     predicted (1/D)|W_a − W_b|² between two minima), ``m_k``, ``m_v``, ``q1_k``, ``q1_v``,
     ``converged``. Coordinates: σ, the data law, λ, α; attributes: the samples, solver and scan
-    options, ``refine`` (how s* was placed).
+    options, ``refine`` (how s* was placed); ``n0x2_*`` (:data:`N0X2`): RS and the state reported
+    (at s_reported, from that state) on 2N₀ outer samples (:func:`doubled`), NaN unless
+    ``n0_check``.
     """
     rows = res["rows"]
     nan = math.nan
@@ -202,6 +207,7 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
         s_star=((), float(res.get("s_star", nan))),
         s_reported=((), float(res.get("s_reported", nan))),
         **{f"star_{k}": ((), float(res.get(f"star_{k}", nan))) for k in CHECKS},
+        **{f"n0x2_{k}": ((), float(res.get("n0x2", {}).get(k, nan))) for k in N0X2},
     )
     L = next(iter(job.L))
     s = np.array([r["s"] for r in rows], float)
@@ -223,6 +229,25 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
         rs_start=job.rs,
     )
     return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def doubled(task, job: Rsb1Job, init: dict, reported: dict | None, options) -> dict:
+    """RS and the 1RSB state reported solved again on 2N₀ outer samples (a draw of 2N₀ with the
+    point's seeds), at the reported s from the reported state: ``N0X2`` (the state's NaN
+    where none is reported), for the convergence in N₀ (slrpipe.store.verdict)."""
+    from slrpipe.theory.replica import rsb1
+
+    draw = rsb1.Rsb1Draw(2 * job.n_outer, job.n_inner, job.seed, job.inner_seed)
+    fields, inner = draw.samples(task)
+    _, hard = rsb1.rs_on_samples(task, job.lam, job.alpha, fields, init)
+    out = {"rs_objective": hard["objective"], "rs_test_error": hard["test_error"]}
+    out |= {"objective": math.nan, "test_error": math.nan, "converged": False}
+    if reported is not None:
+        x = np.array([reported[k] for k in rsb1.STATE1])
+        r = rsb1.solve_rsb1(task, job.lam, job.alpha, reported["s"], samples=(fields, inner), init=x, options=options)
+        out |= {"objective": r["phi"], "test_error": r["test_error"], "converged": bool(r["converged"])}
+    log.info("at 2N₀ = %d: %s", 2 * job.n_outer, out)
+    return out
 
 
 def run(args) -> int:
@@ -258,7 +283,10 @@ def run(args) -> int:
     res = rsb1.rsb1_ground_state(
         task, job.lam, job.alpha, draw=draw, s_grid=job.s_grid, frac=job.frac, rs=hard, options=options, scan=scan
     )
-    ds = dataset(job, record(res))
+    rec = record(res)
+    if job.n0_check:
+        rec["n0x2"] = doubled(task, job, init, rec["reported"], options)
+    ds = dataset(job, rec)
     ds.attrs.update(provenance(command="rsb1", nu_text=text(job.nu)))
     write_netcdf(ds, args.out)
     return 0

@@ -27,9 +27,10 @@ VERDICT_COLORS = {
     VERDICTS[3]: "#e7b7d3",  # ERM not at a minimum
     VERDICTS[4]: "#c7e9c0",  # 1RSB agrees
     VERDICTS[5]: "#d9d9d9",  # 1RSB not judged
-    VERDICTS[6]: "#b9a9d9",  # RS unstable
-    VERDICTS[7]: "#f4a582",  # 1RSB does not close the gap
-    VERDICTS[8]: "#e8776f",  # unexplained
+    VERDICTS[6]: "#bdbdbd",  # Monte Carlo not converged
+    VERDICTS[7]: "#b9a9d9",  # RS unstable
+    VERDICTS[8]: "#f4a582",  # 1RSB does not close the gap
+    VERDICTS[9]: "#e8776f",  # unexplained
     UNMEASURED: "#f4a582",
     MISSING: "#dddddd",
 }

@@ -141,7 +141,10 @@ LADDER_COLUMNS = [
 #: distance between the two lowest minima found on the same data (slrpipe.store.distance.second_lowest;
 #: seed mean, D → ∞ where there is a ladder) — RS predicts 0, 1RSB 2 tr δQ; ERM's ground-state overlaps
 #: ``erm_<o>`` ± ``erm_<o>_se`` for o in m_k, m_v, q_k, q_v (D → ∞ where there is a ladder, else the
-#: seed mean at the largest D; ``erm_overlaps_ref``), beside 1RSB's m_k, m_v, q₁_k, q₁_v
+#: seed mean at the largest D; ``erm_overlaps_ref``), beside 1RSB's m_k, m_v, q₁_k, q₁_v; where RS and
+#: the state were solved again at 2N₀ (``n0_check``, ``rsb1_n0x2_*``) the larger drift of the two from
+#: N₀ per quantity (``rsb1_n0_drift_*``) and whether both stay within half the 1RSB correction
+#: (``rsb1_mc_converged``, NaN: not checked; slrpipe.store.verdict)
 #: the overlaps of the 1RSB state (m, q₁ = the self-overlap of one minimum) and ERM's ground-state
 #: overlaps they are compared with: (1RSB name, ERM name)
 OVERLAP_PAIRS = (("m_k", "m_k"), ("m_v", "m_v"), ("q1_k", "q_k"), ("q1_v", "q_v"))
@@ -172,6 +175,7 @@ RSB1_COLUMNS = [
     *(f"rsb1_{o}_batch_se" for o in RSB1_OVERLAPS),
     "rsb1_objective_batch_bias",
     "rsb1_test_error_batch_bias",
+    *(f"rsb1_n0x2_{k}" for k in ("rs_objective", "rs_test_error", "objective", "test_error", "converged")),
     "rsb1_batches_converged",
     "rsb1_erm_objective",
     "rsb1_erm_objective_se",
@@ -188,6 +192,9 @@ RSB1_COLUMNS = [
     "erm_distance_se",
     *(f"erm_{e}{x}" for _, e in OVERLAP_PAIRS for x in ("", "_se")),
     "erm_overlaps_ref",
+    "rsb1_n0_drift_objective",
+    "rsb1_n0_drift_test",
+    "rsb1_mc_converged",
 ]
 #: RSB1_COLUMNS read from the replica node as they are (its ``rsb1_*`` variables, slrpipe.store.aggregate)
 _RSB1 = RSB1_COLUMNS[: RSB1_COLUMNS.index("rsb1_batches_converged") + 1]
@@ -333,6 +340,25 @@ def _erm_overlaps(link, sigma, lam, alpha) -> dict:
     return out
 
 
+def _n0_drift(row: dict) -> dict:
+    """``rsb1_n0_drift_objective`` / ``_test``: the larger of RS's and the 1RSB state's change from N₀
+    to 2N₀ outer samples, and ``rsb1_mc_converged``: 1.0 where each is at most half the 1RSB
+    correction |1RSB − RS| of its quantity, 0.0 where one is not, NaN where not checked."""
+    num = lambda x: float(x) if _finite(x) else np.nan
+    out, ok = {}, []
+    for q, name in (("objective", "objective"), ("test_error", "test")):
+        drift = max(
+            abs(num(row.get(f"rsb1_n0x2_{q}")) - num(row.get(f"rsb1_{q}"))),
+            abs(num(row.get(f"rsb1_n0x2_rs_{q}")) - num(row.get(f"rsb1_rs_{q}"))),
+        )
+        out[f"rsb1_n0_drift_{name}"] = drift
+        ok.append(
+            drift <= 0.5 * abs(num(row.get(f"rsb1_{q}")) - num(row.get(f"rsb1_rs_{q}"))) if _finite(drift) else None
+        )
+    out["rsb1_mc_converged"] = np.nan if None in ok else float(all(ok))
+    return out
+
+
 def _rsb1_evidence(row: dict) -> Rsb1Evidence:
     """The 1RSB state of a row for the verdict (slrpipe.store.verdict, rule 5): bracketed or not, its
     test error ± batch-means s.e., and the objective and overlaps ± their batch-means s.e. (the
@@ -347,11 +373,13 @@ def _rsb1_evidence(row: dict) -> Rsb1Evidence:
     for o, e in OVERLAP_PAIRS:
         m = Measurement(num(row.get(f"erm_{e}")), num(row.get(f"erm_{e}_se")))
         others.append(Compared(o, num(row.get(f"rsb1_{o}")), num(row.get(f"rsb1_{o}_batch_se")), (m,)))
+    mc = row.get("rsb1_mc_converged")
     return Rsb1Evidence(
         row.get("rsb1_bracketed") == 1,
         num(row.get("rsb1_test_error")),
         num(row.get("rsb1_test_error_batch_se")),
         tuple(others),
+        bool(mc) if _finite(mc) else None,
     )
 
 
@@ -562,6 +590,7 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
         row.update(_rsb1_gap(row, limit))
         row.update(_erm_distance(link.by_D, sigma, lam, alpha))
         row.update(_erm_overlaps(link, sigma, lam, alpha))
+        row.update(_n0_drift(row))
     evidence = _rsb1_evidence(row) if rsb1 else None
     row["verdict"] = _verdict_at(th, mean, se, ground, lad, crit, evidence, (converged, ground_converged))
     return row

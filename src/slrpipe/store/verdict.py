@@ -31,6 +31,9 @@ Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order
   6. ``1RSB not judged``: not 1–4, 1RSB solved but no maximum of Φ bracketed (its objective only a
      lower bound of e_gs), or every quantity of 5 that is measured on both sides (its 1RSB s.e. and
      an ERM value) agrees but some are not: no claim either way;
+  6b. ``Monte Carlo not converged``: not 1–4, 1RSB solved and checked at 2N₀ outer samples
+     (``n0_check``), and RS or the 1RSB state moved from N₀ to 2N₀ by more than half the 1RSB
+     correction (1RSB − RS) of the objective or the test error: no 1RSB verdict on that evidence;
   7. ``RS unstable``: not 1–4, 1RSB not solved there, and the RS fixed point is unstable
      (``rs_stable`` False, docs/theory.md §11): the replica-symmetric prediction is not expected
      to be exact there;
@@ -60,6 +63,7 @@ VERDICTS = (
     "ERM not at a minimum",
     "1RSB agrees",
     "1RSB not judged",
+    "Monte Carlo not converged",
     "RS unstable",
     "1RSB does not close the gap",
     "unexplained",
@@ -133,12 +137,14 @@ class Rsb1Evidence:
     """The 1RSB state of a point for rules 5–6: whether a maximum of Φ was bracketed (s* found),
     its test error ± Monte Carlo s.e. (compared with the ground state and the informed start given
     to :func:`verdict`) and the other quantities that must agree (:class:`Compared`: the
-    objective and the overlaps q₁_k, q₁_v, m_k, m_v)."""
+    objective and the overlaps q₁_k, q₁_v, m_k, m_v); ``mc_converged``: whether RS and the state
+    moved by at most half the 1RSB correction from N₀ to 2N₀ outer samples (None: not checked)."""
 
     bracketed: bool
     test_error: float
     test_error_se: float
     others: tuple = ()
+    mc_converged: bool | None = None
 
 
 #: defaults of :func:`verdict`: nothing measured (the ground state of a point with one start) and
@@ -191,12 +197,14 @@ def verdict(
         return _rsb1_verdict(rsb1, erm, ground, rule)
     stable = None if rs_stable is None or (isinstance(rs_stable, float) and math.isnan(rs_stable)) else bool(rs_stable)
     if stable is False:
-        return VERDICTS[6]
-    return VERDICTS[8] if _finite(theory_se) else UNMEASURED
+        return VERDICTS[7]
+    return VERDICTS[9] if _finite(theory_se) else UNMEASURED
 
 
 def _rsb1_verdict(ev: Rsb1Evidence, erm: Measurement, ground: Measurement, rule: Rule) -> str:
-    """Rules 5, 6 and 8 at a point where 1RSB was solved."""
+    """Rules 5, 6, 6b and 8 at a point where 1RSB was solved."""
+    if ev.mc_converged is False:
+        return VERDICTS[6]
     if not ev.bracketed:
         return VERDICTS[5]
     quantities = (Compared("test_error", ev.test_error, ev.test_error_se, (ground, erm)), *ev.others)
@@ -207,7 +215,7 @@ def _rsb1_verdict(ev: Rsb1Evidence, erm: Measurement, ground: Measurement, rule:
         agrees(m.value, m.se, q.value, q.se, max_abs_z=z, rel_tol=rel) or _limit_agrees(m, q.value, q.se, z)
     )
     if not all(any(close(q, m) for m in q.erm) for q in measured):
-        return VERDICTS[7]
+        return VERDICTS[8]
     return VERDICTS[4] if len(measured) == len(quantities) else VERDICTS[5]
 
 

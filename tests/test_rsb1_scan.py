@@ -132,13 +132,19 @@ def test_false_bracket_rate_on_a_flat_potential_is_that_of_the_two_se_rule():
 
 
 def test_rem_with_noise_of_known_se_finds_the_ground_state_within_its_errors():
-    """Noise of sd 2·10⁻³ on Φ and 10⁻² on Σ (the s.e. reported): on every one of 50 draws the
-    maximum is bracketed on the grid (the true drops, ≥ 0.1, are ≫ 2 s.e.), and the Φ reported lies
-    within 4 s.e. + the curvature bound of e_gs."""
+    """Noise of sd σ_Φ = 2·10⁻³ on Φ and σ_Σ = 10⁻² on Σ (the s.e. reported), 50 draws: the maximum
+    is bracketed on the grid every time (the true falls around it, ≥ 0.1, are ≫ 2 s.e.); the Φ
+    reported is the REM's at the s reported within 4 σ_Φ (its own noise); and where the closed-form
+    check Σ(s*) ≈ 0 holds (|Σ̂| ≤ 2 σ_Σ), s* lies within (2 + 4) σ_Σ / |Σ′(s*)| of the true one
+    (Σ′ = −s/2; 4 σ_Σ for Σ̂'s own noise), so Φ(s*) is within ½|Φ″| (s − s*)² of e_gs."""
+    sig_se = 1e-2
     for seed in range(50):
-        res = scan_potential(rem(2e-3, 1e-2, np.random.default_rng(seed)), [0.5, 1.0, 2.0, 4.0, 8.0])
+        res = scan_potential(rem(2e-3, sig_se, np.random.default_rng(seed)), [0.5, 1.0, 2.0, 4.0, 8.0])
         assert res.bracketed and 1.0 < res.s_star < 4.0
-        assert abs(res.reported["phi"] - E_GS) < 4 * 2e-3 + phi_bound(1.0, 4.0) * 0.1
+        s = res.reported["s"]
+        assert abs(res.reported["phi"] - (-s / 4 - LN2 / s)) <= 4 * 2e-3
+        if res.check.sigma_ok:
+            assert abs(s - S_STAR) <= (FALL_Z + 4) * sig_se / (S_STAR / 2), (seed, s)
 
 
 def test_scan_options_are_checked():

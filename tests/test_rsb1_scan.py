@@ -54,7 +54,7 @@ def test_rem_maximum_on_the_grid_is_bracketed_and_refined():
     res = scan_potential(rem(calls=calls), [0.5, 1.0, 2.0, 4.0, 8.0])
     assert calls[:4] == [0.5, 1.0, 2.0, 4.0]  # stops once Φ(4) has fallen: 8 is never solved
     assert res.bracketed and res.star["converged"] and not res.lower_bound
-    lo, hi = (res.rows[i] for i in res.bracket)
+    lo, hi = res.rows[res.bracket.lo], res.rows[res.bracket.hi]
     assert lo["s"] < S_STAR < hi["s"] and res.rows[res.top]["phi"] - max(lo["phi"], hi["phi"]) >= FALL_Z * 1.4e-3
     assert res.refine == "sigma root"  # Σ(1) = 0.44, Σ(2) = −0.31, both resolved (s.e. 0.01)
     assert 1.0 < res.s_star < 2.0 and abs(res.s_star - S_STAR) < 0.02
@@ -125,7 +125,7 @@ def test_false_bracket_rate_on_a_flat_potential_is_that_of_the_two_se_rule():
     hits = 0
     for p in phi:
         rows = [{"s": s, "phi": v, "phi_se": se, "converged": True} for s, v in zip((1.0, 2.0, 3.0), p)]
-        hits += bracket(rows)[1] is not None
+        hits += bracket(rows).found
     sd = math.sqrt(p_one * (1 - p_one) / n)
     assert abs(hits / n - p_one) < 4 * sd, (hits / n, p_one, sd)
     assert p_one < 0.01  # the rule: a false maximum on three flat rows well under 1 %

@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -98,6 +99,26 @@ class StarCheck:
         return self.sigma_ok and self.sigma_fd_ok and self.falling
 
 
+class Bracket(NamedTuple):
+    """The maximum of Φ over the converged rows of a scan (:func:`bracket`): ``top``, the index of
+    the row of largest Φ; ``lo`` / ``hi``, the converged rows nearest it on each side at least
+    ``FALL_Z`` s.e. below it; ``extend``, the side still to extend ("up", "down", "" when found).
+    None: no such row."""
+
+    top: int | None
+    lo: int | None
+    hi: int | None
+    extend: str
+
+    @property
+    def found(self) -> bool:
+        """Whether the maximum is bracketed (lo and hi both exist)."""
+        return self.lo is not None and self.hi is not None
+
+
+NO_BRACKET = Bracket(None, None, None, "up")
+
+
 @dataclass
 class ScanResult:
     """What :func:`scan_potential` returns.
@@ -105,17 +126,15 @@ class ScanResult:
     rows: one per s (ascending), what ``solve`` returned (the solves that refine s* with
     ``refined`` True), or ``{"s": s, "converged": False, "solved": False}`` for a grid s left
     unsolved after the bracket was found.
-    top: index of the converged row of largest Φ (None: no converged row).
-    bracket: (lo, hi) indices of converged rows on each side of ``top`` at least ``FALL_Z`` s.e.
-    below it (None: not bracketed; e_gs ≥ Φ[top] is then only a lower bound).
+    bracket: the :class:`Bracket` of the final rows (its top: the converged row of largest Φ, None
+    where no row converged; not found: e_gs ≥ Φ[top] is then only a lower bound).
     s_star, star: the last refined s* and the solve there (NaN / None where not bracketed).
     refine: how s* was placed: "sigma root", "phi fit" or "" (none).
     check: the :class:`StarCheck` at s*.
     """
 
     rows: list
-    top: int | None = None
-    bracket: tuple | None = None
+    bracket: Bracket = NO_BRACKET
     s_star: float = math.nan
     star: dict | None = None
     refine: str = ""
@@ -124,7 +143,12 @@ class ScanResult:
     @property
     def bracketed(self) -> bool:
         """Whether a maximum of Φ is bracketed (s* found)."""
-        return self.bracket is not None
+        return self.bracket.found
+
+    @property
+    def top(self) -> int | None:
+        """Index of the converged row of largest Φ (None: no converged row)."""
+        return self.bracket.top
 
     @property
     def reported(self) -> dict | None:
@@ -173,19 +197,17 @@ def _fallen(top: dict, row: dict) -> bool:
     return top["phi"] - row["phi"] >= FALL_Z * diff_se(top, row)
 
 
-def bracket(rows) -> tuple[int | None, tuple | None, str]:
-    """(top, (lo, hi) or None, the side still to extend: "up", "down" or "") of ``rows``
-    (ascending s; each with s, phi, phi_se, converged) by the rule of the module docstring; lo and hi
-    are the converged rows nearest the top that have fallen FALL_Z s.e. below it."""
+def bracket(rows) -> Bracket:
+    """The :class:`Bracket` of ``rows`` (ascending s; each with s, phi, phi_se, converged) by the
+    rule of the module docstring."""
     conv = _conv(rows)
     if not conv:
-        return None, None, "up"
+        return NO_BRACKET
     top = max(conv, key=lambda i: rows[i]["phi"])
     lo = next((i for i in reversed(conv) if i < top and _fallen(rows[top], rows[i])), None)
     hi = next((i for i in conv if i > top and _fallen(rows[top], rows[i])), None)
-    if lo is not None and hi is not None:
-        return top, (lo, hi), ""
-    return top, None, ("up" if hi is None else "down")
+    extend = "" if lo is not None and hi is not None else ("up" if hi is None else "down")
+    return Bracket(top, lo, hi, extend)
 
 
 def _parabola(s, phi):
@@ -198,9 +220,10 @@ def _neighbours(rows, conv, i) -> tuple[int, int]:
     return conv[k - 1], conv[k + 1]
 
 
-def refine(rows, top: int, lo_hi: tuple) -> tuple[float, str]:
-    """s* inside the bracket of ``top`` (module docstring, 2): (s*, "sigma root" | "phi fit")."""
-    conv = [i for i in _conv(rows) if lo_hi[0] <= i <= lo_hi[1]]
+def refine(rows, b: Bracket) -> tuple[float, str]:
+    """s* inside the found bracket ``b`` (module docstring, 2): (s*, "sigma root" | "phi fit")."""
+    top = b.top
+    conv = [i for i in _conv(rows) if b.lo <= i <= b.hi]
     a, b = _neighbours(rows, conv, top)
     for i, j in ((a, top), (top, b)):
         ri, rj = rows[i], rows[j]
@@ -298,15 +321,15 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
             s = max(ends) * o.extend if side == "up" else min(ends) / o.extend
         rows.append(solve(s, _nearest(rows, s)))
         rows.sort(key=lambda r: r["s"])
-        top, lo_hi, side = bracket(rows)
-        if lo_hi is not None:
+        b = bracket(rows)
+        side = b.extend
+        if b.found:
             break
     rows += [{"s": s, "converged": False, "solved": False} for s in todo]
     rows.sort(key=lambda r: r["s"])
-    top, lo_hi, _ = bracket(rows)
-    res = ScanResult(rows=rows, top=top, bracket=lo_hi)
-    for _ in range(o.refine_max if lo_hi is not None else 0):
-        s_star, how = refine(res.rows, res.top, res.bracket)
+    res = ScanResult(rows=rows, bracket=bracket(rows))
+    for _ in range(o.refine_max if res.bracketed else 0):
+        s_star, how = refine(res.rows, res.bracket)
         if any(r["s"] == s_star for r in res.rows):  # the bracket cannot be narrowed further
             break
         star = solve(s_star, _nearest(res.rows, s_star)) | {"refined": True}
@@ -315,6 +338,6 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
         res.s_star, res.refine, res.star, res.check = s_star, how, star, star_check(others, star)
         if not star["converged"] or res.check.ok:
             break
-        res.top, res.bracket, _ = bracket(res.rows)
-    res.top, res.bracket, _ = bracket(res.rows)  # on the final rows (refined solves included)
+        res.bracket = bracket(res.rows)
+    res.bracket = bracket(res.rows)  # on the final rows (refined solves included)
     return res

@@ -1,6 +1,6 @@
 """The 1RSB complexity curve Σ(e) at one point, with the energies of ERM's minima placed on it
 (docs/theory.md §13): informed start, random starts (mean over the restarts of each seed) and the
-ground state found over all starts, each extrapolated D → ∞ (slrpipe.store.ladder.point_ladder) with
+ground state found over all starts, each extrapolated D → ∞ (slrpipe.analysis.ladder.point_ladder) with
 its s.e. band, and the RS objective on the same outer samples.
 
 Inputs: the JSON of ``scripts/rsb1_table.py --json`` (the RS solution and the s scan: Φ(s), the
@@ -21,9 +21,9 @@ import json
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
+from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.ladder import point_ladder
 from slrpipe.figures.style import COLORS, legend_below, panels, save
-from slrpipe.store.aggregate import open_store
-from slrpipe.store.ladder import point_ladder
 from slrpipe.theory.replica import rsb1
 
 

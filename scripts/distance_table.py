@@ -1,8 +1,8 @@
 """Distance between the minima that ERM's informed start and a random start reach on the same data,
-over a D ladder (config/distance.yaml; store variable ``dist_informed``, slrpipe.store.distance):
+over a D ladder (config/distance.yaml; store variable ``dist_informed``, slrpipe.analysis.distance):
 per (σ, λ, α), the seed mean ± s.e. of d = (1/D)(|k_a − k_b|² + |v_a − v_b|²) at each D, how many
 seeds reached the informed start's minimum (d < SAME), the mean objective gap 𝓛/D (random −
-informed), and the extrapolation D → ∞ (a + b/D or a + b/√D, slrpipe.store.ladder.point_ladder).
+informed), and the extrapolation D → ∞ (a + b/D or a + b/√D, slrpipe.analysis.ladder.point_ladder).
 Replica symmetry predicts d → 0; a finite limit says the starts end in distinct minima.
 
 With more starts per seed (``restarts`` ≥ 2, e.g. 1 informed + 9 random), a second table: the
@@ -10,7 +10,7 @@ distance between the two lowest minima found on the same data, d₂ (the ``dist_
 of second-lowest final objective), per D and D → ∞; how many starts reached the ground state found
 (d < SAME to it); the distance of that ground state to the informed start's minimum; and the
 objective gap 𝓛/D between the two lowest. A third: the ground state found over all starts
-(``*_ground``, slrpipe.store.ground) against the informed start — objective 𝓛/D and test error
+(``*_ground``, slrpipe.analysis.ground) against the informed start — objective 𝓛/D and test error
 (the population risk at the learned weights, ``test_error_pop``) per D and D → ∞.
 
 Usage: python scripts/distance_table.py --store results/slr.zarr --experiment spiked_L3_nu1
@@ -24,8 +24,8 @@ import numpy as np
 import xarray as xr
 from _erm_args import erm_arguments
 
-from slrpipe.store.aggregate import open_store
-from slrpipe.store.ladder import point_ladder
+from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.ladder import point_ladder
 
 #: below this d the two starts count as the same minimum (L-BFGS stops at |∇| ~ 1e-6 or so)
 SAME = 1e-4
@@ -76,7 +76,7 @@ def main():
             cells.append(f"{mean:.4f}±{se:.4f} {int((x < SAME).sum())}/{x.size} {np.nanmean(g):+.3f}")
         _row((s, lam, al), cells, 22, pl)
     print(
-        "cells: mean ± s.e. (t-corrected, slrpipe.store.extrapolate.ladder_means) of d, seeds at the informed minimum, mean objective gap 𝓛/D (random − informed)"
+        "cells: mean ± s.e. (t-corrected, slrpipe.analysis.extrapolate.ladder_means) of d, seeds at the informed minimum, mean objective gap 𝓛/D (random − informed)"
     )
     if node.sizes.get("restart", 1) >= 2:
         lowest_two(node, a.optimizer)

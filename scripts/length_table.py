@@ -14,9 +14,9 @@ import json
 
 import numpy as np
 
-from slrpipe.store.aggregate import open_store
-from slrpipe.store.ground import reference
-from slrpipe.store.ladder import largest_D
+from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.ground import reference
+from slrpipe.analysis.ladder import largest_D
 
 
 def ms(da) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 from _erm_args import erm_arguments
 
+from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.ground import reached, reference
 from slrpipe.figures.optimization import RTOL, _replica, _setting, best_random, replica_at
-from slrpipe.store.aggregate import open_store
-from slrpipe.store.ground import reached, reference
 
 
 def ms(da):

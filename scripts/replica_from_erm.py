@@ -25,7 +25,7 @@ os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 
 import numpy as np
 
-from slrpipe.store.aggregate import open_store
+from slrpipe.analysis.aggregate import open_store
 from slrpipe.theory.replica import Draw, ReplicaTask, solve_replica
 from slrpipe.theory.replica.solver import STATE
 

@@ -9,7 +9,7 @@ largest Φ on that part (converged, de/ds ≤ 0: ``rsb1.physical``; Φ(s) ≤ e_
 several starts per seed (config/distance.yaml): the ground state found over all starts, objective
 𝓛/D and test error (population risk at the learned weights), and the distances d
 (informed vs first random start) and d₂ (the two lowest minima), all extrapolated D → ∞
-(slrpipe.store.ladder.point_ladder); and the gap closed, (1RSB − RS)/(ERM − RS), for the objective
+(slrpipe.analysis.ladder.point_ladder); and the gap closed, (1RSB − RS)/(ERM − RS), for the objective
 and the test error ("no gap" where ERM's D → ∞ value lies within 2 s.e. of RS's: ERM's s.e. and,
 for the objective, the RS objective's outer Monte Carlo s.e. combined; the RS test error's is not
 estimated here).
@@ -28,9 +28,9 @@ import numpy as np
 import xarray as xr
 from distance_table import two_lowest
 
-from slrpipe.store.aggregate import open_store
-from slrpipe.store.ladder import point_ladder
-from slrpipe.store.rsb1 import choose, gap_closed, max_inside
+from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.ladder import point_ladder
+from slrpipe.analysis.rsb1 import choose, gap_closed, max_inside
 from slrpipe.theory.replica import rsb1
 
 
@@ -120,7 +120,7 @@ def row(scan: dict, stores) -> str:
 
 def _closed(theory: float, rs: float, erm: tuple[float, float], rs_se: float = math.nan) -> str:
     """(1RSB − RS)/(ERM − RS), or why not: no ERM limit, or an RS–ERM gap under 2 s.e. (ERM's and,
-    where given, the RS value's outer Monte Carlo s.e. combined; slrpipe.store.rsb1.gap_closed)."""
+    where given, the RS value's outer Monte Carlo s.e. combined; slrpipe.analysis.rsb1.gap_closed)."""
     if not math.isfinite(erm[0]):
         return "—"
     fraction, z = gap_closed(theory, rs, erm[0], erm[1], rs_se)

@@ -1,9 +1,9 @@
 """The verdict table of a validation run as markdown, as docs/validation.md quotes it: per point
 the theory, ERM from the informed start and the ground state at each D of the ladder, the D → ∞
 limit of each (law; z against the theory), RS stability (replicon, prox ties among the theory's
-samples) and the verdict (slrpipe.store.verdict); then the count of each verdict.
+samples) and the verdict (slrpipe.analysis.verdict); then the count of each verdict.
 
-The rendering is :func:`slrpipe.store.validation.format_markdown` (the one that also writes
+The rendering is :func:`slrpipe.analysis.validation.format_markdown` (the one that also writes
 ``results/validation.txt``'s rows); this script only reads ``results/validation.json``.
 
 Usage: python scripts/validation_table.py [results/validation.json]
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 
-from slrpipe.store.validation import format_markdown
+from slrpipe.analysis.validation import format_markdown
 
 
 def main(path="results/validation.json"):

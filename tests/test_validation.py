@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from slrpipe.analysis.validation import ValidationFailed, compare, validate_store
 from slrpipe.io import write_zarr
-from slrpipe.store.validation import ValidationFailed, compare, validate_store
 
 ALPHAS = [1.0, 4.0]
 
@@ -76,12 +76,12 @@ def test_small_bias_within_relative_tolerance_passes(tmp_path):
 
 
 def test_non_converged_theory_is_not_enforced(tmp_path):
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     rows = compare(open_store(store(tmp_path, 0.1, converged=False, extra_rep={"alpha_reached_down": 4.0})), CONFIG)
     assert not any(r["enforced"] for r in rows) and not any(r["agrees"] for r in rows)
     # the table says where the branch followed from above stopped (α = 4 on the way to α = 1)
-    from slrpipe.store.validation import format_table
+    from slrpipe.analysis.validation import format_table
 
     notes = format_table(rows).split("notes:\n", 1)[1].splitlines()
     assert notes[0].endswith(": not enforced (not converged); branch ends from above at α=4")
@@ -92,8 +92,8 @@ def test_runs_stopped_short_of_the_gradient_test_are_counted_and_noted(tmp_path)
     # every seed's run converged at α = 1, none at α = 4 (stopped by max_iter): the row carries the
     # fraction, the text table notes the α = 4 point only; where ERM agrees the verdict does not
     # depend on it
-    from slrpipe.store.aggregate import open_store
-    from slrpipe.store.validation import _stopped_short, format_table
+    from slrpipe.analysis.aggregate import open_store
+    from slrpipe.analysis.validation import _stopped_short, format_table
 
     rows = compare(open_store(store(tmp_path, 0.0, extra_erm={"converged": [1.0, 0.0]})), CONFIG)
     assert [r["erm_converged"] for r in rows] == [1.0, 0.0]
@@ -128,7 +128,7 @@ def test_risk_at_learned_weights_is_compared_when_present(tmp_path):
 
 
 def test_monte_carlo_error_of_the_theory_enters_z(tmp_path):
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     # theory = the mean over 4 Monte Carlo draws (0.55), its error = s.d. 0.1 / √4 = 0.05; ERM at
     # 0.6 ± small: z = 0.05 / √(se² + 0.05²) ≈ 1 instead of ≈ 20 against the single draw 0.5
@@ -142,17 +142,17 @@ def test_monte_carlo_error_of_the_theory_enters_z(tmp_path):
 
 
 def test_two_rs_branches_are_reported_not_enforced(tmp_path):
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     rows = compare(open_store(store(tmp_path, 0.1, extra_rep={"n_branches": 2, "test_error_alt": 0.6})), CONFIG)
     assert not any(r["enforced"] for r in rows) and all(r["theory_alt"] == pytest.approx(0.6) for r in rows)
-    from slrpipe.store.validation import format_table
+    from slrpipe.analysis.validation import format_table
 
     assert "2 RS branches" in format_table(rows)
 
 
 def test_ill_conditioned_theory_is_reported_not_enforced(tmp_path):
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     # one draw moves the theory by 0.04 / 0.5 = 8 % > max_theory_rel_sd (3 %): near a fold
     bad = compare(
@@ -168,9 +168,9 @@ def test_ill_conditioned_theory_is_reported_not_enforced(tmp_path):
 
 def test_rs_stability_and_verdict_columns(tmp_path):
     """RS stability from the replica output enters the rows (grid points only) and decides the
-    verdict of a disagreeing point: RS unstable vs unexplained (slrpipe.store.verdict)."""
-    from slrpipe.store.aggregate import open_store
-    from slrpipe.store.validation import format_table
+    verdict of a disagreeing point: RS unstable vs unexplained (slrpipe.analysis.verdict)."""
+    from slrpipe.analysis.aggregate import open_store
+    from slrpipe.analysis.validation import format_table
 
     bad = compare(open_store(store(tmp_path, 0.1, extra_rep={"rs_stable": 0.0, "replicon": 1.3})), CONFIG)
     assert all(r["rs_stable"] == 0.0 and r["replicon"] == pytest.approx(1.3) for r in bad)
@@ -219,8 +219,8 @@ def test_rsb1_columns_give_the_fraction_of_the_gap_closed(tmp_path):
     """Where the replica experiment solved 1RSB (rsb1_* in its node) each row gets the 1RSB columns:
     (1RSB − RS)/(ERM − RS) of the objective and of the test error, RS on the 1RSB samples, the ERM
     reference named; a point 1RSB did not solve (NaN) gets NaN and no line in the 1RSB section."""
-    from slrpipe.store.aggregate import open_store
-    from slrpipe.store.validation import RSB1_COLUMNS, format_table
+    from slrpipe.analysis.aggregate import open_store
+    from slrpipe.analysis.validation import RSB1_COLUMNS, format_table
 
     rsb1 = rsb1_at_alpha1(rs_objective=1.0, rs_test_error=0.5, test_error=0.53)
     # ERM 0.6 ± 0.005 and α·J = 1.4 at α = 1
@@ -246,8 +246,8 @@ def test_batch_means_errors_give_the_error_of_the_fraction_closed(tmp_path):
     1RSB ± that s.e. and the fraction closed ± √(x_se² + f² erm_se²)/|ERM − RS|: test error 0.53 ±
     0.02 against RS 0.5 and ERM 0.6 ± 0.0016 → f = 0.3 ± 0.2; objective 1.2 ± 0.05 against RS 1.0
     and ERM 1.4 (no s.e.) → f = 0.5 ± 0.125."""
-    from slrpipe.store.aggregate import open_store
-    from slrpipe.store.validation import format_table
+    from slrpipe.analysis.aggregate import open_store
+    from slrpipe.analysis.validation import format_table
 
     rsb1 = rsb1_at_alpha1(rs_objective=1.0, rs_test_error=0.5, test_error=0.53)
     rsb1.update(
@@ -271,8 +271,8 @@ def test_a_gap_under_two_standard_errors_gets_no_fraction(tmp_path):
     noises), the gap in s.e. is reported and the text says 'no gap'. Test error: RS 0.598 against ERM
     0.6 ± 0.0016 (this store's 4 seeds) → z ≈ 1.2; objective: RS 1.0 ± 0.3 (outer s.e.) against ERM 1.4
     (no s.e.) → z = 1.33. With RS at 0.5 and 0.0 ± 0.1 both gaps are resolved (z ≈ 60, 14)."""
-    from slrpipe.store.aggregate import open_store
-    from slrpipe.store.validation import format_table
+    from slrpipe.analysis.aggregate import open_store
+    from slrpipe.analysis.validation import format_table
 
     def rows(rs_test, rs_obj, rs_obj_se):
         rsb1 = rsb1_at_alpha1(rs_objective=rs_obj, rs_test_error=rs_test, test_error=0.599, rs_objective_se=rs_obj_se)
@@ -302,7 +302,7 @@ def ladder_store(tmp_path, informed, random, random_loss=None, extra_rep=()):
     (objectives: the random start is lower: 0.9, or ``random_loss(D)`` + the same seed noise),
     values ``informed(D)`` / ``random(D)`` + seed noise (s.d. 0.002, centred per D so each seed
     mean is exact); replica 0.5 at α = 1, RS stable, plus ``extra_rep`` (name, value) pairs."""
-    from slrpipe.store.ground import add_ground_state
+    from slrpipe.analysis.ground import add_ground_state
 
     rng = np.random.default_rng(1)
     noise = rng.normal(0, 0.002, size=(len(LADDER), 4))
@@ -352,7 +352,7 @@ def test_rsb1_gap_uses_the_ground_state_extrapolated_over_the_ladder(tmp_path):
     1/D laws + seed noise s.d. 0.002 over 4 seeds), RS 0.55 / 0.7, 1RSB 0.52 / 0.75 → closed
     0.3 and 0.5 (at the largest D, 800, they would be 0.26 and 0.44); the verdict is "1RSB does
     not close the gap" (ERM 0.45 vs 1RSB 0.52: 13 %, z ≫ 4)."""
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     rsb1 = (
         ("rsb1_rs_objective", 0.7),
@@ -379,8 +379,8 @@ def test_ladder_rows_extrapolate_and_decide_the_verdict(tmp_path):
     """Informed start 0.5 + 40/D: 5 % off at the largest D (z ≈ 50), its exact 1/D limit is the
     theory → "agrees after D → ∞". Informed flat at 0.6 but the lower-objective random start
     0.5 + 40/D → "ERM not at its ground state". Both at 0.6 → "unexplained" (RS stable)."""
-    from slrpipe.store.aggregate import open_store
-    from slrpipe.store.validation import format_table
+    from slrpipe.analysis.aggregate import open_store
+    from slrpipe.analysis.validation import format_table
 
     finite = lambda D: 0.5 + 40.0 / D
     flat = lambda D: 0.6 + 0 * D
@@ -406,8 +406,8 @@ def test_ladder_rows_extrapolate_and_decide_the_verdict(tmp_path):
 def test_text_table_is_at_most_120_columns_and_markdown_has_every_point(tmp_path):
     """The widest cases: long names, every note, a 6-rung ladder, large values; the markdown
     rendering (docs/validation.md's table) of the same rows."""
-    from slrpipe.store.aggregate import open_store
-    from slrpipe.store.validation import WIDTH, format_markdown, format_table
+    from slrpipe.analysis.aggregate import open_store
+    from slrpipe.analysis.validation import WIDTH, format_markdown, format_table
 
     rows = compare(
         open_store(
@@ -488,7 +488,7 @@ def test_validation_figure_title_gives_the_range_of_D():
 def test_points_outside_the_theory_grid_are_reported_not_enforced(tmp_path):
     # ERM at α = 1 and 4 against a replica sweep of α = 4 only (a costly L solved at large α), and
     # an ERM σ the sweep lacks: every point gets a row with the same columns, NaN theory where none
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     path = store(tmp_path, 0.0, extra_rep={"prox_tie_fraction": 0.0})
     tree = open_store(path)
@@ -513,7 +513,7 @@ def test_the_s_column_of_the_1rsb_section_marks_s_star_and_a_bracketing_maximum(
     """``2.9*`` at s*; ``1^`` at a largest Φ with lower physical rows on both sides (s* bracketed);
     ``4`` at a largest Φ at the physical part's end (a lower bound only); '—' where not solved; a
     store aggregated before ``rsb1_phi_max_inside`` existed reads as no mark."""
-    from slrpipe.store.validation import _s_reported
+    from slrpipe.analysis.validation import _s_reported
 
     base = {"rsb1_s_star": np.nan}
     assert _s_reported({**base, "rsb1_s_star": 2.888, "rsb1_s_reported": 2.888, "rsb1_lower_bound": 0.0}) == "2.9*"

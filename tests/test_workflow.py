@@ -312,7 +312,7 @@ def test_rsb1_points_in_the_store_and_the_table(done):
         a = rep.sel(sigma=s, lam=0.1, alpha=8.0)
         se = 8.0 * float(a["train_loss_se"])
         assert abs(float(a["rsb1_rs_objective"]) - float(a["objective"])) <= 0.2 * se, (s, a)
-        # the state reported (slrpipe.store.rsb1): s*, or the largest Φ of the converged physical rows
+        # the state reported (slrpipe.analysis.rsb1): s*, or the largest Φ of the converged physical rows
         ok = (a["rsb1_scan_physical"] == 1) & (a["rsb1_scan_converged"] == 1)
         if np.isfinite(float(a["rsb1_s_star"])):
             assert float(a["rsb1_s_reported"]) == float(a["rsb1_s_star"]) and not bool(a["rsb1_lower_bound"])
@@ -332,7 +332,7 @@ def test_rsb1_points_in_the_store_and_the_table(done):
 
 
 def test_store_has_starts_trajectories_and_ground_state(done):
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     tree = open_store(done / "results" / "slr.zarr")
     opt = tree["erm/opt_L2"].to_dataset()

@@ -20,7 +20,7 @@ def run(args):
 
     Raises:
         ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     mod = importlib.import_module(f"slrpipe.figures.{args.name}")
     experiments = [e for e in args.experiments.split(",") if e]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from slrpipe.store.ground import reference
-from slrpipe.store.ladder import largest_D
+from slrpipe.analysis.ground import reference
+from slrpipe.analysis.ladder import largest_D
 
 from .style import (
     COLORS,

@@ -11,11 +11,11 @@ adam) panel (b).
     risk at α = ∞ from the population sweep, dotted). The error is the population risk at the
     learned weights where the store has it (``test_error_pop``), else the finite-test-set error.
 (b) population risk R(σ; Gram_t) along the first-order trajectories (``traj_test_error_pop``,
-    slrpipe.store.trajectory) from every random start, at the smallest and largest α of those runs,
+    slrpipe.analysis.trajectory) from every random start, at the smallest and largest α of those runs,
     one panel each; horizontal lines: the informed start's final value (dashed) and the replica
     value (dotted).
 (c) fraction of random starts whose final objective is within ``RTOL`` (relative) of the informed
-    start's or below it (slrpipe.store.ground.reached), over restarts and seeds, vs α.
+    start's or below it (slrpipe.analysis.ground.reached), over restarts and seeds, vs α.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from slrpipe.store.ground import reached, reference
-from slrpipe.store.ladder import largest_D
+from slrpipe.analysis.ground import reached, reference
+from slrpipe.analysis.ladder import largest_D
 from slrpipe.vocabulary import FIRST_ORDER
 
 from .style import COLORS, LABELS, MARKERS, legend_below, log_alpha_axis, ordered, panels, save, setting_title
@@ -241,7 +241,7 @@ def _draw_trajectories(ax, pt, s: str, opt: str, replica: float) -> None:
 
 def _panel_reached(ax, sweeps) -> None:
     """Panel (c): per L-BFGS sweep (first λ), the fraction of random starts whose final J is within
-    ``RTOL`` of the informed start's (slrpipe.store.ground.reached) vs α, per σ."""
+    ``RTOL`` of the informed start's (slrpipe.analysis.ground.reached) vs α, per σ."""
     for ds in sweeps:
         ds = ds.sel(lam=ds["lam"].values[0])
         hit = reached(ds, RTOL).sel(init="random", optimizer="lbfgs")

@@ -2,9 +2,9 @@
 
 One panel per replica experiment that names an ERM experiment (``erm:``): one row per (σ, λ), one
 column per α of the ERM grid; each cell is coloured by the point's verdict
-(:func:`slrpipe.store.verdict.verdict`, docs/results.md §2) and carries the relative gap
+(:func:`slrpipe.analysis.verdict.verdict`, docs/results.md §2) and carries the relative gap
 (ERM − theory) / theory in percent, with ✓ / ✗ where the enforced check agrees / fails. The rows
-are those of ``results/validation.txt`` (:func:`slrpipe.store.validation.compare`, with the
+are those of ``results/validation.txt`` (:func:`slrpipe.analysis.validation.compare`, with the
 thresholds of the config kept in the store's root attributes).
 """
 
@@ -15,9 +15,9 @@ import json
 import numpy as np
 from matplotlib.patches import Patch
 
+from slrpipe.analysis.validation import compare
+from slrpipe.analysis.verdict import MISSING, UNMEASURED, VERDICTS
 from slrpipe.figures.style import plt, save
-from slrpipe.store.validation import compare
-from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS
 
 #: cell colour of each verdict (colour-blind-safe Okabe–Ito hues, light enough for black text)
 VERDICT_COLORS = {
@@ -83,7 +83,7 @@ def draw_panel(ax, name: str, rows: list[dict]) -> None:
 def plot(tree, experiments, out_stem):
     """Draw the panels of ``experiments`` (replica experiment names) and write ``out_stem``.pdf/.png.
 
-    ``tree``: the store (``results/slr.zarr``, :func:`slrpipe.store.aggregate.open_store`); its root
+    ``tree``: the store (``results/slr.zarr``, :func:`slrpipe.analysis.aggregate.open_store`); its root
     attribute ``config`` (JSON) gives each experiment's ERM link and the validation thresholds.
     Returns the written paths.
 

@@ -30,7 +30,7 @@ followed its branch (the folds around a window without a fixed point). ``erm_obj
 (α · J at the ERM minimum, J = 𝓛/n) against ``theory_objective`` (min 𝓛/D of the fixed point)
 says whether ERM reached the RS ground state.
 
-Ground state (slrpipe.store.ground): where the ERM experiment has several starts (inits, restarts,
+Ground state (slrpipe.analysis.ground): where the ERM experiment has several starts (inits, restarts,
 optimisers), ``ground_mean`` ± ``ground_se`` is the same quantity at each seed's lowest-objective
 run, ``ground_objective`` its α·J, and ``ground_starts`` how many seeds' ground states are not the
 informed start — the replica theory predicts the global minimum, so this is its proper comparison;
@@ -41,14 +41,14 @@ run and whose ground-state run (at the row's D) ended by the gradient test |∇J
 at ``max_iter`` or on a stalled line search (NaN where the store has no ``converged``); the text
 table notes a point where either is below 1 — its ERM values are then those of runs stopped short
 of a minimum (docs/theory.md §13, "ERM's end points at α = 2") — and where both are below ½ a gap
-gets the verdict "ERM not at a minimum" (slrpipe.store.verdict, rule 4).
+gets the verdict "ERM not at a minimum" (slrpipe.analysis.verdict, rule 4).
 
 D ladder (an ERM experiment with ``D: [D₁, D₂, …]``, a ``D`` dim in the store): the row's ERM and
 ground-state values are those of the largest D; beside them each quantity's per-D seed means
 (``ladder_D``, ``ladder_erm``/``_se``, ``ladder_ground_D``, ``ladder_ground``/``_se``; s.e. t-corrected) and its
-extrapolation D → ∞ (slrpipe.store.ladder.point_ladder, rule of slrpipe.store.extrapolate):
+extrapolation D → ∞ (slrpipe.analysis.ladder.point_ladder, rule of slrpipe.analysis.extrapolate):
 ``erm_limit`` ± ``erm_limit_se`` with its law, χ²/dof, p-value and ``z_limit`` against the theory
-(the same for ``ground_limit``). The per-point verdict (slrpipe.store.verdict) then sees both
+(the same for ``ground_limit``). The per-point verdict (slrpipe.analysis.verdict) then sees both
 limits; the enforced check (``agrees``) stays on the largest D. :func:`format_table` adds a
 second section with one line per ladder row.
 """
@@ -64,13 +64,13 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
+from slrpipe.analysis.distance import second_lowest
+from slrpipe.analysis.ground import reference
+from slrpipe.analysis.ladder import largest_D, point_ladder
+from slrpipe.analysis.rsb1 import MIN_GAP_Z, gap_closed, gap_closed_se
+from slrpipe.analysis.verdict import MISSING, UNMEASURED, VERDICTS, Measurement, Rule
+from slrpipe.analysis.verdict import verdict as point_verdict
 from slrpipe.io import write_text
-from slrpipe.store.distance import second_lowest
-from slrpipe.store.ground import reference
-from slrpipe.store.ladder import largest_D, point_ladder
-from slrpipe.store.rsb1 import MIN_GAP_Z, gap_closed, gap_closed_se
-from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS, Measurement, Rule
-from slrpipe.store.verdict import verdict as point_verdict
 
 COLUMNS = [
     "experiment",
@@ -125,7 +125,7 @@ LADDER_COLUMNS = [
 #: columns of a row whose replica experiment solved 1RSB there (ansatz [rs, rsb1]; docs/theory.md §13):
 #: s* (NaN unless Σ crosses zero on the physical part of the s scan), the s of the state reported and
 #: whether its Φ is only a lower bound of the ground-state energy, and where it is, whether that Φ
-#: is the largest inside the physical part (s* bracketed; slrpipe.store.rsb1.reported); at
+#: is the largest inside the physical part (s* bracketed; slrpipe.analysis.rsb1.reported); at
 #: that state the objective Φ ± s.e., test error of a typical minimum and
 #: 2 tr δQ (the predicted (1/D)|W_a − W_b|²); RS on the same samples; the batch-means s.e. of the
 #: state's Φ, test error and 2 tr δQ and the finite-N₀ bias of the first two (K batches of the outer
@@ -135,9 +135,9 @@ LADDER_COLUMNS = [
 #: the informed start; the objective likewise, α·J, D → ∞ where there is a ladder; each ± s.e.), the
 #: fraction of the RS–ERM gap that 1RSB closes, (1RSB − RS)/(ERM − RS), for both, NaN where the gap
 #: itself is under 2 s.e. (``gap_z_*``: the gap in s.e., ERM's and, for the objective, RS's outer one
-#: combined; slrpipe.store.rsb1.gap_closed) with its s.e. (``gap_closed_*_se``: 1RSB's batch-means
-#: s.e. and ERM's, slrpipe.store.rsb1.gap_closed_se), and ERM's d₂ ± s.e., the
-#: distance between the two lowest minima found on the same data (slrpipe.store.distance.second_lowest;
+#: combined; slrpipe.analysis.rsb1.gap_closed) with its s.e. (``gap_closed_*_se``: 1RSB's batch-means
+#: s.e. and ERM's, slrpipe.analysis.rsb1.gap_closed_se), and ERM's d₂ ± s.e., the
+#: distance between the two lowest minima found on the same data (slrpipe.analysis.distance.second_lowest;
 #: seed mean, D → ∞ where there is a ladder) — RS predicts 0, 1RSB 2 tr δQ
 RSB1_COLUMNS = [
     "rsb1_s_star",
@@ -172,7 +172,7 @@ RSB1_COLUMNS = [
     "erm_distance",
     "erm_distance_se",
 ]
-#: RSB1_COLUMNS read from the replica node as they are (its ``rsb1_*`` variables, slrpipe.store.aggregate)
+#: RSB1_COLUMNS read from the replica node as they are (its ``rsb1_*`` variables, slrpipe.analysis.aggregate)
 _RSB1 = RSB1_COLUMNS[: RSB1_COLUMNS.index("rsb1_batches_converged") + 1]
 _THEORY = {
     "theory": "test_error",
@@ -270,7 +270,7 @@ def _rsb1_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
 
 def _objective_limit(by_D: xr.Dataset, sigma, lam, alpha) -> tuple[float, float]:
     """D → ∞ limit ± s.e. of ERM's objective α·J at one point of a ladder node: the ground state over
-    starts where the node has it, else the informed start (slrpipe.store.ladder.point_ladder); NaN
+    starts where the node has it, else the informed start (slrpipe.analysis.ladder.point_ladder); NaN
     without a fit."""
     var = "train_loss_ground" if "train_loss_ground" in by_D else "train_loss"
     v = (by_D if var == "train_loss_ground" else reference(by_D))[var].sel(sigma=sigma, lam=lam, alpha=alpha)
@@ -280,7 +280,7 @@ def _objective_limit(by_D: xr.Dataset, sigma, lam, alpha) -> tuple[float, float]
 
 def _erm_distance(by_D: xr.Dataset, sigma, lam, alpha) -> dict:
     """ERM's d₂ at one point (``erm_distance`` ± ``erm_distance_se``): the seed mean of
-    :func:`slrpipe.store.distance.second_lowest`, extrapolated D → ∞ where the node has a ladder;
+    :func:`slrpipe.analysis.distance.second_lowest`, extrapolated D → ∞ where the node has a ladder;
     NaN where the node has no distances or fewer than two finished starts."""
     nan = {"erm_distance": np.nan, "erm_distance_se": np.nan}
     if "dist_ground" not in by_D:
@@ -336,7 +336,7 @@ def _mean_se(x: xr.DataArray) -> tuple[float, float, int]:
 
 
 def _ground_at(full: xr.Dataset, sigma, lam, alpha, quantity: str) -> dict:
-    """The ground state over the starts (slrpipe.store.ground) at one point: ``quantity`` mean ± s.e.
+    """The ground state over the starts (slrpipe.analysis.ground) at one point: ``quantity`` mean ± s.e.
     over seeds, its objective α·J and how many of the seeds' ground states are not the informed start."""
     name = f"{quantity}_ground"
     if name not in full:
@@ -508,10 +508,10 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
 def _verdict_at(
     th: dict, mean: float, se: float, ground: dict, lad: dict, crit: _Criteria, rsb1=None, converged=(None, None)
 ) -> str:
-    """The per-point verdict (slrpipe.store.verdict) from the row's theory columns ``th``, the
+    """The per-point verdict (slrpipe.analysis.verdict) from the row's theory columns ``th``, the
     informed start's ``mean`` ± ``se`` at the largest D, the ``ground`` state columns, where
     the experiment has a D ladder the D → ∞ limits of both (``lad``; else None: not measured), the
-    1RSB state's test error ``rsb1`` (slrpipe.store.rsb1; None/NaN: not solved) and the fractions
+    1RSB state's test error ``rsb1`` (slrpipe.analysis.rsb1; None/NaN: not solved) and the fractions
     ``converged`` = (erm_converged, ground_converged) of the row."""
     return point_verdict(
         th["theory"],
@@ -638,7 +638,7 @@ _LEGEND = (
     "ERM: population risk at the learned weights (test: on the finite test set), mean ± s.e. over seeds (n); "
     "theory ± its Monte Carlo error; z and rel: ERM − theory in combined errors and relative to the theory; "
     "check: the enforced test (|z| ≤ max_abs_z or |rel| ≤ rel_tol), in parentheses where not enforced (the notes "
-    "say why); verdict: slrpipe.store.verdict (docs/results.md §2). obj: α·J of ERM and min 𝓛/D of the theory; "
+    "say why); verdict: slrpipe.analysis.verdict (docs/results.md §2). obj: α·J of ERM and min 𝓛/D of the theory; "
     "ground: the lowest-objective start per seed (starts: seeds whose ground state is not the informed start); "
     "RS: replica-symmetric stability (replicon ρ, prox ties in the theory's samples). "
     "Every column of every row is in validation.json."
@@ -704,7 +704,7 @@ def format_table(rows: list[dict], width: int = WIDTH) -> str:
 def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
     """The 1RSB section of the table (``RSB1_COLUMNS``): per point RS and 1RSB on the same samples
     beside the ERM reference, objective (min 𝓛/D) and test error, the fraction of each gap closed,
-    the s of the 1RSB state reported (slrpipe.store.rsb1.reported) and 2 tr δQ; '—' where no row of the
+    the s of the 1RSB state reported (slrpipe.analysis.rsb1.reported) and 2 tr δQ; '—' where no row of the
     s scan converged on the physical part (not solved)."""
     out = _wrap(
         "1RSB (docs/theory.md §13): RS and the 1RSB state reported on the same samples — at s* (marked *: Σ = 0 "
@@ -786,7 +786,7 @@ def format_ladder(rows: list[dict], width: int = WIDTH) -> list[str]:
     out = [
         *_wrap(
             "D ladder: ERM (informed start) and ground state (lowest objective over starts) at each D, "
-            "extrapolated D → ∞ (a + b/D or a + b/√D, slrpipe.store.extrapolate)",
+            "extrapolated D → ∞ (a + b/D or a + b/√D, slrpipe.analysis.extrapolate)",
             width,
             indent="",
         ),
@@ -888,7 +888,7 @@ def validate_store(store, config: dict, out) -> list[dict]:
     """
     from pathlib import Path
 
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     rows = compare(open_store(store), config)
     table = format_table(rows)

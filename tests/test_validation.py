@@ -81,7 +81,7 @@ def test_non_converged_theory_is_not_enforced(tmp_path):
     rows = compare(open_store(store(tmp_path, 0.1, converged=False, extra_rep={"alpha_reached_down": 4.0})), CONFIG)
     assert not any(r["enforced"] for r in rows) and not any(r["agrees"] for r in rows)
     # the table says where the branch followed from above stopped (α = 4 on the way to α = 1)
-    from slrpipe.analysis.validation import format_table
+    from slrpipe.analysis.render import format_table
 
     notes = format_table(rows).split("notes:\n", 1)[1].splitlines()
     assert notes[0].endswith(": not enforced (not converged); branch ends from above at α=4")
@@ -93,7 +93,7 @@ def test_runs_stopped_short_of_the_gradient_test_are_counted_and_noted(tmp_path)
     # fraction, the text table notes the α = 4 point only; where ERM agrees the verdict does not
     # depend on it
     from slrpipe.analysis.aggregate import open_store
-    from slrpipe.analysis.validation import _stopped_short, format_table
+    from slrpipe.analysis.render import _stopped_short, format_table
 
     rows = compare(open_store(store(tmp_path, 0.0, extra_erm={"converged": [1.0, 0.0]})), CONFIG)
     assert [r["erm_converged"] for r in rows] == [1.0, 0.0]
@@ -146,7 +146,7 @@ def test_two_rs_branches_are_reported_not_enforced(tmp_path):
 
     rows = compare(open_store(store(tmp_path, 0.1, extra_rep={"n_branches": 2, "test_error_alt": 0.6})), CONFIG)
     assert not any(r["enforced"] for r in rows) and all(r["theory_alt"] == pytest.approx(0.6) for r in rows)
-    from slrpipe.analysis.validation import format_table
+    from slrpipe.analysis.render import format_table
 
     assert "2 RS branches" in format_table(rows)
 
@@ -170,7 +170,7 @@ def test_rs_stability_and_verdict_columns(tmp_path):
     """RS stability from the replica output enters the rows (grid points only) and decides the
     verdict of a disagreeing point: RS unstable vs unexplained (slrpipe.analysis.verdict)."""
     from slrpipe.analysis.aggregate import open_store
-    from slrpipe.analysis.validation import format_table
+    from slrpipe.analysis.render import format_table
 
     bad = compare(open_store(store(tmp_path, 0.1, extra_rep={"rs_stable": 0.0, "replicon": 1.3})), CONFIG)
     assert all(r["rs_stable"] == 0.0 and r["replicon"] == pytest.approx(1.3) for r in bad)
@@ -220,7 +220,8 @@ def test_rsb1_columns_give_the_fraction_of_the_gap_closed(tmp_path):
     (1RSB − RS)/(ERM − RS) of the objective and of the test error, RS on the 1RSB samples, the ERM
     reference named; a point 1RSB did not solve (NaN) gets NaN and no line in the 1RSB section."""
     from slrpipe.analysis.aggregate import open_store
-    from slrpipe.analysis.validation import RSB1_COLUMNS, format_table
+    from slrpipe.analysis.render import format_table
+    from slrpipe.analysis.validation import RSB1_COLUMNS
 
     rsb1 = rsb1_at_alpha1(rs_objective=1.0, rs_test_error=0.5, test_error=0.53)
     # ERM 0.6 ± 0.005 and α·J = 1.4 at α = 1
@@ -247,7 +248,7 @@ def test_batch_means_errors_give_the_error_of_the_fraction_closed(tmp_path):
     0.02 against RS 0.5 and ERM 0.6 ± 0.0016 → f = 0.3 ± 0.2; objective 1.2 ± 0.05 against RS 1.0
     and ERM 1.4 (no s.e.) → f = 0.5 ± 0.125."""
     from slrpipe.analysis.aggregate import open_store
-    from slrpipe.analysis.validation import format_table
+    from slrpipe.analysis.render import format_table
 
     rsb1 = rsb1_at_alpha1(rs_objective=1.0, rs_test_error=0.5, test_error=0.53)
     rsb1.update(
@@ -272,7 +273,7 @@ def test_a_gap_under_two_standard_errors_gets_no_fraction(tmp_path):
     0.6 ± 0.0016 (this store's 4 seeds) → z ≈ 1.2; objective: RS 1.0 ± 0.3 (outer s.e.) against ERM 1.4
     (no s.e.) → z = 1.33. With RS at 0.5 and 0.0 ± 0.1 both gaps are resolved (z ≈ 60, 14)."""
     from slrpipe.analysis.aggregate import open_store
-    from slrpipe.analysis.validation import format_table
+    from slrpipe.analysis.render import format_table
 
     def rows(rs_test, rs_obj, rs_obj_se):
         rsb1 = rsb1_at_alpha1(rs_objective=rs_obj, rs_test_error=rs_test, test_error=0.599, rs_objective_se=rs_obj_se)
@@ -380,7 +381,7 @@ def test_ladder_rows_extrapolate_and_decide_the_verdict(tmp_path):
     theory → "agrees after D → ∞". Informed flat at 0.6 but the lower-objective random start
     0.5 + 40/D → "ERM not at its ground state". Both at 0.6 → "unexplained" (RS stable)."""
     from slrpipe.analysis.aggregate import open_store
-    from slrpipe.analysis.validation import format_table
+    from slrpipe.analysis.render import format_table
 
     finite = lambda D: 0.5 + 40.0 / D
     flat = lambda D: 0.6 + 0 * D
@@ -406,8 +407,9 @@ def test_ladder_rows_extrapolate_and_decide_the_verdict(tmp_path):
 def test_text_table_is_at_most_120_columns_and_markdown_has_every_point(tmp_path):
     """The widest cases: long names, every note, a 6-rung ladder, large values; the markdown
     rendering (docs/validation.md's table) of the same rows."""
+    from slrpipe.analysis import tables
     from slrpipe.analysis.aggregate import open_store
-    from slrpipe.analysis.validation import WIDTH, format_markdown, format_table
+    from slrpipe.analysis.render import WIDTH, format_table
 
     rows = compare(
         open_store(
@@ -470,8 +472,10 @@ def test_text_table_is_at_most_120_columns_and_markdown_has_every_point(tmp_path
     text = format_table(rows + long)
     assert max(map(len, text.splitlines())) <= WIDTH, max(text.splitlines(), key=len)
     assert "ERM vs replica theory: 4 points" in text.splitlines()[0]
-    md = format_markdown(rows + long).splitlines()
-    assert len([line for line in md if line.startswith("| a_rather_long")]) == 2 and md[-1].startswith("4 points: ")
+    md = tables.validation(rows + long).splitlines()
+    assert len([line for line in md if line.startswith("| a_rather_long")]) == 2 and len(md) == 2 + 4
+    counts = tables.verdicts(rows + long).splitlines()
+    assert counts[-1] == "| all | 4 |" and "| theory MC error not measured | 2 |" in counts
 
 
 def test_validation_figure_title_gives_the_range_of_D():
@@ -513,7 +517,7 @@ def test_the_s_column_of_the_1rsb_section_marks_s_star_and_a_bracketing_maximum(
     """``2.9*`` at s*; ``1^`` at a largest Φ with lower physical rows on both sides (s* bracketed);
     ``4`` at a largest Φ at the physical part's end (a lower bound only); '—' where not solved; a
     store aggregated before ``rsb1_phi_max_inside`` existed reads as no mark."""
-    from slrpipe.analysis.validation import _s_reported
+    from slrpipe.analysis.render import _s_reported
 
     base = {"rsb1_s_star": np.nan}
     assert _s_reported({**base, "rsb1_s_star": 2.888, "rsb1_s_reported": 2.888, "rsb1_lower_bound": 0.0}) == "2.9*"

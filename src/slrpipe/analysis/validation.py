@@ -49,15 +49,13 @@ ground-state values are those of the largest D; beside them each quantity's per-
 extrapolation D → ∞ (slrpipe.analysis.ladder.point_ladder, rule of slrpipe.analysis.extrapolate):
 ``erm_limit`` ± ``erm_limit_se`` with its law, χ²/dof, p-value and ``z_limit`` against the theory
 (the same for ``ground_limit``). The per-point verdict (slrpipe.analysis.verdict) then sees both
-limits; the enforced check (``agrees``) stays on the largest D. :func:`format_table` adds a
+limits; the enforced check (``agrees``) stays on the largest D. :func:`slrpipe.analysis.render.format_table` adds a
 second section with one line per ladder row.
 """
 
 from __future__ import annotations
 
-import collections
 import json
-import textwrap
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -67,8 +65,9 @@ import xarray as xr
 from slrpipe.analysis.distance import second_lowest
 from slrpipe.analysis.ground import reference
 from slrpipe.analysis.ladder import largest_D, point_ladder
-from slrpipe.analysis.rsb1 import MIN_GAP_Z, gap_closed, gap_closed_se
-from slrpipe.analysis.verdict import MISSING, UNMEASURED, VERDICTS, Measurement, Rule
+from slrpipe.analysis.render import finite, format_table
+from slrpipe.analysis.rsb1 import gap_closed, gap_closed_se
+from slrpipe.analysis.verdict import Measurement, Rule
 from slrpipe.analysis.verdict import verdict as point_verdict
 from slrpipe.io import write_text
 
@@ -130,7 +129,7 @@ LADDER_COLUMNS = [
 #: 2 tr δQ (the predicted (1/D)|W_a − W_b|²); RS on the same samples; the batch-means s.e. of the
 #: state's Φ, test error and 2 tr δQ and the finite-N₀ bias of the first two (K batches of the outer
 #: samples, K − 1 degrees of freedom; ``rsb1_batches_converged`` of K; slrpipe.commands.rsb1_error);
-#: the ERM reference (``rsb1_erm_ref``
+#: the complexity Σ ± s.e. of the state reported (0 at s*); the ERM reference (``rsb1_erm_ref``
 #: says which for the test error: the ground state over starts, D → ∞ where there is a ladder, else
 #: the informed start; the objective likewise, α·J, D → ∞ where there is a ladder; each ± s.e.), the
 #: fraction of the RS–ERM gap that 1RSB closes, (1RSB − RS)/(ERM − RS), for both, NaN where the gap
@@ -158,6 +157,8 @@ RSB1_COLUMNS = [
     "rsb1_objective_batch_bias",
     "rsb1_test_error_batch_bias",
     "rsb1_batches_converged",
+    "rsb1_complexity",
+    "rsb1_complexity_se",
     "rsb1_erm_objective",
     "rsb1_erm_objective_se",
     "rsb1_erm_test",
@@ -256,7 +257,7 @@ def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
 def _rsb1_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
     """The 1RSB values (``_RSB1``) at a grid point (σ, λ, α) of the replica node; NaN where 1RSB
     was not solved there (no interpolation: each point is its own job)."""
-    out = dict.fromkeys(_RSB1, np.nan)
+    out = dict.fromkeys((*_RSB1, "rsb1_complexity", "rsb1_complexity_se"), np.nan)
     a, lams = rep["alpha"].values, rep["lam"].values
     near, lam_near = np.abs(np.log(a / alpha)) <= ALPHA_RTOL, np.isclose(lams, lam)
     if sigma not in rep["sigma"].values or not near.any() or not lam_near.any():
@@ -265,7 +266,22 @@ def _rsb1_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
     for col in _RSB1:
         if col in pt:  # a store aggregated before rsb1_s_reported, _lower_bound, _phi_max_inside lacks them
             out[col] = float(pt[col].values)
+    out["rsb1_complexity"], out["rsb1_complexity_se"] = _complexity_at(pt, out)
     return out
+
+
+def _complexity_at(pt: xr.Dataset, out: dict) -> tuple[float, float]:
+    """The complexity Σ ± s.e. of the 1RSB state reported at one point (``pt``: the replica node
+    there, the scan on dim s; ``out``: its ``rsb1_*`` values): 0 at s* (Σ's zero, no s.e.), else the
+    scan row at ``rsb1_s_reported`` (slrpipe.analysis.rsb1.reported); NaN where not solved."""
+    s = out.get("rsb1_s_reported", np.nan)
+    if not np.isfinite(s) or "rsb1_scan_complexity" not in pt:
+        return np.nan, np.nan
+    if out.get("rsb1_lower_bound") != 1:
+        return 0.0, np.nan
+    row = pt.sel(s=s)
+    se = float(row["rsb1_scan_complexity_se"]) if "rsb1_scan_complexity_se" in row else np.nan
+    return float(row["rsb1_scan_complexity"]), se
 
 
 def _objective_limit(by_D: xr.Dataset, sigma, lam, alpha) -> tuple[float, float]:
@@ -303,10 +319,10 @@ def _rsb1_gap(r: dict, objective_limit: tuple[float, float] = (np.nan, np.nan)) 
         (r.get("erm_limit"), r.get("erm_limit_se"), "informed D→∞"),
         (r["erm_mean"], r["erm_se"], "informed"),
     )
-    num = lambda x: float(x) if _finite(x) else np.nan
-    value, se, ref = next(((v, num(e), w) for v, e, w in candidates if _finite(v)), (np.nan, np.nan, ""))
+    num = lambda x: float(x) if finite(x) else np.nan
+    value, se, ref = next(((v, num(e), w) for v, e, w in candidates if finite(v)), (np.nan, np.nan, ""))
     objectives = (objective_limit, (r["ground_objective"], np.nan), (r["erm_objective"], np.nan))
-    obj, obj_se = next(((o, num(e)) for o, e in objectives if _finite(o)), (np.nan, np.nan))
+    obj, obj_se = next(((o, num(e)) for o, e in objectives if finite(o)), (np.nan, np.nan))
     closed_obj, z_obj = gap_closed(
         num(r["rsb1_objective"]), num(r["rsb1_rs_objective"]), obj, obj_se, num(r.get("rsb1_rs_objective_se"))
     )
@@ -523,344 +539,6 @@ def _verdict_at(
         converged=converged,
         rule=Rule(crit.max_abs_z, crit.rel_tol),
     )
-
-
-#: the widest line of the text table (``results/validation.txt``); every column of every row is in
-#: ``results/validation.json``
-WIDTH = 120
-
-
-def _finite(x) -> bool:
-    return x is not None and isinstance(x, (int, float, np.floating, np.integer)) and bool(np.isfinite(x))
-
-
-def _pm(x, se, digits: int = 4, sep: str = " ± ") -> str:
-    """'x ± se'; 'x' alone where the error is missing, '—' where the value is."""
-    if not _finite(x):
-        return "—"
-    return f"{x:.{digits}f}{sep}{se:.{digits}f}" if _finite(se) else f"{x:.{digits}f}"
-
-
-def _n(x, digits: int = 4) -> str:
-    """A number with ``digits`` decimals, '—' where missing."""
-    return f"{x:.{digits}f}" if _finite(x) else "—"
-
-
-def _wrap(text: str, width: int = WIDTH, indent: str = "    ") -> list[str]:
-    """``text`` as lines of at most ``width`` characters, continuation lines indented."""
-    return textwrap.wrap(
-        text, width=width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=True
-    ) or [""]
-
-
-def _branch_ends(r: dict) -> str:
-    ends = [
-        f"{side} at α={r[f'reached_{p}']:.3g}"
-        for p, side in (("down", "from above"), ("up", "from below"))
-        if _finite(r.get(f"reached_{p}")) and not np.isclose(r[f"reached_{p}"], r["alpha"])
-    ]
-    return "branch ends " + ", ".join(ends) if ends else ""
-
-
-def _not_enforced(r: dict) -> str:
-    """Why the enforced check skips a point ('' where it is enforced): the first reason that
-    applies, in the order of the module docstring's list."""
-    if r["enforced"]:
-        return ""
-    if not _finite(r["theory"]) or not r["theory_converged"]:
-        return "not converged"
-    if r["n_branches"] > 1:
-        return "2 RS branches"
-    if r["ill_conditioned"]:
-        return "ill-conditioned theory"
-    if r["n_seeds"] < 2:
-        return "one seed"
-    return "outside enforced range"
-
-
-def _stopped_short(r: dict) -> str:
-    """'ERM runs ended by the gradient test: informed k/n, ground state k/n seeds' where some seeds'
-    informed or ground-state runs did not ('' where all did, or the store does not say)."""
-    n = r["n_seeds"]
-    fracs = {w: r.get(k, np.nan) for w, k in (("informed", "erm_converged"), ("ground state", "ground_converged"))}
-    if not any(_finite(f) and f < 1 for f in fracs.values()):
-        return ""
-    parts = ", ".join(f"{w} {round(f * n)}/{n}" for w, f in fracs.items() if _finite(f))
-    return f"ERM runs ended by the gradient test: {parts} seeds"
-
-
-def _check(r: dict) -> str:
-    """The enforced check: ok / FAIL; in parentheses where not enforced; '—' without a theory."""
-    if not _finite(r["theory"]):
-        return "—"
-    word = "ok" if r["agrees"] else ("FAIL" if r["enforced"] else "≠")
-    return word if r["enforced"] else f"({word})"
-
-
-def _rs_words(r: dict) -> str:
-    """'stable'/'unstable' with the replicon and the prox ties among the N samples (docs/theory.md §11:
-    one tie shows a switching surface, none bounds its rate below 3/N at 95 %); '' where not computed."""
-    if not _finite(r.get("rs_stable")):
-        return ""
-    ties = r.get("prox_ties", np.nan)
-    tie = f", {int(ties)} prox ties in {r['theory_n_samples']}" if _finite(ties) else ""
-    return f"{'stable' if r['rs_stable'] else 'unstable'} (replicon {r['replicon']:.2f}{tie})"
-
-
-def _rs_short(r: dict) -> str:
-    """The RS stability column: 'stable ρ=0.46' / 'unstable ρ=1.21, ties 3/4096'; '—' where not computed."""
-    if not _finite(r.get("rs_stable")):
-        return "—"
-    ties = r.get("prox_ties", np.nan)
-    tie = f", ties {int(ties)}/{r['theory_n_samples']}" if _finite(ties) else ""
-    return f"{'stable' if r['rs_stable'] else 'unstable'} ρ={r['replicon']:.2f}{tie}"
-
-
-def _starts(r: dict) -> str:
-    """'k/n': how many of the n seeds' ground states are not the informed start ('' without starts)."""
-    words = str(r.get("ground_starts", "")).split()
-    return words[0] if words else ""
-
-
-def summary(rows: list[dict]) -> list[str]:
-    """The head of the text table: how many points, the enforced check, the count of each verdict."""
-    counts = collections.Counter(r["verdict"] for r in rows)
-    order = [v for v in (*VERDICTS, UNMEASURED, MISSING) if counts[v]]
-    enforced = [r for r in rows if r["enforced"]]
-    agree = sum(r["agrees"] for r in enforced)
-    return [
-        f"ERM vs replica theory: {len(rows)} points; enforced check: {agree} of {len(enforced)} agree",
-        *_wrap("verdicts: " + (", ".join(f"{v} {counts[v]}" for v in order) or "none")),
-    ]
-
-
-_LEGEND = (
-    "ERM: population risk at the learned weights (test: on the finite test set), mean ± s.e. over seeds (n); "
-    "theory ± its Monte Carlo error; z and rel: ERM − theory in combined errors and relative to the theory; "
-    "check: the enforced test (|z| ≤ max_abs_z or |rel| ≤ rel_tol), in parentheses where not enforced (the notes "
-    "say why); verdict: slrpipe.analysis.verdict (docs/results.md §2). obj: α·J of ERM and min 𝓛/D of the theory; "
-    "ground: the lowest-objective start per seed (starts: seeds whose ground state is not the informed start); "
-    "RS: replica-symmetric stability (replicon ρ, prox ties in the theory's samples). "
-    "Every column of every row is in validation.json."
-)
-
-
-def format_table(rows: list[dict], width: int = WIDTH) -> str:
-    """The text table of ``compare`` rows (``results/validation.txt``), at most ``width`` columns per
-    line: a summary, then per replica experiment one line per (σ, λ, α) with the comparison and the
-    verdict, one with the objectives, ground state and RS stability, notes on the points not
-    enforced, and the D-ladder section (:func:`format_ladder`) where there is a ladder."""
-    lines = [*summary(rows), *_wrap(_LEGEND, width, indent=""), ""]
-    sw = max([8] + [len(r["sigma"]) + 1 for r in rows])
-    for name in dict.fromkeys(r["experiment"] for r in rows):
-        group = [r for r in rows if r["experiment"] == name]
-        lines.append(f"== {name} ==")
-        head = (
-            f"{'sigma':<{sw}}{'lam':>6}{'alpha':>7}{'D':>6}{'n':>3}{'ERM ± s.e.':>16}{'theory ± MC':>16}"
-            f"{'z':>7}{'rel':>7}  {'check':<6} verdict"
-        )
-        lines += [head, "-" * min(len(head) + 20, width)]
-        for r in group:
-            lines.append(
-                f"{r['sigma']:<{sw}}{r['lam']:>6g}{r['alpha']:>7.4g}{r['D']:>6}{r['n_seeds']:>3}"
-                f"{_pm(r['erm_mean'], r['erm_se']):>16}{_pm(r['theory'], r['theory_mc_se']):>16}"
-                f"{_n(r['z'], 2):>7}{_n(r['rel_diff'], 3):>7}  {_check(r):<6} {r['verdict']}"
-            )
-        head = (
-            f"{'sigma':<{sw}}{'lam':>6}{'alpha':>7}{'test':>8}{'obj ERM':>9}{'obj th':>8}{'ground ± s.e.':>17}"
-            f"{'obj gr':>8}{'starts':>7}  RS"
-        )
-        lines += ["", head, "-" * min(len(head) + 30, width)]
-        for r in group:
-            lines.append(
-                f"{r['sigma']:<{sw}}{r['lam']:>6g}{r['alpha']:>7.4g}{_n(r['erm_test']):>8}"
-                f"{_n(r['erm_objective']):>9}{_n(r['theory_objective']):>8}"
-                f"{_pm(r['ground_mean'], r['ground_se']):>17}{_n(r['ground_objective']):>8}"
-                f"{_starts(r):>7}  {_rs_short(r)}"
-            )
-        notes = []
-        for r in group:
-            why = [
-                w
-                for w in (_not_enforced(r) and f"not enforced ({_not_enforced(r)})", _branch_ends(r), _stopped_short(r))
-                if w
-            ]
-            if r["n_branches"] > 1 and _finite(r["theory_alt"]):
-                why.append(f"second RS fixed point {r['theory_alt']:.4f}")
-            if why:
-                notes += _wrap(f"{r['sigma']} λ={r['lam']:g} α={r['alpha']:.4g}: " + "; ".join(why), width)
-        if notes:
-            lines += ["", "notes:", *notes]
-        lines.append("")
-    ladder = [r for r in rows if r.get("ladder_D")]
-    if ladder:
-        lines += format_ladder(ladder, width)
-    rsb1 = [r for r in rows if _finite(r.get("rsb1_rs_objective"))]
-    if rsb1:
-        lines += ["", *format_rsb1(rsb1, width)]
-    return "\n".join(lines).rstrip("\n")
-
-
-def format_rsb1(rows: list[dict], width: int = WIDTH) -> list[str]:
-    """The 1RSB section of the table (``RSB1_COLUMNS``): per point RS and 1RSB on the same samples
-    beside the ERM reference, objective (min 𝓛/D) and test error, the fraction of each gap closed,
-    the s of the 1RSB state reported (slrpipe.analysis.rsb1.reported) and 2 tr δQ; '—' where no row of the
-    s scan converged on the physical part (not solved)."""
-    out = _wrap(
-        "1RSB (docs/theory.md §13): RS and the 1RSB state reported on the same samples — at s* (marked *: Σ = 0 "
-        "on the physical part of the s scan), else at the largest Φ there (Φ ≤ the ground-state energy; marked ^ "
-        "where rows of lower Φ lie on both sides: Φ peaks there, s* is bracketed) — against ERM "
-        "(ref: gr = ground state over starts, inf = informed start; ∞: extrapolated D→∞ over a ladder); 1RSB ± the batch-means s.e. of the state (K "
-        "batches of the outer samples; the objective's outer-sample s.e. where no batches were solved); "
-        "closed = (1RSB − RS)/(ERM − RS) ± s.e., 'no gap' where "
-        "ERM − RS is under 2 s.e. (ERM's, and RS's outer s.e. for the objective); "
-        "2trδQ: the predicted distance (1/D)|W_a − W_b|² between minima (RS: 0); d₂ERM: the measured one between the "
-        "two lowest minima found per seed (D→∞ where a ladder exists)",
-        width,
-        indent="",
-    )
-    head = (
-        f"{'sigma':<7}{'lam':>5}{'α':>5}{'s':>6}{'obj RS':>7}{'1RSB±s.e.':>14}{'ERM':>7}{'closed':>11}"
-        f"{'test RS':>8}{'1RSB±s.e.':>14}{'ERM':>7}{'closed':>11}{'2trδQ':>6}{'d₂ERM':>6} ref"
-    )
-    for name in dict.fromkeys(r["experiment"] for r in rows):
-        out += ["", f"== {name} ==", head, "-" * min(len(head) + 12, width)]
-        out += [_rsb1_line(r) for r in rows if r["experiment"] == name]
-    return out
-
-
-def _s_reported(r: dict) -> str:
-    """The s of the 1RSB state reported: ``2.1*`` at s*, ``0.3`` at the largest Φ (a lower bound),
-    ``1^`` at a largest Φ inside the physical part (s* bracketed by its neighbours)."""
-    s = r.get("rsb1_s_reported", r["rsb1_s_star"])
-    if not _finite(s):
-        return "—"
-    if r.get("rsb1_lower_bound") != 1:
-        return f"{s:.2g}*"
-    return f"{s:.2g}" + ("^" if r.get("rsb1_phi_max_inside") == 1 else "")
-
-
-#: the ERM reference of a 1RSB row as the text table writes it (the JSON keeps the long form)
-_SHORT_REF = {"ground D→∞": "gr∞", "informed D→∞": "inf∞", "ground": "gr", "informed": "inf"}
-
-
-def _closed(r: dict, which: str) -> str:
-    """The fraction of the gap closed ± its s.e., 'no gap' where the RS–ERM gap is under 2 s.e.,
-    '—' where missing."""
-    z = r.get(f"gap_z_{which}", np.nan)
-    if not _finite(r[f"gap_closed_{which}"]) and _finite(z) and abs(z) < MIN_GAP_Z:
-        return "no gap"
-    return _pm(r[f"gap_closed_{which}"], r.get(f"gap_closed_{which}_se"), 2, "±")
-
-
-def _with_se(r: dict, which: str, per_sample: str | None = None) -> str:
-    """The 1RSB value ± its batch-means s.e. (``rsb1_<which>_batch_se``), else ± ``per_sample``."""
-    se = r.get(f"rsb1_{which}_batch_se", np.nan)
-    if not _finite(se) and per_sample:
-        se = r.get(per_sample, np.nan)
-    return _pm(r[f"rsb1_{which}"], se, 4, "±")
-
-
-def _rsb1_line(r: dict) -> str:
-    return (
-        f"{r['sigma']:<7}{r['lam']:>5g}{r['alpha']:>5.3g}{_s_reported(r):>6}"
-        f"{_n(r['rsb1_rs_objective']):>7}{_with_se(r, 'objective', 'rsb1_objective_se'):>14}"
-        f"{_n(r['rsb1_erm_objective']):>7}{_closed(r, 'objective'):>11}"
-        f"{_n(r['rsb1_rs_test_error']):>8}{_with_se(r, 'test_error'):>14}{_n(r['rsb1_erm_test']):>7}"
-        f"{_closed(r, 'test'):>11}{_n(r['rsb1_distance'], 2):>6}{_n(r['erm_distance'], 2):>6}"
-        f" {_SHORT_REF.get(r['rsb1_erm_ref'], r['rsb1_erm_ref'])}"
-    )
-
-
-def _fit(r: dict, who: str) -> str:
-    if not _finite(r[f"{who}_limit"]):
-        return "no fit"
-    chi = f", χ²/dof {r[f'{who}_chi2_dof']:.2f}, p {r[f'{who}_fit_p']:.2f}" if _finite(r[f"{who}_chi2_dof"]) else ""
-    return f"{_pm(r[f'{who}_limit'], r[f'{who}_limit_se'])} [{r[f'{who}_law']}{chi}{'' if r[f'{who}_fit_ok'] else ', poor fit'}]"
-
-
-def format_ladder(rows: list[dict], width: int = WIDTH) -> list[str]:
-    """The D-ladder section of the table: per row the theory, the informed start's and the ground
-    state's seed mean ± s.e. at each D, their D → ∞ limits (law, χ²/dof, p) with z against the
-    theory, RS stability and the verdict (module docstring); lines of at most ``width`` columns."""
-    out = [
-        *_wrap(
-            "D ladder: ERM (informed start) and ground state (lowest objective over starts) at each D, "
-            "extrapolated D → ∞ (a + b/D or a + b/√D, slrpipe.analysis.extrapolate)",
-            width,
-            indent="",
-        ),
-        "",
-    ]
-    for r in rows:
-        rs = _rs_words(r)
-        out += _wrap(
-            f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g}: theory "
-            f"{_pm(r['theory'], r['theory_mc_se'])}{'; RS ' + rs if rs else ''}; verdict: {r['verdict']}",
-            width,
-        )
-        for who, label in (("erm", "informed"), ("ground", "ground")):
-            if not r[f"ladder_{who}"]:
-                continue
-            Ds = r["ladder_D" if who == "erm" else "ladder_ground_D"]
-            per_D = "  ".join(
-                f"D={d}: {_pm(m, e, sep='±')}" for d, m, e in zip(Ds, r[f"ladder_{who}"], r[f"ladder_{who}_se"])
-            )
-            z = r["z_limit" if who == "erm" else "z_ground_limit"]
-            out += _wrap(f"    {label:<9}{per_D}", width, indent=" " * 13)
-            out += _wrap(f"    {'':<9}D=∞: {_fit(r, who)}  z {z:.2f}", width, indent=" " * 13)
-    return out
-
-
-#: how docs/validation.md writes the extrapolation laws
-_LAWS = {"1/D": "1/D", "1/sqrt(D)": "1/√D"}
-
-
-def format_markdown(rows: list[dict]) -> str:
-    """The verdict table as markdown, as docs/validation.md quotes it: per point the theory, ERM
-    from the informed start and the ground state at each D of the ladder, the D → ∞ limit of each
-    (law; z against the theory), RS stability (replicon, prox ties among the theory's samples) and
-    the verdict; then the count of each verdict. ``rows``: those of :func:`compare` or of
-    ``results/validation.json`` (NaN or None for a missing value)."""
-
-    def num(x, digits=3):
-        return _pm(x, None, digits)
-
-    def limit(r, who):
-        if not _finite(r.get(f"{who}_limit")):
-            return "—"
-        z = r["z_limit" if who == "erm" else "z_ground_limit"]
-        return (
-            f"{num(r[f'{who}_limit'])} ± {num(r[f'{who}_limit_se'])} "
-            f"({_LAWS.get(r[f'{who}_law'], r[f'{who}_law'])}; {z:+.1f})"
-        )
-
-    def rs(r):
-        if not _finite(r.get("rs_stable")):
-            return "—"
-        tie = f", {int(r['prox_ties'])}" if _finite(r.get("prox_ties")) else ""
-        return f"{'stable' if r['rs_stable'] else 'unstable'} ({r['replicon']:.2f}{tie})"
-
-    if not rows:
-        return "0 points"
-    Ds = " / ".join(map(str, rows[0].get("ladder_D") or [rows[0]["D"]]))
-    out = [
-        (
-            f"| setting | σ | λ | α | theory | informed D = {Ds} | ground D = {Ds} | informed D → ∞ (law; z) "
-            "| ground D → ∞ (law; z) | RS (replicon, ties) | verdict |"
-        ),
-        "|" + "---|" * 11,
-    ]
-    for r in rows:
-        per_D = {w: " / ".join(map(num, r.get(f"ladder_{w}") or [r[f"{w}_mean"]])) for w in ("erm", "ground")}
-        out.append(
-            f"| {r['experiment']} | {r['sigma']} | {r['lam']:g} | {r['alpha']:g} | "
-            f"{_pm(r['theory'], r['theory_mc_se'])} | {per_D['erm']} | {per_D['ground']} | {limit(r, 'erm')} | "
-            f"{limit(r, 'ground')} | {rs(r)} | {r['verdict']} |"
-        )
-    counts = collections.Counter(r["verdict"] for r in rows)
-    out += ["", f"{len(rows)} points: " + ", ".join(f"{v}: {n}" for v, n in counts.most_common())]
-    return "\n".join(out)
 
 
 def failures(rows: list[dict]) -> list[dict]:

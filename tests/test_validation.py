@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -487,6 +488,26 @@ def test_validation_figure_title_gives_the_range_of_D():
     assert _dimension_text(rows) == " at D = 849–1897"
     assert _dimension_text([{"D": 600}, {"D": 600}]) == " at D = 600"
     assert _dimension_text([{"D": -1}]) == ""
+
+
+def test_validation_figure_draws_the_rows_it_is_given(tmp_path):
+    """The figure reads the comparison's rows (results/validation.json), never compares again: it
+    draws the rows of each experiment named and raises for an experiment without rows."""
+    from slrpipe.figures.validation import plot
+
+    rows = [
+        {"experiment": "e", "sigma": "softmax", "lam": 0.1, "alpha": a, "D": 40, "rel_diff": 0.01, "agrees": True}
+        | {"enforced": True, "verdict": "agrees"}
+        for a in (2.0, 8.0)
+    ]
+    paths = plot(None, ["e"], tmp_path / "validation", rows=rows)
+    assert sorted(p.suffix for p in map(Path, paths)) == [".pdf", ".png"] and all(
+        Path(p).stat().st_size > 0 for p in paths
+    )
+    with pytest.raises(ValueError, match="'other' has no linked ERM points"):
+        plot(None, ["other"], tmp_path / "x", rows=rows)
+    with pytest.raises(ValueError, match="rows are required"):
+        plot(None, ["e"], tmp_path / "x")
 
 
 def test_points_outside_the_theory_grid_are_reported_not_enforced(tmp_path):

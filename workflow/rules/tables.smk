@@ -4,8 +4,6 @@
 from slrpipe.analysis.tables import TABLES as TABLE_NAMES
 
 TABLES = [f"results/tables/{name}.md" for name in TABLE_NAMES]
-# the rows beside the check's table (validate.smk), where the config compares anything
-VALIDATION_ROWS = [p.removesuffix(".txt") + ".json" for p in VALIDATION]
 
 
 rule tables:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import json
 
-from slrpipe.figures import REGISTRY
+from slrpipe.figures import READS_ROWS, REGISTRY
 
 
 def add_arguments(p):
@@ -13,6 +14,10 @@ def add_arguments(p):
     p.add_argument("--store", required=True, help="the aggregated results/slr.zarr")
     p.add_argument("--experiments", required=True, help="comma-separated experiment names, one panel each")
     p.add_argument("--out", required=True, help="output path without extension (.pdf and .png are written)")
+    p.add_argument(
+        "--validation",
+        help=f"the comparison's rows (results/validation.json); required by the figures {sorted(READS_ROWS)}",
+    )
 
 
 def run(args):
@@ -28,9 +33,15 @@ def run(args):
     # (~0.5–1 s less per figure job); the replica figures read ERM nodes throughout, and lazy reads
     # of those made the validation figure 1–2 s slower: they load the whole store
     kind = REGISTRY[args.name]
-    nodes = None if kind == "replica" else [f"{kind}/{e}" for e in experiments]
-    tree = open_store(args.store, nodes=nodes)
-    paths = mod.plot(tree, experiments, args.out)
+    if args.name in READS_ROWS:  # drawn from the comparison's rows, not the store's nodes
+        if not args.validation:
+            raise ValueError(f"figure {args.name}: --validation (results/validation.json) is required")
+        with open(args.validation) as f:
+            rows = json.load(f)
+        paths = mod.plot(None, experiments, args.out, rows=rows)
+    else:
+        nodes = None if kind == "replica" else [f"{kind}/{e}" for e in experiments]
+        paths = mod.plot(open_store(args.store, nodes=nodes), experiments, args.out)
     for p in paths:
         print(p)
     return 0

@@ -4,18 +4,15 @@ One panel per replica experiment that names an ERM experiment (``erm:``): one ro
 column per α of the ERM grid; each cell is coloured by the point's verdict
 (:func:`slrpipe.analysis.verdict.verdict`, docs/results.md §2) and carries the relative gap
 (ERM − theory) / theory in percent, with ✓ / ✗ where the enforced check agrees / fails. The rows
-are those of ``results/validation.txt`` (:func:`slrpipe.analysis.validation.compare`, with the
-thresholds of the config kept in the store's root attributes).
+are those the workflow's rule ``validate`` wrote (``results/validation.json``,
+:func:`slrpipe.analysis.validation.compare`); the figure reads them, it does not compare again.
 """
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 from matplotlib.patches import Patch
 
-from slrpipe.analysis.validation import compare
 from slrpipe.analysis.verdict import MISSING, UNMEASURED, VERDICTS
 from slrpipe.figures.style import plt, save
 
@@ -80,29 +77,30 @@ def draw_panel(ax, name: str, rows: list[dict]) -> None:
     ax.set_xlabel("sample complexity α = n/D")
 
 
-def plot(tree, experiments, out_stem):
+def plot(tree, experiments, out_stem, rows: list[dict] | None = None):
     """Draw the panels of ``experiments`` (replica experiment names) and write ``out_stem``.pdf/.png.
 
-    ``tree``: the store (``results/slr.zarr``, :func:`slrpipe.analysis.aggregate.open_store`); its root
-    attribute ``config`` (JSON) gives each experiment's ERM link and the validation thresholds.
+    ``rows``: the comparison's rows (``results/validation.json``, one dict per point with its
+    ``experiment``); ``tree``: unused (every figure's signature; the rows hold what is drawn).
     Returns the written paths.
 
     Raises:
-        ValueError: an experiment names no ERM experiment, or the store has no ERM points for it.
+        ValueError: no rows given, or none for an experiment (it names no ERM experiment, or ERM has
+            no points there).
     """
-    config = json.loads(tree.attrs.get("config", "{}"))
+    if rows is None:
+        raise ValueError("figure validation: the comparison's rows are required (results/validation.json)")
     groups = []
     for name in experiments:
-        exp = (config.get("replica") or {}).get(name, {})
-        rows = compare(tree, dict(config, replica={name: exp})) if exp.get("erm") else []
-        if not rows:
+        mine = [r for r in rows if r["experiment"] == name]
+        if not mine:
             raise ValueError(
                 f"figure validation: replica experiment {name!r} has no linked ERM points "
                 "(set erm: <an ERM experiment> in its config)"
             )
-        groups.append((name, rows))
-    heights = [len(verdict_grid(rows)[0]) for _, rows in groups]
-    width = max(len(verdict_grid(rows)[1]) for _, rows in groups)
+        groups.append((name, mine))
+    heights = [len(verdict_grid(g)[0]) for _, g in groups]
+    width = max(len(verdict_grid(g)[1]) for _, g in groups)
     fig, axes = plt.subplots(
         len(groups),
         1,
@@ -110,9 +108,9 @@ def plot(tree, experiments, out_stem):
         gridspec_kw={"height_ratios": heights},
         squeeze=False,
     )
-    for ax, (name, rows) in zip(axes[:, 0], groups):
-        draw_panel(ax, name, rows)
-    seen = {r["verdict"] for _, rows in groups for r in rows}
+    for ax, (name, g) in zip(axes[:, 0], groups):
+        draw_panel(ax, name, g)
+    seen = {r["verdict"] for _, g in groups for r in g}
     handles = [Patch(facecolor=c, label=v) for v, c in VERDICT_COLORS.items() if v in seen]
     fig.tight_layout()
     fig.legend(

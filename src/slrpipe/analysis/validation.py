@@ -66,7 +66,9 @@ from slrpipe.analysis.distance import second_lowest
 from slrpipe.analysis.ground import reference
 from slrpipe.analysis.ladder import largest_D, point_ladder
 from slrpipe.analysis.render import finite, format_table
+from slrpipe.analysis.replica import ALPHA_RTOL, alpha_weights
 from slrpipe.analysis.rsb1 import gap_closed, gap_closed_se
+from slrpipe.analysis.seeds import point_mean_se
 from slrpipe.analysis.verdict import Measurement, Rule
 from slrpipe.analysis.verdict import verdict as point_verdict
 from slrpipe.io import write_text
@@ -198,10 +200,6 @@ def max_theory_rel_sd(config: dict) -> float:
     return (config.get("validation") or {}).get("max_theory_rel_sd", MAX_THEORY_REL_SD)
 
 
-#: ERM records its realised α = n/D, which the integer n puts within 1/(2D) of the nominal grid value:
-#: a replica grid point within this relative distance is that point (the theory moves by ≲ 10⁻³ there)
-ALPHA_RTOL = 5e-3
-
 #: not interpolated: how far each continuation pass got towards a grid point (docs/theory.md §9)
 _AT_GRID_ONLY = (
     "reached_down",
@@ -213,7 +211,7 @@ _AT_GRID_ONLY = (
 
 
 def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
-    """Replica values at (σ, λ, α): floats interpolated in log α; converged (both ends) and
+    """Replica values at (σ, λ, α): floats interpolated in log α (slrpipe.analysis.replica); converged (both ends) and
     n_branches (max of both ends). NaN / False where the point is not covered."""
     out = {k: np.nan for k in _THEORY} | {"theory_converged": False, "n_branches": -1}
     uncovered = {k: v for k, v in out.items() if k not in ("prox_tie_fraction", "theory_seed_mean")}
@@ -222,16 +220,10 @@ def _theory_at(rep: xr.Dataset, sigma, lam, alpha) -> dict:
     if sigma not in rep["sigma"].values or not np.isclose(rep["lam"].values, lam).any():
         return uncovered
     lam_sel = rep["lam"].values[np.isclose(rep["lam"].values, lam)][0]
-    a = rep["alpha"].values
-    near = np.abs(np.log(a / alpha)) <= ALPHA_RTOL
-    if near.any():
-        i = int(np.argmax(near))
-        idx, w = [i, i], 0.0
-    elif alpha < a.min() or alpha > a.max():
+    at = alpha_weights(rep["alpha"].values, alpha)
+    if at is None:
         return uncovered
-    else:
-        i = int(np.searchsorted(a, alpha))
-        idx, w = [i - 1, i], (np.log(alpha) - np.log(a[i - 1])) / (np.log(a[i]) - np.log(a[i - 1]))
+    idx, w = at
     pt = rep.sel(sigma=sigma, lam=lam_sel).isel(alpha=idx)
     for col, var in _THEORY.items():
         if var in pt:
@@ -305,7 +297,7 @@ def _erm_distance(by_D: xr.Dataset, sigma, lam, alpha) -> dict:
     if "D" in d2.dims:
         fit = point_ladder(d2).fit
         return {"erm_distance": fit.limit, "erm_distance_se": fit.limit_se} if fit is not None else nan
-    mean, se, _ = _mean_se(d2)
+    mean, se, _ = point_mean_se(d2)
     return {"erm_distance": mean, "erm_distance_se": se}
 
 
@@ -344,13 +336,6 @@ def _rsb1_gap(r: dict, objective_limit: tuple[float, float] = (np.nan, np.nan)) 
     }
 
 
-def _mean_se(x: xr.DataArray) -> tuple[float, float, int]:
-    k = int(x.count())
-    if k == 0:
-        return np.nan, np.nan, 0
-    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(k)) if k > 1 else np.nan, k
-
-
 def _ground_at(full: xr.Dataset, sigma, lam, alpha, quantity: str) -> dict:
     """The ground state over the starts (slrpipe.analysis.ground) at one point: ``quantity`` mean ± s.e.
     over seeds, its objective α·J and how many of the seeds' ground states are not the informed start."""
@@ -358,7 +343,7 @@ def _ground_at(full: xr.Dataset, sigma, lam, alpha, quantity: str) -> dict:
     if name not in full:
         return {"ground_mean": np.nan, "ground_se": np.nan, "ground_objective": np.nan, "ground_starts": ""}
     pt = full.sel(sigma=sigma, lam=lam, alpha=alpha)
-    mean, se, _ = _mean_se(pt[name])
+    mean, se, _ = point_mean_se(pt[name])
     starts = [
         f"{i}-r{r}/{o}"
         for i, r, o in zip(pt["ground_init"].values, pt["ground_restart"].values, pt["ground_optimizer"].values)
@@ -368,7 +353,7 @@ def _ground_at(full: xr.Dataset, sigma, lam, alpha, quantity: str) -> dict:
     return {
         "ground_mean": mean,
         "ground_se": se,
-        "ground_objective": float(alpha) * _mean_se(pt["train_loss_ground"])[0],
+        "ground_objective": float(alpha) * point_mean_se(pt["train_loss_ground"])[0],
         "ground_starts": f"{other}/{len(starts)} not informed",
     }
 
@@ -460,17 +445,17 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
     """The row (``COLUMNS``, plus ``LADDER_COLUMNS`` for a ladder and ``RSB1_COLUMNS`` where the
     replica experiment solved 1RSB) of one (σ, λ, α) point; None where ERM has no value there."""
     pt = link.erm.sel(sigma=sigma, lam=lam, alpha=alpha)
-    test, _, k_test = _mean_se(pt["test_error"])
+    test, _, k_test = point_mean_se(pt["test_error"])
     quantity = "test_error_pop" if "test_error_pop" in pt and int(pt["test_error_pop"].count()) else "test_error"
-    mean, se, k = _mean_se(pt[quantity])
+    mean, se, k = point_mean_se(pt[quantity])
     if k == 0 and k_test == 0:
         return None
-    obj = float(alpha) * _mean_se(pt["train_loss"])[0] if "train_loss" in pt else np.nan
+    obj = float(alpha) * point_mean_se(pt["train_loss"])[0] if "train_loss" in pt else np.nan
     th = _theory_at(link.rep, str(sigma), float(lam), float(alpha))
     ground = _ground_at(link.full, sigma, lam, alpha, quantity)
-    converged = _mean_se(pt["converged"])[0] if "converged" in pt else np.nan
+    converged = point_mean_se(pt["converged"])[0] if "converged" in pt else np.nan
     at = link.full.sel(sigma=sigma, lam=lam, alpha=alpha)
-    ground_converged = _mean_se(at["converged_ground"])[0] if "converged_ground" in at else np.nan
+    ground_converged = point_mean_se(at["converged_ground"])[0] if "converged_ground" in at else np.nan
     theory, sd = th["theory"], th["theory_mc_se"]
     err = np.sqrt(se**2 + (sd if np.isfinite(sd) else 0.0) ** 2)
     z = (mean - theory) / err if err > 0 else np.nan

@@ -33,10 +33,11 @@ import numpy as np
 
 from slrpipe.analysis.ground import reference
 from slrpipe.analysis.ladder import largest_D
+from slrpipe.analysis.seeds import mean_se
 from slrpipe.analysis.tuning import at_best_lam
 from slrpipe.analysis.validation import max_theory_rel_sd
 
-from .erm_vs_population import draw_erm, mean_se
+from .erm_vs_population import draw_erm
 from .style import COLORS, LABELS, legend_below, log_alpha_axis, log_error_axis, ordered, panels, save, setting_title
 
 #: line width of the i-th λ of the grid (dashes are reserved for RS-unstable stretches)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 
 import pytest
+from conftest import comparison_row
 
 from slrpipe.analysis import tables
+from slrpipe.analysis.rows import Row, read_rows, to_json
 from slrpipe.analysis.verdict import VERDICTS
 from slrpipe.cli import main
 
@@ -17,27 +18,16 @@ REPO = Path(__file__).resolve().parents[1]
 NAN = math.nan
 
 
-def _row(verdict=VERDICTS[0], alpha=2.0, **extra) -> dict:
-    """One comparison row as results/validation.json holds it (the columns the tables read)."""
-    return {
-        "experiment": "spiked_L2",
-        "sigma": "softmax",
-        "lam": 0.1,
-        "alpha": alpha,
-        "D": 40,
-        "theory": 0.5,
-        "theory_mc_se": 0.01,
-        "erm_mean": 0.51,
-        "ground_mean": 0.505,
-        "rs_stable": 1.0,
-        "replicon": 0.46,
-        "prox_ties": NAN,
-        "verdict": verdict,
-        **extra,
-    }
+def _row(verdict=VERDICTS[0], alpha=2.0, **extra) -> Row:
+    """One comparison row with the values the tables read."""
+    return comparison_row(
+        experiment="spiked_L2", alpha=alpha, theory=0.5, theory_mc_se=0.01, erm_mean=0.51, ground_mean=0.505,
+        rs_stable=1.0, replicon=0.46, verdict=verdict, **extra,
+    )  # fmt: skip
 
 
 RSB1 = {
+    "rsb1_s_star": 2.0,
     "rsb1_s_reported": 2.0,
     "rsb1_lower_bound": 0.0,
     "rsb1_phi_max_inside": 0.0,
@@ -78,7 +68,7 @@ def test_every_table_a_doc_names_is_written_by_the_rule():
 
 def test_the_command_writes_every_table_from_the_rows(tmp_path):
     rows = [_row(), _row(VERDICTS[5], alpha=8.0, **RSB1), _row(VERDICTS[5], alpha=20.0)]
-    (tmp_path / "validation.json").write_text(json.dumps(rows))
+    (tmp_path / "validation.json").write_text(to_json(rows))
     assert main(["tables", "--validation", str(tmp_path / "validation.json"), "--out", str(tmp_path / "t")]) == 0
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == sorted(f"{n}.md" for n in tables.TABLES)
     md = {n: (tmp_path / "t" / f"{n}.md").read_text() for n in tables.TABLES}
@@ -107,8 +97,11 @@ def test_the_command_writes_every_table_from_the_rows(tmp_path):
 
 
 def test_a_largest_phi_state_is_a_lower_bound_with_its_complexity():
-    r = _row(**{**RSB1, "rsb1_lower_bound": 1.0, "rsb1_phi_max_inside": 1.0, "rsb1_s_reported": 0.5})
-    r.update(rsb1_complexity=0.0123, rsb1_complexity_se=0.004, rsb1_objective_batch_se=NAN)
+    r = _row(
+        **RSB1
+        | {"rsb1_lower_bound": 1.0, "rsb1_phi_max_inside": 1.0, "rsb1_s_star": NAN, "rsb1_s_reported": 0.5}
+        | {"rsb1_complexity": 0.0123, "rsb1_complexity_se": 0.004, "rsb1_objective_batch_se": NAN}
+    )
     cells = [c.strip() for c in tables.rsb1([r]).splitlines()[2].strip("|").split("|")]
     assert cells[4:7] == ["largest Φ at 0.5 (peak)", "0.3012 ± 0.0020", "0.0123 ± 0.0040"]
 
@@ -125,6 +118,18 @@ def test_a_run_without_a_comparison_writes_each_table_as_a_sentence(tmp_path):
     assert len(list(tmp_path.iterdir())) == len(tables.TABLES)
 
 
-def test_an_unknown_verdict_is_an_error():
+def test_an_unknown_verdict_or_column_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="unknown verdict"):
         tables.verdicts([_row("looks fine")])
+    import json
+
+    rows = _row(**RSB1).to_dict()
+    (tmp_path / "v.json").write_text(to_json([_row(**RSB1)]))  # read back as written (NaN ≠ NaN: as text)
+    assert to_json(read_rows(tmp_path / "v.json")) == to_json([_row(**RSB1)])
+
+    (tmp_path / "v.json").write_text(json.dumps([rows | {"erm_meen": 0.5}]))
+    with pytest.raises(ValueError, match="unknown columns \\['erm_meen'\\]"):
+        read_rows(tmp_path / "v.json")
+    (tmp_path / "v.json").write_text(json.dumps([{k: v for k, v in rows.items() if k != "verdict"}]))
+    with pytest.raises(ValueError, match="missing columns \\['verdict'\\]"):
+        read_rows(tmp_path / "v.json")

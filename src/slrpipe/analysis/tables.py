@@ -21,6 +21,7 @@ import collections
 from pathlib import Path
 
 from slrpipe.analysis.render import LAWS, finite, pm
+from slrpipe.analysis.rows import Row
 from slrpipe.analysis.verdict import MISSING, UNMEASURED, VERDICTS
 from slrpipe.io import write_text
 
@@ -31,11 +32,11 @@ TABLES = ("validation", "verdicts", "rsb1")
 NO_COMPARISON = "No point compared: no replica experiment of this config names an ERM experiment (`erm:`)."
 
 
-def validation(rows: list[dict]) -> str:
+def validation(rows: list[Row]) -> str:
     """The verdict table as markdown: per point the theory ± its Monte Carlo error, ERM from the
     informed start and the ground state at each D of the ladder, the D → ∞ limit of each (law; z
     against the theory), RS stability (replicon, prox ties among the theory's samples) and the
-    verdict. ``rows``: those of ``results/validation.json`` (NaN or None for a missing value)."""
+    verdict. ``rows``: those of ``results/validation.json`` (slrpipe.analysis.rows.read_rows)."""
     if not rows:
         return NO_COMPARISON
 
@@ -43,18 +44,18 @@ def validation(rows: list[dict]) -> str:
         return pm(x, None, digits)
 
     def limit(r, who):
-        if not finite(r.get(f"{who}_limit")):
+        if not finite(getattr(r, f"{who}_limit")):
             return "—"
-        z = r["z_limit" if who == "erm" else "z_ground_limit"]
-        return f"{num(r[f'{who}_limit'])} ± {num(r[f'{who}_limit_se'])} ({LAWS.get(r[f'{who}_law'], r[f'{who}_law'])}; {z:+.1f})"
+        z = getattr(r, "z_limit" if who == "erm" else "z_ground_limit")
+        return f"{num(getattr(r, f'{who}_limit'))} ± {num(getattr(r, f'{who}_limit_se'))} ({LAWS.get(getattr(r, f'{who}_law'), getattr(r, f'{who}_law'))}; {z:+.1f})"
 
     def rs(r):
-        if not finite(r.get("rs_stable")):
+        if not finite(r.rs_stable):
             return "—"
-        tie = f", {int(r['prox_ties'])}" if finite(r.get("prox_ties")) else ""
-        return f"{'stable' if r['rs_stable'] else 'unstable'} ({r['replicon']:.2f}{tie})"
+        tie = f", {int(r.prox_ties)}" if finite(r.prox_ties) else ""
+        return f"{'stable' if r.rs_stable else 'unstable'} ({r.replicon:.2f}{tie})"
 
-    Ds = " / ".join(map(str, rows[0].get("ladder_D") or [rows[0]["D"]]))
+    Ds = " / ".join(map(str, rows[0].ladder_D or [rows[0].D]))
     out = [
         (
             f"| setting | σ | λ | α | theory | informed D = {Ds} | ground D = {Ds} | informed D → ∞ (law; z) "
@@ -63,21 +64,23 @@ def validation(rows: list[dict]) -> str:
         "|" + "---|" * 11,
     ]
     for r in rows:
-        per_D = {w: " / ".join(map(num, r.get(f"ladder_{w}") or [r[f"{w}_mean"]])) for w in ("erm", "ground")}
+        per_D = {
+            w: " / ".join(map(num, getattr(r, f"ladder_{w}") or [getattr(r, f"{w}_mean")])) for w in ("erm", "ground")
+        }
         out.append(
-            f"| {r['experiment']} | {r['sigma']} | {r['lam']:g} | {r['alpha']:g} | "
-            f"{pm(r['theory'], r['theory_mc_se'])} | {per_D['erm']} | {per_D['ground']} | {limit(r, 'erm')} | "
-            f"{limit(r, 'ground')} | {rs(r)} | {r['verdict']} |"
+            f"| {r.experiment} | {r.sigma} | {r.lam:g} | {r.alpha:g} | "
+            f"{pm(r.theory, r.theory_mc_se)} | {per_D['erm']} | {per_D['ground']} | {limit(r, 'erm')} | "
+            f"{limit(r, 'ground')} | {rs(r)} | {r.verdict} |"
         )
     return "\n".join(out)
 
 
-def verdicts(rows: list[dict]) -> str:
+def verdicts(rows: list[Row]) -> str:
     """How many points have each verdict (slrpipe.analysis.verdict, in its order; verdicts no point
     has are left out), and the total."""
     if not rows:
         return NO_COMPARISON
-    counts = collections.Counter(r["verdict"] for r in rows)
+    counts = collections.Counter(r.verdict for r in rows)
     unknown = sorted(set(counts) - {*VERDICTS, UNMEASURED, MISSING})
     if unknown:
         raise ValueError(f"verdicts: unknown verdict(s) {unknown} in the rows (slrpipe.analysis.verdict)")
@@ -87,34 +90,34 @@ def verdicts(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def _s_cell(r: dict) -> str:
+def _s_cell(r: Row) -> str:
     """The s of the state reported: 's* = 2.1' at the crossing, '≤ 0.3' at the largest Φ (a lower
     bound of the ground-state energy; '≤ 1 (peak)' where s* is bracketed), '—' not solved."""
-    s = r.get("rsb1_s_reported")
+    s = r.rsb1_s_reported
     if not finite(s):
         return "—"
-    if r.get("rsb1_lower_bound") != 1:
+    if r.rsb1_lower_bound != 1:
         return f"s* = {s:.3g}"
-    return f"largest Φ at {s:.3g}" + (" (peak)" if r.get("rsb1_phi_max_inside") == 1 else "")
+    return f"largest Φ at {s:.3g}" + (" (peak)" if r.rsb1_phi_max_inside == 1 else "")
 
 
-def _closed(r: dict, which: str) -> str:
+def _closed(r: Row, which: str) -> str:
     """The fraction of the gap closed ± s.e.; 'no gap' where the RS–ERM gap is unresolved."""
     from slrpipe.analysis.rsb1 import MIN_GAP_Z
 
-    z = r.get(f"gap_z_{which}")
-    if not finite(r.get(f"gap_closed_{which}")) and finite(z) and abs(z) < MIN_GAP_Z:
+    z = getattr(r, f"gap_z_{which}")
+    if not finite(getattr(r, f"gap_closed_{which}")) and finite(z) and abs(z) < MIN_GAP_Z:
         return "no gap"
-    return pm(r.get(f"gap_closed_{which}"), r.get(f"gap_closed_{which}_se"), 2)
+    return pm(getattr(r, f"gap_closed_{which}"), getattr(r, f"gap_closed_{which}_se"), 2)
 
 
-def rsb1(rows: list[dict]) -> str:
+def rsb1(rows: list[Row]) -> str:
     """Per 1RSB point (a row whose replica experiment solved 1RSB there: RS on the 1RSB samples is
     finite) the state reported (:func:`_s_cell`), its objective Φ = min 𝓛/D ± s.e. (batch means,
     else the outer samples'), its complexity Σ ± s.e. (0 at s*), RS's objective on the same samples,
     the ERM reference (``rsb1_erm_ref``) and the fraction of the RS–ERM gap closed ± s.e. for the
     objective and the test error (docs/theory.md §13)."""
-    points = [r for r in rows if finite(r.get("rsb1_rs_objective"))]
+    points = [r for r in rows if finite(r.rsb1_rs_objective)]
     if not points:
         return (
             "No 1RSB point: no replica experiment of this config with `ansatz: [rs, rsb1]` names an ERM experiment."
@@ -127,13 +130,13 @@ def rsb1(rows: list[dict]) -> str:
         "|" + "---|" * 12,
     ]
     for r in points:
-        se = r.get("rsb1_objective_batch_se")
-        se = se if finite(se) else r.get("rsb1_objective_se")
+        se = r.rsb1_objective_batch_se
+        se = se if finite(se) else r.rsb1_objective_se
         out.append(
-            f"| {r['experiment']} | {r['sigma']} | {r['lam']:g} | {r['alpha']:g} | {_s_cell(r)} | "
-            f"{pm(r.get('rsb1_objective'), se)} | {pm(r.get('rsb1_complexity'), r.get('rsb1_complexity_se'))} | "
-            f"{pm(r.get('rsb1_rs_objective'), None)} | {pm(r.get('rsb1_erm_objective'), r.get('rsb1_erm_objective_se'))} | "
-            f"{_closed(r, 'objective')} | {_closed(r, 'test')} | {r.get('rsb1_erm_ref') or '—'} |"
+            f"| {r.experiment} | {r.sigma} | {r.lam:g} | {r.alpha:g} | {_s_cell(r)} | "
+            f"{pm(r.rsb1_objective, se)} | {pm(r.rsb1_complexity, r.rsb1_complexity_se)} | "
+            f"{pm(r.rsb1_rs_objective, None)} | {pm(r.rsb1_erm_objective, r.rsb1_erm_objective_se)} | "
+            f"{_closed(r, 'objective')} | {_closed(r, 'test')} | {r.rsb1_erm_ref or '—'} |"
         )
     return "\n".join(out)
 
@@ -141,7 +144,7 @@ def rsb1(rows: list[dict]) -> str:
 RENDERERS = {"validation": validation, "verdicts": verdicts, "rsb1": rsb1}
 
 
-def write_tables(rows: list[dict] | None, out_dir) -> list[Path]:
+def write_tables(rows: list[Row] | None, out_dir) -> list[Path]:
     """Write ``out_dir``/<name>.md for every name of :data:`TABLES` (atomically, each ending in a
     newline); ``rows``: the comparison's rows, None for a run without a comparison. Returns the
     paths written, in the order of :data:`TABLES`."""

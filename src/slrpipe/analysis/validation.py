@@ -1,7 +1,10 @@
 """ERM vs replica theory: one row per (experiment, σ, λ, α) and a verdict.
 
 For each replica experiment that names an ERM experiment, every ERM point is compared with the
-replica prediction at the same (σ, λ, α) — linearly interpolated in log α off the replica grid.
+replica prediction at the same (σ, λ, α) — linearly interpolated in log α off the replica grid
+(slrpipe.analysis.replica). :func:`compare` returns typed rows (slrpipe.analysis.rows.Row);
+:func:`validate_store` writes them (``results/validation.json``) and their text table
+(slrpipe.analysis.render, ``results/validation.txt``) and fails on enforced disagreement.
 
 ERM value: the mean over seeds of ``test_error_pop``, the population risk at the learned (k, v)
 (model.md §4 at the learned Gram, evaluated at aggregation) — the quantity the theory predicts,
@@ -55,7 +58,6 @@ second section with one line per ladder row.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -67,63 +69,14 @@ from slrpipe.analysis.ground import reference
 from slrpipe.analysis.ladder import largest_D, point_ladder
 from slrpipe.analysis.render import finite, format_table
 from slrpipe.analysis.replica import ALPHA_RTOL, alpha_weights
+from slrpipe.analysis.rows import RSB1_COLUMNS, Row, to_json
 from slrpipe.analysis.rsb1 import gap_closed, gap_closed_se
 from slrpipe.analysis.seeds import point_mean_se
 from slrpipe.analysis.verdict import Measurement, Rule
 from slrpipe.analysis.verdict import verdict as point_verdict
 from slrpipe.io import write_text
 
-COLUMNS = [
-    "experiment",
-    "sigma",
-    "lam",
-    "alpha",
-    "D",
-    "n_seeds",
-    "erm_quantity",
-    "erm_mean",
-    "erm_se",
-    "erm_test",
-    "erm_objective",
-    "ground_mean",
-    "ground_se",
-    "ground_objective",
-    "ground_starts",
-    "erm_converged",
-    "ground_converged",
-    "theory",
-    "theory_mc_se",
-    "theory_objective",
-    "n_branches",
-    "theory_alt",
-    "theory_mc_sd",
-    "z",
-    "rel_diff",
-    "theory_converged",
-    "ill_conditioned",
-    "enforced",
-    "agrees",
-    "reached_down",
-    "reached_up",
-    "replicon",
-    "rs_stable",
-    "prox_ties",
-    "theory_n_samples",
-    "verdict",
-]
-#: extra columns of a D-ladder row (module docstring), ``erm_`` and ``ground_`` each
-LADDER_COLUMNS = [
-    "ladder_D",
-    "ladder_erm",
-    "ladder_erm_se",
-    "ladder_ground_D",
-    "ladder_ground",
-    "ladder_ground_se",
-    *(f"{w}_{c}" for w in ("erm", "ground") for c in ("limit", "limit_se", "law", "chi2_dof", "fit_p", "fit_ok")),
-    "z_limit",
-    "z_ground_limit",
-]
-#: columns of a row whose replica experiment solved 1RSB there (ansatz [rs, rsb1]; docs/theory.md §13):
+#: the 1RSB columns of a row whose replica experiment solved 1RSB there (ansatz [rs, rsb1]; docs/theory.md §13):
 #: s* (NaN unless Σ crosses zero on the physical part of the s scan), the s of the state reported and
 #: whether its Φ is only a lower bound of the ground-state energy, and where it is, whether that Φ
 #: is the largest inside the physical part (s* bracketed; slrpipe.analysis.rsb1.reported); at
@@ -140,41 +93,7 @@ LADDER_COLUMNS = [
 #: s.e. and ERM's, slrpipe.analysis.rsb1.gap_closed_se), and ERM's d₂ ± s.e., the
 #: distance between the two lowest minima found on the same data (slrpipe.analysis.distance.second_lowest;
 #: seed mean, D → ∞ where there is a ladder) — RS predicts 0, 1RSB 2 tr δQ
-RSB1_COLUMNS = [
-    "rsb1_s_star",
-    "rsb1_s_reported",
-    "rsb1_lower_bound",
-    "rsb1_phi_max_inside",
-    "rsb1_objective",
-    "rsb1_objective_se",
-    "rsb1_test_error",
-    "rsb1_distance",
-    "rsb1_converged",
-    "rsb1_rs_objective",
-    "rsb1_rs_test_error",
-    "rsb1_rs_objective_se",
-    "rsb1_objective_batch_se",
-    "rsb1_test_error_batch_se",
-    "rsb1_distance_batch_se",
-    "rsb1_objective_batch_bias",
-    "rsb1_test_error_batch_bias",
-    "rsb1_batches_converged",
-    "rsb1_complexity",
-    "rsb1_complexity_se",
-    "rsb1_erm_objective",
-    "rsb1_erm_objective_se",
-    "rsb1_erm_test",
-    "rsb1_erm_test_se",
-    "rsb1_erm_ref",
-    "gap_closed_objective",
-    "gap_closed_test",
-    "gap_z_objective",
-    "gap_z_test",
-    "gap_closed_objective_se",
-    "gap_closed_test_se",
-    "erm_distance",
-    "erm_distance_se",
-]
+#: (the fields of slrpipe.analysis.rows.Row, group rsb1: RSB1_COLUMNS)
 #: RSB1_COLUMNS read from the replica node as they are (its ``rsb1_*`` variables, slrpipe.analysis.aggregate)
 _RSB1 = RSB1_COLUMNS[: RSB1_COLUMNS.index("rsb1_batches_converged") + 1]
 _THEORY = {
@@ -421,7 +340,7 @@ class _Linked(NamedTuple):
     erm: xr.Dataset  # ERM at the largest D, informed start
 
 
-def compare(tree: xr.DataTree, config: dict) -> list[dict]:
+def compare(tree: xr.DataTree, config: dict) -> list[Row]:
     """Rows of the comparison table (see module doc) for every replica experiment with an ERM link."""
     crit = _Criteria.of(config)
     rows = []
@@ -441,7 +360,7 @@ def compare(tree: xr.DataTree, config: dict) -> list[dict]:
     return rows
 
 
-def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | None:
+def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> Row | None:
     """The row (``COLUMNS``, plus ``LADDER_COLUMNS`` for a ladder and ``RSB1_COLUMNS`` where the
     replica experiment solved 1RSB) of one (σ, λ, α) point; None where ERM has no value there."""
     pt = link.erm.sel(sigma=sigma, lam=lam, alpha=alpha)
@@ -503,7 +422,7 @@ def _compare_point(link: _Linked, sigma, lam, alpha, crit: _Criteria) -> dict | 
         limit = _objective_limit(link.by_D, sigma, lam, alpha) if "D" in link.by_D.dims else (np.nan, np.nan)
         row.update(_rsb1_gap(row, limit))
         row.update(_erm_distance(link.by_D, sigma, lam, alpha))
-    return row
+    return Row(**row)
 
 
 def _verdict_at(
@@ -526,21 +445,16 @@ def _verdict_at(
     )
 
 
-def failures(rows: list[dict]) -> list[dict]:
+def failures(rows: list[Row]) -> list[Row]:
     """The rows of :func:`compare` that are enforced and disagree (the ones that fail the check)."""
-    return [r for r in rows if r["enforced"] and not r["agrees"]]
-
-
-def to_json(rows) -> str:
-    """``rows`` as indented JSON (``results/validation.json``); NumPy scalars as floats, NaN as NaN."""
-    return json.dumps(rows, indent=1, default=float)
+    return [r for r in rows if r.enforced and not r.agrees]
 
 
 class ValidationFailed(RuntimeError):
     """ERM disagrees with the replica theory where the theory is expected to hold."""
 
 
-def validate_store(store, config: dict, out) -> list[dict]:
+def validate_store(store, config: dict, out) -> list[Row]:
     """Compare, write ``out`` (text table) and ``out``.json (rows); raise on enforced disagreement.
 
     The table is written in both cases (a failed check leaves ``<out>.failed.txt`` instead of
@@ -563,12 +477,12 @@ def validate_store(store, config: dict, out) -> list[dict]:
     if bad and v.get("fail", True):
         write_text(table + "\n", out.with_suffix(".failed.txt"))
         raise ValidationFailed(
-            f"{len(bad)} of {sum(r['enforced'] for r in rows)} enforced ERM points disagree with the replica theory "
+            f"{len(bad)} of {sum(r.enforced for r in rows)} enforced ERM points disagree with the replica theory "
             f"(|z| > {v.get('max_abs_z', 4.0)} and relative difference > {v.get('rel_tol', 0.05)}); table in "
             f"{out.with_suffix('.failed.txt')}: "
             + "; ".join(
-                f"{r['experiment']} {r['sigma']} λ={r['lam']:g} α={r['alpha']:g} "
-                f"(ERM {r['erm_mean']:.4f} ± {r['erm_se']:.4f} vs theory {r['theory']:.4f})"
+                f"{r.experiment} {r.sigma} λ={r.lam:g} α={r.alpha:g} "
+                f"(ERM {r.erm_mean:.4f} ± {r.erm_se:.4f} vs theory {r.theory:.4f})"
                 for r in bad
             )
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 
 from slrpipe.figures import READS_ROWS, REGISTRY
 
@@ -36,9 +35,9 @@ def run(args):
     if args.name in READS_ROWS:  # drawn from the comparison's rows, not the store's nodes
         if not args.validation:
             raise ValueError(f"figure {args.name}: --validation (results/validation.json) is required")
-        with open(args.validation) as f:
-            rows = json.load(f)
-        paths = mod.plot(None, experiments, args.out, rows=rows)
+        from slrpipe.analysis.rows import read_rows
+
+        paths = mod.plot(None, experiments, args.out, rows=read_rows(args.validation))
     else:
         nodes = None if kind == "replica" else [f"{kind}/{e}" for e in experiments]
         paths = mod.plot(open_store(args.store, nodes=nodes), experiments, args.out)

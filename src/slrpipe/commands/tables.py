@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 
 def add_arguments(p):
     """The options of ``slrpipe tables`` (added to its subparser ``p``)."""
@@ -19,13 +17,11 @@ def run(args):
     :data:`slrpipe.analysis.tables.TABLES` into ``--out``; returns the exit status (0 on success).
 
     Raises:
-        ValueError: a row with an unknown verdict (the CLI prints it as one line and exits with 2)."""
+        ValueError: a row with an unknown column or verdict (the CLI prints it as one line and exits with 2)."""
+    from slrpipe.analysis.rows import read_rows
     from slrpipe.analysis.tables import write_tables
 
-    rows = None
-    if args.validation:
-        with open(args.validation) as f:
-            rows = json.load(f)
+    rows = read_rows(args.validation) if args.validation else None
     for path in write_tables(rows, args.out):
         print(path)
     return 0

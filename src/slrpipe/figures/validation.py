@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Patch
 
+from slrpipe.analysis.rows import Row
 from slrpipe.analysis.verdict import MISSING, UNMEASURED, VERDICTS
 from slrpipe.figures.style import plt, save
 
@@ -31,38 +32,38 @@ VERDICT_COLORS = {
 }
 
 
-def verdict_grid(rows: list[dict]) -> tuple[list[tuple[str, float]], list[float], dict]:
+def verdict_grid(rows: list[Row]) -> tuple[list[tuple[str, float]], list[float], dict]:
     """The rows of one experiment on a grid: the (σ, λ) row labels, the α columns (sorted) and
     {(row, column): comparison row}. A (σ, λ, α) without an ERM point is absent from the dict."""
-    keys = list(dict.fromkeys((r["sigma"], r["lam"]) for r in rows))
-    alphas = sorted({r["alpha"] for r in rows})
-    cells = {(keys.index((r["sigma"], r["lam"])), alphas.index(r["alpha"])): r for r in rows}
+    keys = list(dict.fromkeys((r.sigma, r.lam) for r in rows))
+    alphas = sorted({r.alpha for r in rows})
+    cells = {(keys.index((r.sigma, r.lam)), alphas.index(r.alpha)): r for r in rows}
     return keys, alphas, cells
 
 
-def _cell_text(r: dict) -> str:
+def _cell_text(r: Row) -> str:
     """'−4.0 %' and the enforced check (✓ agrees, ✗ fails; nothing where not enforced)."""
-    rel = r["rel_diff"]
+    rel = r.rel_diff
     if rel is None or not np.isfinite(rel):
         return "—"
-    mark = (" ✓" if r["agrees"] else " ✗") if r["enforced"] else ""
+    mark = (" ✓" if r.agrees else " ✗") if r.enforced else ""
     return f"{100 * rel:+.1f} %{mark}"
 
 
-def _dimension_text(rows: list[dict]) -> str:
+def _dimension_text(rows: list[Row]) -> str:
     """' at D = 600' or, where the ERM grid varies D with α (fixed √(nD)), ' at D = 424–1897'."""
-    Ds = sorted({int(r["D"]) for r in rows if r["D"] and r["D"] > 0})
+    Ds = sorted({int(r.D) for r in rows if r.D and r.D > 0})
     if not Ds:
         return ""
     return f" at D = {Ds[0]}" if len(Ds) == 1 else f" at D = {Ds[0]}–{Ds[-1]}"
 
 
-def draw_panel(ax, name: str, rows: list[dict]) -> None:
+def draw_panel(ax, name: str, rows: list[Row]) -> None:
     """One experiment's cells on ``ax`` (rows (σ, λ), columns α), verdict colours, gap text."""
     keys, alphas, cells = verdict_grid(rows)
     for (i, j), r in cells.items():
         ax.add_patch(
-            plt.Rectangle((j, i), 1, 1, facecolor=VERDICT_COLORS.get(r["verdict"], "white"), edgecolor="white", lw=1.5)
+            plt.Rectangle((j, i), 1, 1, facecolor=VERDICT_COLORS.get(r.verdict, "white"), edgecolor="white", lw=1.5)
         )
         ax.text(j + 0.5, i + 0.5, _cell_text(r), ha="center", va="center", fontsize=7)
     ax.set_xlim(0, len(alphas))
@@ -77,11 +78,10 @@ def draw_panel(ax, name: str, rows: list[dict]) -> None:
     ax.set_xlabel("sample complexity α = n/D")
 
 
-def plot(tree, experiments, out_stem, rows: list[dict] | None = None):
+def plot(tree, experiments, out_stem, rows: list[Row] | None = None):
     """Draw the panels of ``experiments`` (replica experiment names) and write ``out_stem``.pdf/.png.
 
-    ``rows``: the comparison's rows (``results/validation.json``, one dict per point with its
-    ``experiment``); ``tree``: unused (every figure's signature; the rows hold what is drawn).
+    ``rows``: the comparison's rows (``results/validation.json``, slrpipe.analysis.rows.read_rows); ``tree``: unused (every figure's signature; the rows hold what is drawn).
     Returns the written paths.
 
     Raises:
@@ -92,7 +92,7 @@ def plot(tree, experiments, out_stem, rows: list[dict] | None = None):
         raise ValueError("figure validation: the comparison's rows are required (results/validation.json)")
     groups = []
     for name in experiments:
-        mine = [r for r in rows if r["experiment"] == name]
+        mine = [r for r in rows if r.experiment == name]
         if not mine:
             raise ValueError(
                 f"figure validation: replica experiment {name!r} has no linked ERM points "
@@ -110,7 +110,7 @@ def plot(tree, experiments, out_stem, rows: list[dict] | None = None):
     )
     for ax, (name, g) in zip(axes[:, 0], groups):
         draw_panel(ax, name, g)
-    seen = {r["verdict"] for _, g in groups for r in g}
+    seen = {r.verdict for _, g in groups for r in g}
     handles = [Patch(facecolor=c, label=v) for v, c in VERDICT_COLORS.items() if v in seen]
     fig.tight_layout()
     fig.legend(

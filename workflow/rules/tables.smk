@@ -13,6 +13,8 @@ rule tables:
         TABLES,
     log:
         "results/logs/tables.log",
+    benchmark:
+        "results/benchmarks/tables.tsv"
     localrule: True
     params:
         rows=" ".join(f"--validation {p}" for p in VALIDATION_ROWS),

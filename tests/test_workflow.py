@@ -201,8 +201,9 @@ def test_the_tables_rule_writes_every_table_from_the_rows(done):
     results/validation.json: one line per compared point, the verdict counts summing to them, and
     the 1RSB table with the two points solved at α = 8 (the smoke config's rsb1.alphas)."""
     from slrpipe.analysis import tables
+    from slrpipe.analysis.rows import read_rows
 
-    rows = json.loads((done / "results" / "validation.json").read_text())
+    rows = read_rows(done / "results" / "validation.json")
     written = sorted(p.name for p in (done / "results" / "tables").iterdir())
     assert written == sorted(f"{n}.md" for n in tables.TABLES)
     md = {n: (done / "results" / "tables" / f"{n}.md").read_text() for n in tables.TABLES}

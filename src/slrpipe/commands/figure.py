@@ -29,8 +29,8 @@ def run(args):
     mod = importlib.import_module(f"slrpipe.figures.{args.name}")
     experiments = [e for e in args.experiments.split(",") if e]
     # the panels' own nodes are loaded, any other node a figure draws from is read where used
-    # (~0.5–1 s less per figure job); the replica figures read ERM nodes throughout, and lazy reads
-    # of those made the validation figure 1–2 s slower: they load the whole store
+    # (~0.5–1 s less per figure job); the replica figures read ERM nodes throughout: they load the
+    # whole store; a figure of the comparison's rows (READS_ROWS) opens no store
     kind = REGISTRY[args.name]
     if args.name in READS_ROWS:  # drawn from the comparison's rows, not the store's nodes
         if not args.validation:

@@ -1,10 +1,10 @@
-"""Per-point verdict (slrpipe.store.verdict): each rule, its order, and missing data."""
+"""Per-point verdict (slrpipe.analysis.verdict): each rule, its order, and missing data."""
 
 import math
 
 import pytest
 
-from slrpipe.store.verdict import (
+from slrpipe.analysis.verdict import (
     MISSING,
     UNMEASURED,
     VERDICTS,

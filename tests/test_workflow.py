@@ -60,8 +60,8 @@ def dry_run_with(wd, name: str, edit) -> str:
     return snakemake(wd, "--cores", "2", "--configfile", str(path), "-n").stdout
 
 
-#: the jobs after any change of a result: the plan file, the store, the check and the target
-AFTER_RESULTS = {"plan": 1, "aggregate": 1, "validate": 1, "all": 1}
+#: the jobs after any change of a result: the plan file, the store, the check, its tables and the target
+AFTER_RESULTS = {"plan": 1, "aggregate": 1, "validate": 1, "tables": 1, "all": 1}
 #: the figures redrawn when spiked_L2's replica or ERM results change: fig3, validation and
 #: complexity draw that replica node, optimization the replica node of its data setting
 REPLICA_FIGURES = {"fig_fig3": 1, "fig_optimization": 1, "fig_validation": 1, "fig_complexity": 1}
@@ -194,6 +194,24 @@ def test_figures_are_real_images(done):
         # not blank: a good share of non-white pixels and several distinct colours
         rgb = img[..., :3].reshape(-1, 3)
         assert (rgb.min(axis=1) < 0.9).mean() > 0.02 and len(np.unique((rgb * 255).astype(int), axis=0)) > 20
+
+
+def test_the_tables_rule_writes_every_table_from_the_rows(done):
+    """rule tables (a target of rule all): results/tables/<name>.md for each of TABLES, rendered from
+    results/validation.json: one line per compared point, the verdict counts summing to them, and
+    the 1RSB table with the two points solved at α = 8 (the smoke config's rsb1.alphas)."""
+    from slrpipe.analysis import tables
+    from slrpipe.analysis.rows import read_rows
+
+    rows = read_rows(done / "results" / "validation.json")
+    written = sorted(p.name for p in (done / "results" / "tables").iterdir())
+    assert written == sorted(f"{n}.md" for n in tables.TABLES)
+    md = {n: (done / "results" / "tables" / f"{n}.md").read_text() for n in tables.TABLES}
+    for name, render in tables.RENDERERS.items():
+        assert md[name] == render(rows) + "\n", name
+    assert len([line for line in md["validation"].splitlines() if line.startswith("| spiked_L2 |")]) == len(rows) == 4
+    assert md["verdicts"].splitlines()[-1] == "| all | 4 |"
+    assert [line.split("|")[4].strip() for line in md["rsb1"].splitlines()[2:]] == ["8", "8"]
 
 
 def test_nothing_to_do_on_second_run(done):
@@ -333,7 +351,7 @@ def test_rsb1_points_in_the_store_and_the_table(done):
 
 
 def test_store_has_starts_trajectories_and_ground_state(done):
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     tree = open_store(done / "results" / "slr.zarr")
     opt = tree["erm/opt_L2"].to_dataset()
@@ -417,3 +435,5 @@ def test_population_only_config_end_to_end(workflow_dir):
     assert set(tree.children) == {"population"} and set(tree["population/p"]["sigma"].values) == {"bayes", "linear"}
     assert (workflow_dir / "results" / "figures" / "fig2.png").stat().st_size > 5_000
     assert not (workflow_dir / "results" / "validation.txt").exists()
+    # no comparison: each table one sentence saying so
+    assert (workflow_dir / "results" / "tables" / "verdicts.md").read_text().startswith("No point compared")

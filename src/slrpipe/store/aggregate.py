@@ -43,6 +43,7 @@ from slrpipe.io import atomic_dir, write_zarr
 from slrpipe.io import read_netcdf as _read_netcdf
 from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
+from slrpipe.sigmas import get as get_sigma
 from slrpipe.store.distance import to_ground, to_informed
 from slrpipe.store.ground import add_ground_state
 from slrpipe.store.rsb1 import reported
@@ -190,7 +191,7 @@ def add_population_prediction(node: xr.Dataset, task: SLRTask, workers: int = 1)
     def risk(idx):
         ov = {v: float(node[v].values[idx]) for v in OVERLAPS}
         sigma = str(node["sigma"].values[idx[0]])
-        c = float(node["c"].values[idx]) if "c" in node and sigma == "erf" else 0.0
+        c = float(node["c"].values[idx]) if "c" in node and get_sigma(sigma).offset else 0.0
         return risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, ov, c)  # NaN if not finite
 
     pred = np.array(map_threads(risk, list(np.ndindex(shape)), workers), dtype=float).reshape(shape)

@@ -69,5 +69,5 @@ def test_normalised_scores_stable_far_out(name):
 
 
 def test_unknown_sigma():
-    with pytest.raises(ValueError, match="sigma: must be one of softmax, linear, erf, softplus_norm, got 'relu'"):
+    with pytest.raises(ValueError, match=f"sigma: must be one of {', '.join(SIGMAS)}, got 'relu'"):
         scores.score("relu", CHI)

@@ -30,7 +30,7 @@ OPTIMIZERS = ("lbfgs", "gd", "adam", "sgd")
 FIRST_ORDER = ("gd", "sgd", "adam")
 #: the σ whose scores are normalised over the sequence (a probability vector over tokens).
 NORMALISED_SIGMAS = tuple(s for s in SIGMAS if _sigmas.get(s).normalised)
-#: the odd σ: f(−k, −v) = f(k, v), so every ERM minimum has a mirror image (−k, −v)
+#: the odd σ: σ − 1 odd in χ (``Sigma.odd``); ERM's minima are compared with mirror images (−k, −v) too
 ODD_SIGMAS = tuple(s for s in SIGMAS if _sigmas.get(s).odd)
 #: the starts drawn at random (seeded by init_seed); the informed start is deterministic.
 RANDOM_INITS = ("random", "small")

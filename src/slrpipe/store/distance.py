@@ -4,7 +4,7 @@
 the same data, the run of lowest final objective over every start and optimiser
 (``dist_ground``; slrpipe.store.ground). It needs no theory: where the training objective has one minimum
 (replica symmetry) d → 0 as D → ∞; between two states of a one-step RSB phase it tends to
-2 tr(Q₁ − Q₀). For odd σ (``Sigma.odd``: f(−k, −v) = f(k, v)) the distance is to the nearer of
+2 tr(Q₁ − Q₀). For odd σ (``Sigma.odd``: σ − 1 odd in χ) the distance is to the nearer of
 (k_b, v_b) and its mirror image (−k_b, −v_b).
 """
 

@@ -130,9 +130,9 @@ def test_a_declaration_is_checked():
 
 # -------------------------------------------------------------------------- unknown σ raises
 def _dispatchers():
+    from slrpipe.analysis.distance import weight_distance
     from slrpipe.figures.length import fit_laws
     from slrpipe.models import Attention
-    from slrpipe.store.distance import weight_distance
     from slrpipe.theory import exact_length, population
     from slrpipe.theory.replica import prox
 

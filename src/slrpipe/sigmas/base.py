@@ -29,7 +29,7 @@ class Sigma:
             with the same numbers; differentiable in jax. With ``offset``, a keyword ``c`` too.
         normalised: the scores are a probability vector over the valid tokens.
         odd: σ − 1 is an odd function of χ (erf at c = 0), so ERM's minima are compared with the
-            mirror image (−k, −v) of the other run's too (slrpipe.store.distance).
+            mirror image (−k, −v) of the other run's too (slrpipe.analysis.distance).
         offset: σ has a learned scalar offset c (an ERM parameter, unpenalised; optimised with
             m_k in the population optimum).
         limit: ``limit(chi_star)``: lim_{m→∞} σ(m χ*) up to a positive factor, numpy (n, L) → (n, L)

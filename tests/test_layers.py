@@ -16,6 +16,7 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "slrpipe"
 RANK = {
     "vocabulary": 0,
     "threads": 0,
+    "cf": 0,
     "lengths": 1,
     "io": 1,
     "provenance": 1,

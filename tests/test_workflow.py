@@ -214,7 +214,7 @@ def test_every_file_is_self_describing(done):
     )
     # names the aggregation derives take their base's units and a composed long name
     rep = tree["replica/spiked_L2"].to_dataset()
-    assert rep["rsb1_scan_wall_time"].attrs["units"] == "s" and rep["test_error_se"].attrs["units"] == "1"
+    assert rep["rsb1_scan_wall_time"].attrs["units"] == "s" and rep["rsb1_test_error_batch_se"].attrs["units"] == "1"
     assert rep["bayes_optimal_test_error"].attrs["long_name"] == "Bayes-optimal: test mean squared error"
 
 

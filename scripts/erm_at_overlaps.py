@@ -1,7 +1,7 @@
 """ERM started at a 1RSB state's overlaps (docs/theory.md §13, "Where ERM's minima lie"): does
 L-BFGS find minima at the key norm the theory predicts? From a result file of the ``rsb1`` rule,
 take the point (data law, σ, λ, α) and its reported state's overlaps (m_k, q₁_k, m_v, q₁_v;
-slrpipe.store.rsb1.reported); for each data seed at dimension ``--D`` minimise the ERM objective
+slrpipe.analysis.rsb1.reported); for each data seed at dimension ``--D`` minimise the ERM objective
 (float64, |∇J|/n < 10⁻⁹) from three starts — the informed one (k = c_ν k*, v = v*; the training
 jobs' start, slrpipe.train.experiment.init_model), its minimum
 with k rescaled to |k|²/D = q₁_k, and a start drawn at the state's overlaps (k = m_k k* + a random
@@ -20,8 +20,8 @@ import jax
 import numpy as np
 import xarray as xr
 
+from slrpipe.analysis.rsb1 import reported
 from slrpipe.data import SLRDataset, SLRTask
-from slrpipe.store.rsb1 import reported
 from slrpipe.train.erm import minimize
 from slrpipe.train.metrics import overlaps
 from slrpipe.train.options import C_INF, SolverOptions

@@ -192,3 +192,18 @@ def assert_self_describing(ds, where: str, global_attrs: bool = True) -> None:
         assert datetime.fromisoformat(a["date_created"]).tzinfo is not None, where
         assert a["history"].startswith(f"{a['date_created']} slrpipe "), (where, a["history"][:200])
         assert "created_unix" not in a and "description" not in a, where
+
+
+def comparison_row(**values):
+    """A comparison row (slrpipe.analysis.rows.Row) for renderer tests: ``values`` over defaults
+    (NaN numbers, the verdict "agrees", one experiment 'e', softmax, λ = 0.1, α = 2, D = 40, 2 seeds)."""
+    import math
+    from dataclasses import fields
+
+    from slrpipe.analysis.rows import Row
+
+    kinds = {"str": "", "int": 0, "bool": False, "float": math.nan}
+    core = {f.name: kinds[f.type] for f in fields(Row) if "group" not in f.metadata}
+    core |= {"experiment": "e", "sigma": "softmax", "lam": 0.1, "alpha": 2.0, "D": 40, "n_seeds": 2}
+    core |= {"verdict": "agrees", "n_branches": 1, "erm_quantity": "test_error_pop"}
+    return Row(**(core | values))

@@ -49,7 +49,7 @@ def test_result_files_round_trip_with_their_dtypes(tmp_path):
 def test_open_store_loads_the_named_nodes_and_reads_the_others_lazily(tmp_path):
     # a figure loads its panels' nodes only (slrpipe figure): the same values as a full load, the
     # named nodes in memory, the others read where used
-    from slrpipe.store.aggregate import open_store, write_store
+    from slrpipe.analysis.aggregate import open_store, write_store
 
     rng = np.random.default_rng(0)
     node = lambda: xr.Dataset({"x": (("a",), rng.standard_normal(5)), "s": (("a",), np.array(list("abcde")))})

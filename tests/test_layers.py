@@ -1,4 +1,4 @@
-"""Import direction: layers import only downward (vocabulary → data/models/theory → train → store →
+"""Import direction: layers import only downward (vocabulary → data/models/theory → train → analysis →
 figures → commands/cli/workflow), checked on the syntax tree of every module, imports inside
 functions included."""
 
@@ -27,7 +27,7 @@ RANK = {
     "theory": 2,
     "jobs": 2,
     "train": 3,
-    "store": 4,
+    "analysis": 4,
     "figures": 5,
     "commands": 6,
     "cli": 6,
@@ -83,7 +83,7 @@ def test_layers_import_only_downward():
     assert violations() == []
 
 
-@pytest.mark.parametrize("layer", ["vocabulary", "data", "models", "theory", "train", "store", "figures"])
+@pytest.mark.parametrize("layer", ["vocabulary", "data", "models", "theory", "train", "analysis", "figures"])
 def test_science_and_storage_never_import_commands_or_workflow(layer):
     files = [PKG / f"{layer}.py"] if (PKG / f"{layer}.py").exists() else sorted((PKG / layer).rglob("*.py"))
     assert files
@@ -93,12 +93,12 @@ def test_science_and_storage_never_import_commands_or_workflow(layer):
 
 
 def test_the_check_can_fail(tmp_path, monkeypatch):
-    """The checker itself flags an upward import (a store module importing the workflow)."""
+    """The checker itself flags an upward import (an analysis module importing the workflow)."""
     fake = tmp_path / "slrpipe"
-    (fake / "store").mkdir(parents=True)
-    (fake / "store" / "bad.py").write_text("def f():\n    from slrpipe.workflow import plan\n")
+    (fake / "analysis").mkdir(parents=True)
+    (fake / "analysis" / "bad.py").write_text("def f():\n    from slrpipe.workflow import plan\n")
     monkeypatch.setattr(__import__(__name__), "PKG", fake)
-    assert violations() == ["store/bad.py (store) imports slrpipe.workflow (workflow)"]
+    assert violations() == ["analysis/bad.py (analysis) imports slrpipe.workflow (workflow)"]
 
 
 def _vocabulary_words() -> dict[str, set[str]]:

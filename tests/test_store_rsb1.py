@@ -1,4 +1,4 @@
-"""The 1RSB state a point reports (slrpipe.store.rsb1.reported): s* on the physical part of the s
+"""The 1RSB state a point reports (slrpipe.analysis.rsb1.reported): s* on the physical part of the s
 scan, else the converged physical row of largest Φ (a lower bound of the ground-state energy), else
 not solved."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import xarray as xr
 
-from slrpipe.store.rsb1 import reported
+from slrpipe.analysis.rsb1 import reported
 
 S = [0.3, 1.0, 2.0, 4.0]
 PHI = [0.30, 0.32, 0.31, 0.50]

@@ -1,10 +1,10 @@
-"""Per-point verdict (slrpipe.store.verdict): each rule, its order, and missing data."""
+"""Per-point verdict (slrpipe.analysis.verdict): each rule, its order, and missing data."""
 
 import math
 
 import pytest
 
-from slrpipe.store.verdict import MISSING, UNMEASURED, VERDICTS, Measurement, Rule, agrees, verdict
+from slrpipe.analysis.verdict import MISSING, UNMEASURED, VERDICTS, Measurement, Rule, agrees, verdict
 
 T, TSE = 1.0, 0.005  # theory value and its Monte Carlo error
 

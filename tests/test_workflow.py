@@ -60,8 +60,8 @@ def dry_run_with(wd, name: str, edit) -> str:
     return snakemake(wd, "--cores", "2", "--configfile", str(path), "-n").stdout
 
 
-#: the jobs after any change of a result: the plan file, the store, the check and the target
-AFTER_RESULTS = {"plan": 1, "aggregate": 1, "validate": 1, "all": 1}
+#: the jobs after any change of a result: the plan file, the store, the check, its tables and the target
+AFTER_RESULTS = {"plan": 1, "aggregate": 1, "validate": 1, "tables": 1, "all": 1}
 #: the figures redrawn when spiked_L2's replica or ERM results change: fig3, validation and
 #: complexity draw that replica node, optimization the replica node of its data setting
 REPLICA_FIGURES = {"fig_fig3": 1, "fig_optimization": 1, "fig_validation": 1, "fig_complexity": 1}
@@ -231,6 +231,24 @@ def test_figures_are_real_images(done):
         assert (rgb.min(axis=1) < 0.9).mean() > 0.02 and len(np.unique((rgb * 255).astype(int), axis=0)) > 20
 
 
+def test_the_tables_rule_writes_every_table_from_the_rows(done):
+    """rule tables (a target of rule all): results/tables/<name>.md for each of TABLES, rendered from
+    results/validation.json: one line per compared point, the verdict counts summing to them, and
+    the 1RSB table with the two points solved at α = 8 (the smoke config's rsb1.alphas)."""
+    from slrpipe.analysis import tables
+    from slrpipe.analysis.rows import read_rows
+
+    rows = read_rows(done / "results" / "validation.json")
+    written = sorted(p.name for p in (done / "results" / "tables").iterdir())
+    assert written == sorted(f"{n}.md" for n in tables.TABLES)
+    md = {n: (done / "results" / "tables" / f"{n}.md").read_text() for n in tables.TABLES}
+    for name, render in tables.RENDERERS.items():
+        assert md[name] == render(rows) + "\n", name
+    assert len([line for line in md["validation"].splitlines() if line.startswith("| spiked_L2 |")]) == len(rows) == 4
+    assert md["verdicts"].splitlines()[-1] == "| all | 4 |"
+    assert [line.split("|")[4].strip() for line in md["rsb1"].splitlines()[2:]] == ["8", "8"]
+
+
 def test_nothing_to_do_on_second_run(done):
     assert planned_jobs(done) == {}
 
@@ -347,7 +365,7 @@ def test_rsb1_points_in_the_store_and_the_table(done):
         a = rep.sel(sigma=s, lam=0.1, alpha=8.0)
         se = 8.0 * float(a["train_loss_se"])
         assert abs(float(a["rsb1_rs_objective"]) - float(a["objective"])) <= 0.2 * se, (s, a)
-        # the state reported (slrpipe.store.rsb1): s*, or the largest Φ of the converged physical rows
+        # the state reported (slrpipe.analysis.rsb1): s*, or the largest Φ of the converged physical rows
         ok = (a["rsb1_scan_physical"] == 1) & (a["rsb1_scan_converged"] == 1)
         if np.isfinite(float(a["rsb1_s_star"])):
             assert float(a["rsb1_s_reported"]) == float(a["rsb1_s_star"]) and not bool(a["rsb1_lower_bound"])
@@ -367,7 +385,7 @@ def test_rsb1_points_in_the_store_and_the_table(done):
 
 
 def test_store_has_starts_trajectories_and_ground_state(done):
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     tree = open_store(done / "results" / "slr.zarr")
     opt = tree["erm/opt_L2"].to_dataset()
@@ -451,3 +469,5 @@ def test_population_only_config_end_to_end(workflow_dir):
     assert set(tree.children) == {"population"} and set(tree["population/p"]["sigma"].values) == {"bayes", "linear"}
     assert (workflow_dir / "results" / "figures" / "fig2.png").stat().st_size > 5_000
     assert not (workflow_dir / "results" / "validation.txt").exists()
+    # no comparison: each table one sentence saying so
+    assert (workflow_dir / "results" / "tables" / "verdicts.md").read_text().startswith("No point compared")

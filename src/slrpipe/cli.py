@@ -27,6 +27,7 @@ COMMANDS = {
     "aggregate": "slrpipe.commands.aggregate",
     "figure": "slrpipe.commands.figure",
     "validate": "slrpipe.commands.validate",
+    "tables": "slrpipe.commands.tables",
     "install-profile": "slrpipe.commands.install_profile",
 }
 

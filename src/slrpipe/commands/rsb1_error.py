@@ -1,6 +1,6 @@
 """The batch-means Monte Carlo error of one 1RSB point's reported state (docs/theory.md §13).
 
-Reads a ``slrpipe rsb1`` result (``--rsb1``), takes the state it reports (slrpipe.store.rsb1:
+Reads a ``slrpipe rsb1`` result (``--rsb1``), takes the state it reports (slrpipe.analysis.rsb1:
 s* on the physical part, else the physical row of largest Φ), draws the same outer and inner
 samples, cuts the outer samples into ``--batches`` K antithetic-closed batches and solves the 1RSB
 saddle on each at the reported s from the reported state
@@ -102,7 +102,7 @@ def run(args) -> int:
 
     Raises:
         ValueError: K < 2 or not dividing N₀/2 (the CLI prints it as one line and exits with 2)."""
-    from slrpipe.store.rsb1 import reported
+    from slrpipe.analysis.rsb1 import reported
     from slrpipe.theory.replica import ReplicaTask, rsb1
     from slrpipe.theory.replica.batch_means import antithetic_batches, batch_values, subset
 

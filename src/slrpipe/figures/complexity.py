@@ -21,7 +21,7 @@ import json
 import numpy as np
 import xarray as xr
 
-from slrpipe.store.ladder import point_ladder
+from slrpipe.analysis.ladder import point_ladder
 
 from .style import COLORS, LABELS, legend_below, ordered, panels, save, setting_title
 
@@ -34,7 +34,7 @@ SHADES = {"informed": "#2ca02c", "random": "#ff7f0e", "ground state": "#d62728"}
 def erm_energies(node: xr.Dataset, sigma: str, lam: float, alpha: float) -> dict:
     """{name: (value, s.e., label)} of the objective 𝓛/D = α·J of ERM's informed start, random
     starts (mean over restarts per seed) and ground state over all starts (L-BFGS runs), seed
-    means: the D → ∞ limit (slrpipe.store.ladder.point_ladder) where ``node`` has a D ladder, else
+    means: the D → ∞ limit (slrpipe.analysis.ladder.point_ladder) where ``node`` has a D ladder, else
     the value at its largest D. Names whose runs the node lacks are left out."""
     pt = node.sel(sigma=sigma, lam=lam).sel(alpha=alpha, method="nearest")
     if "optimizer" in pt.dims and "lbfgs" in pt["optimizer"].values:

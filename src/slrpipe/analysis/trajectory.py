@@ -47,7 +47,7 @@ def risk_along(sigma: str, task: SLRTask, traj: dict) -> np.ndarray:
 
 def add_trajectory_risk(node: xr.Dataset, task: SLRTask, workers: int = 1) -> xr.Dataset:
     """``traj_test_error_pop`` (dims of the runs + ``step``): :func:`risk_along` for every run of a
-    first-order optimiser (``DYNAMICS``) of an ERM node (slrpipe.store.aggregate); NaN elsewhere.
+    first-order optimiser (``DYNAMICS``) of an ERM node (slrpipe.analysis.aggregate); NaN elsewhere.
     ``workers``: threads evaluating runs side by side (:func:`map_threads`)."""
     need = [f"traj_{k}" for k in OVERLAPS]
     if "step" not in node.dims or any(v not in node for v in need) or "optimizer" not in node.dims:

@@ -14,10 +14,10 @@ experiment's config entry and provenance as attributes):
   formula evaluated at the learned overlaps (computed here, so a theory edit does not rerun training;
   the training job's own ``test_error_theory`` is not kept); ``dist_informed`` and ``dist_ground``,
   the distance of each run's weights to the informed start's and to the ground state's on the same
-  data (slrpipe.store.distance);
+  data (slrpipe.analysis.distance);
   trajectories ``traj_*`` on dim ``step`` with ``traj_test_error_pop`` for gd/sgd/adam runs
-  (slrpipe.store.trajectory); and the ground state over the starts, ``*_ground`` and ``ground_init/restart/optimizer`` (slrpipe.store.ground).
-  ``slrpipe.store.ground.reference`` selects the informed start (the dims (sigma, lam, alpha, seed)).
+  (slrpipe.analysis.trajectory); and the ground state over the starts, ``*_ground`` and ``ground_init/restart/optimizer`` (slrpipe.analysis.ground).
+  ``slrpipe.analysis.ground.reference`` selects the informed start (the dims (sigma, lam, alpha, seed)).
 - ``/replica/<exp>``: dims (sigma, lam, alpha) — replica prediction (model.md §6), plus
   ``test_error_opt_lam`` / ``lam_opt`` (minimum over the λ grid) and ``bayes_optimal_*`` (dim alpha);
   with ``ansatz: [rs, rsb1]`` the 1RSB points as ``rsb1_*`` (their s scans ``rsb1_scan_*`` on dim s;
@@ -39,15 +39,15 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from slrpipe.analysis.distance import to_ground, to_informed
+from slrpipe.analysis.ground import add_ground_state
+from slrpipe.analysis.rsb1 import reported
+from slrpipe.analysis.trajectory import DYNAMICS, add_trajectory_risk
 from slrpipe.data import SLRTask
 from slrpipe.io import atomic_dir, write_zarr
 from slrpipe.io import read_netcdf as _read_netcdf
 from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
-from slrpipe.store.distance import to_ground, to_informed
-from slrpipe.store.ground import add_ground_state
-from slrpipe.store.rsb1 import reported
-from slrpipe.store.trajectory import DYNAMICS, add_trajectory_risk
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
 from slrpipe.threads import map_processes, map_threads
 from slrpipe.vocabulary import TEACHER_SEED_OFFSET
@@ -143,7 +143,7 @@ def erm_node(files, by_D: bool = False) -> xr.Dataset:
     (sigma, lam, alpha, D, seed, init, restart, optimizer). Scalar variables, n (and D where it is
     not a dim), the step size ``lr`` (NaN for L-BFGS), ``dist_informed`` and ``dist_ground`` (the
     distance of the run's weights to the informed start's and to the ground state's on the same
-    data, slrpipe.store.distance) and the trajectories
+    data, slrpipe.analysis.distance) and the trajectories
     ``traj_*`` on a ``step`` dim (the union of the recorded steps; NaN where a run recorded no such
     step)."""
     parts, order, weights = [], {}, []
@@ -209,7 +209,7 @@ def _erm_task(files) -> SLRTask:
 def _rsb1_part(ds: xr.Dataset) -> xr.Dataset:
     """One 1RSB point's file (``slrpipe rsb1``) as ``rsb1_*`` variables on (sigma, lam, alpha),
     the scan on (sigma, lam, alpha, s), the point variables at the state reported
-    (:func:`slrpipe.store.rsb1.reported`: s* on the physical part of the scan, else its largest Φ);
+    (:func:`slrpipe.analysis.rsb1.reported`: s* on the physical part of the scan, else its largest Φ);
     flags as floats (1/0, NaN where a point was not solved)."""
     key = {d: [ds[d].values.item()] for d in ("sigma", "lam", "alpha")}
     ds = reported(ds).reset_coords(drop=True)

@@ -23,7 +23,7 @@ Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order
      neither is tested there (e.g. linear σ at its interpolation peak, λ = 0.01, α = 2, in float32
      at 1000 iterations; docs/theory.md §13);
   5. ``1RSB agrees``: not 1–4, one-step RSB was solved at the point (the state reported: s* on
-     the physical part of the s scan, else its largest Φ; slrpipe.store.rsb1, docs/theory.md §13)
+     the physical part of the s scan, else its largest Φ; slrpipe.analysis.rsb1, docs/theory.md §13)
      and an ERM value (ground state or informed start, at the largest D
      or extrapolated) agrees with its test error by the same rules (its Monte Carlo error not
      measured: the relative clause carries it);
@@ -134,7 +134,7 @@ def verdict(
         erm: ERM from the informed start (largest D, and its D → ∞ limit where there is a ladder).
         ground: the same for the ERM ground state (default: not measured).
         rs_stable: True/False (or 1/0) from the replica output (NaN/None: not checked).
-        rsb1: test error of the 1RSB state reported (slrpipe.store.rsb1; NaN/None: not solved).
+        rsb1: test error of the 1RSB state reported (slrpipe.analysis.rsb1; NaN/None: not solved).
         converged: (informed, ground): the fractions of the seeds whose informed run and whose
             ground-state run at the largest D ended by the gradient test (NaN/None: not recorded).
         rule: the agreement rule.

@@ -1,7 +1,7 @@
 """The ground state of the training objective over the starts of an ERM experiment, and the
 reference (informed) start.
 
-An ERM node (slrpipe.store.aggregate) has one run per (σ, λ, α, seed, init, restart, optimizer).
+An ERM node (slrpipe.analysis.aggregate) has one run per (σ, λ, α, seed, init, restart, optimizer).
 For each (σ, λ, α, seed), the *ground state* is the run with the lowest final training objective
 J = 𝓛/n over every init, restart and optimiser — the best minimum training found, which is what
 the replica theory (the global minimum of the objective, docs/theory.md §1) predicts. The

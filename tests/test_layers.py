@@ -17,6 +17,7 @@ RANK = {
     "sigmas": 0,
     "vocabulary": 0,
     "threads": 0,
+    "cf": 0,
     "lengths": 1,
     "io": 1,
     "provenance": 1,

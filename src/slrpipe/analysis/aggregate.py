@@ -25,7 +25,8 @@ experiment's config entry and provenance as attributes):
   reported, ``rsb1_<q>_batch_se`` / ``rsb1_<q>_batch_bias`` for q in objective, test_error,
   distance and ``rsb1_batches_converged`` (slrpipe.commands.rsb1_error.dataset).
 
-The root carries the config (JSON), package version, git commit and creation time.
+The root carries the config (JSON), package version, git commit and the CF globals (``Conventions``,
+``history``, ``date_created``); every variable its CF ``units`` and ``long_name`` (slrpipe.cf).
 """
 
 from __future__ import annotations
@@ -196,9 +197,6 @@ def add_population_prediction(node: xr.Dataset, task: SLRTask, workers: int = 1)
 
     pred = np.array(map_threads(risk, list(np.ndindex(shape)), workers), dtype=float).reshape(shape)
     node["test_error_pop"] = (node["m_k"].dims, pred)
-    node["test_error_pop"].attrs["description"] = (
-        "population risk R(σ; Gram) at the learned overlaps (docs/model.md §4)"
-    )
     return node
 
 
@@ -320,6 +318,9 @@ def _node(job) -> tuple[str, xr.Dataset]:
         node = add_ground_state(add_trajectory_risk(add_population_prediction(erm_node(files, by_D), task), task))
     else:
         node = replica_node(files)
+    # when and by which command its files were written is theirs, not the node's (the store's own are
+    # at its root); kept by the merges only where every file agreed, e.g. files written in one second
+    node.attrs = {k: v for k, v in node.attrs.items() if k not in ("date_created", "history")}
     # the parameters the node holds as coordinates are not repeated as attributes: one form each
     node.attrs.update({k: json.dumps(v) for k, v in exp.items() if k not in ON_COORDINATES})
     node.attrs["experiment"] = name

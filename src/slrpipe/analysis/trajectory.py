@@ -70,7 +70,4 @@ def add_trajectory_risk(node: xr.Dataset, task: SLRTask, workers: int = 1) -> xr
     for (idx, *_), risk in zip(runs, map_threads(lambda r: risk_along(r[1], task, r[2]), runs, workers), strict=True):
         out[tuple(idx)] = risk
     node["traj_test_error_pop"] = out
-    node["traj_test_error_pop"].attrs["description"] = (
-        "population risk R(σ; Gram) at the overlaps recorded at each step (docs/model.md §4); gd/sgd/adam runs"
-    )
     return node

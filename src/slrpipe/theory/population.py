@@ -554,11 +554,6 @@ def population_sweep(
         {k: ("nu", out[k]) for k in keys},
         coords={"nu": nus, "sigma": sigma, "model": model, "delta": delta, "L": format_L(law)},
     )
-    ds["risk_err"].attrs["description"] = (
-        "quadrature error estimate of risk at the returned overlaps: change under ~1.5x refinement "
-        "(tensor rules) or standard error over independent Sobol scramblings (qmc)"
-    )
-    ds["m_k"].attrs["description"] = "key overlap k·k*/D; inf = infimum reached as m_k → ∞"
     ds.attrs.update(
         {
             "method": "population optimum over overlaps (model.md §4)",

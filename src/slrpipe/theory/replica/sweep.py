@@ -423,30 +423,6 @@ def _record_point(setup: _Setup, res: _Results, ij, lam, alpha, passes) -> None:
         res.mc_mean[ij], res.mc_sd[ij] = _mc_sd(setup, lam, alpha, pick)
 
 
-def _describe(ds: xr.Dataset, mc_seeds: int) -> None:
-    """The descriptions of the sweep's own outputs (attrs of their variables)."""
-    ds["branch"].attrs["description"] = "pass the reported fixed point came from: 0 down (from large α), 1 up"
-    ds["key_scale"].attrs["description"] = (
-        "key scale c of the cold start at the largest α (1: the default init, 0: the α → 0 start V_a = 1/λ, -1 / -2: the population optimum, own / balanced proportions)"
-    )
-    for p, word in (("down", "from large α"), ("up", "from small α")):
-        ds[f"alpha_reached_{p}"].attrs["description"] = (
-            f"α nearest this point to which the {p} pass ({word}) followed its branch: alpha itself where "
-            "it converged here, the branch's last converged α where it did not or where the pass stopped "
-            "at a fold before this point, NaN where the pass converged nowhere before"
-        )
-    ds["test_error_mc_sd"].attrs["description"] = (
-        f"seed-to-seed s.d. of test_error over {mc_seeds} draws of the common random numbers"
-        if mc_seeds > 1
-        else "not measured (mc_seeds = 1)"
-    )
-    ds["test_error_seed_mean"].attrs["description"] = (
-        f"mean of test_error over the {mc_seeds} draws (MC error test_error_mc_sd/√{mc_seeds})"
-        if mc_seeds > 1
-        else "not measured (mc_seeds = 1)"
-    )
-
-
 def _dataset(setup: _Setup, res: _Results, lams, alphas) -> xr.Dataset:
     """The Dataset of :func:`replica_sweep` from its filled-in results."""
     sigma, model, nu, L, delta = setup.task
@@ -462,7 +438,6 @@ def _dataset(setup: _Setup, res: _Results, lams, alphas) -> xr.Dataset:
         ds[f"alpha_reached_{p}"] = (dims, res.reached[p])
     ds["test_error_mc_sd"] = (dims, res.mc_sd)
     ds["test_error_seed_mean"] = (dims, res.mc_mean)
-    _describe(ds, int(sw.mc_seeds))
     # the best λ of the grid at each α, among the converged points
     te = np.where(res.data["converged"], res.data["test_error"], np.inf)
     best = np.argmin(te, axis=0)

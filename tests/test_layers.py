@@ -1,5 +1,5 @@
-"""Import direction: layers import only downward (vocabulary → data/models/theory → train → analysis →
-figures → commands/cli/workflow), checked on the syntax tree of every module, imports inside
+"""Import direction: layers import only downward (sigmas → vocabulary → data/models/theory → train →
+analysis → figures → commands/cli/workflow), checked on the syntax tree of every module, imports inside
 functions included."""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "slrpipe"
 #: rank of each top-level part of the package; a module may import parts of rank ≤ its own, and
 #: parts of equal rank only within the same part (data, models and theory are independent).
 RANK = {
+    "sigmas": 0,
     "vocabulary": 0,
     "threads": 0,
+    "cf": 0,
     "lengths": 1,
     "io": 1,
     "provenance": 1,
@@ -33,9 +35,10 @@ RANK = {
     "workflow": 6,
     "__main__": 6,
 }
-#: (importer, imported) pairs allowed at equal rank: the commands validate configs through the
-#: workflow's job tables, and the CLI dispatches to the commands
-ALLOWED_SIDEWAYS = {("commands", "workflow"), ("cli", "commands"), ("__main__", "cli")}
+#: (importer, imported) pairs allowed at equal rank: the vocabulary reads the σ registry (which
+#: imports nothing of slrpipe outside itself), the commands validate configs through the workflow's
+#: job tables, and the CLI dispatches to the commands
+ALLOWED_SIDEWAYS = {("vocabulary", "sigmas"), ("commands", "workflow"), ("cli", "commands"), ("__main__", "cli")}
 
 
 def _part(module: str) -> str | None:
@@ -82,7 +85,7 @@ def test_layers_import_only_downward():
     assert violations() == []
 
 
-@pytest.mark.parametrize("layer", ["vocabulary", "data", "models", "theory", "train", "analysis", "figures"])
+@pytest.mark.parametrize("layer", ["sigmas", "vocabulary", "data", "models", "theory", "train", "analysis", "figures"])
 def test_science_and_storage_never_import_commands_or_workflow(layer):
     files = [PKG / f"{layer}.py"] if (PKG / f"{layer}.py").exists() else sorted((PKG / layer).rglob("*.py"))
     assert files

@@ -183,6 +183,41 @@ def test_store_contents(done):
     assert "slrpipe_version" in tree.attrs and "config" in tree.attrs and "git_commit" in tree.attrs
 
 
+def test_every_file_is_self_describing(done):
+    """CF attributes (slrpipe.cf) on every file the smoke run writes: each step's netCDF result
+    (population, ERM, replica, Bayes-optimal, rsb1, rsb1_error), the training data sets (zarr) and
+    every node of the store, whose root carries the global ones."""
+    import zarr
+    from conftest import assert_self_describing
+
+    results = done / "results"
+    files = sorted(p for p in results.rglob("*.nc") if "cache" not in p.parts)
+    kinds = {xr.open_dataset(p).attrs.get("command") for p in files}
+    assert {"population", "replica", "rsb1", "rsb1-error"} <= kinds, kinds
+    assert any("/erm/" in str(p) for p in files) and any("bayes_optimal" in str(p) for p in files)
+    for path in files:
+        with xr.open_dataset(path) as ds:
+            assert_self_describing(ds, str(path.relative_to(results)))
+    data = sorted(p for p in results.rglob("*.zarr") if p.name != "slr.zarr")
+    assert data
+    for path in data:
+        assert_self_describing(zarr.open_group(str(path), mode="r"), str(path.relative_to(results)))
+    tree = open_strictly(results / "slr.zarr")
+    nodes = [node for node in tree.subtree if node.has_data]
+    assert len(nodes) >= 5
+    for node in nodes:
+        assert_self_describing(node.to_dataset(), f"slr.zarr {node.path}", global_attrs=False)
+        assert not {"history", "date_created"} & set(node.attrs), node.path  # its files', not its own
+    root = dict(tree.attrs)
+    assert root["Conventions"].startswith("CF-") and root["history"].startswith(
+        f"{root['date_created']} slrpipe aggregate "
+    )
+    # names the aggregation derives take their base's units and a composed long name
+    rep = tree["replica/spiked_L2"].to_dataset()
+    assert rep["rsb1_scan_wall_time"].attrs["units"] == "s" and rep["rsb1_test_error_batch_se"].attrs["units"] == "1"
+    assert rep["bayes_optimal_test_error"].attrs["long_name"] == "Bayes-optimal: test mean squared error"
+
+
 def test_figures_are_real_images(done):
     import matplotlib.image as mpimg
 

@@ -25,7 +25,8 @@ experiment's config entry and provenance as attributes):
   reported, ``rsb1_<q>_batch_se`` / ``rsb1_<q>_batch_bias`` for q in objective, test_error,
   distance and ``rsb1_batches_converged`` (slrpipe.commands.rsb1_error.dataset).
 
-The root carries the config (JSON), package version, git commit and creation time.
+The root carries the config (JSON), package version, git commit and the CF globals (``Conventions``,
+``history``, ``date_created``); every variable its CF ``units`` and ``long_name`` (slrpipe.cf).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from slrpipe.io import atomic_dir, write_zarr
 from slrpipe.io import read_netcdf as _read_netcdf
 from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
+from slrpipe.sigmas import get as get_sigma
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
 from slrpipe.threads import map_processes, map_threads
 from slrpipe.vocabulary import TEACHER_SEED_OFFSET
@@ -189,14 +191,11 @@ def add_population_prediction(node: xr.Dataset, task: SLRTask, workers: int = 1)
     def risk(idx):
         ov = {v: float(node[v].values[idx]) for v in OVERLAPS}
         sigma = str(node["sigma"].values[idx[0]])
-        c = float(node["c"].values[idx]) if "c" in node and sigma == "erf" else 0.0
+        c = float(node["c"].values[idx]) if "c" in node and get_sigma(sigma).offset else 0.0
         return risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, ov, c)  # NaN if not finite
 
     pred = np.array(map_threads(risk, list(np.ndindex(shape)), workers), dtype=float).reshape(shape)
     node["test_error_pop"] = (node["m_k"].dims, pred)
-    node["test_error_pop"].attrs["description"] = (
-        "population risk R(σ; Gram) at the learned overlaps (docs/model.md §4)"
-    )
     return node
 
 
@@ -318,6 +317,9 @@ def _node(job) -> tuple[str, xr.Dataset]:
         node = add_ground_state(add_trajectory_risk(add_population_prediction(erm_node(files, by_D), task), task))
     else:
         node = replica_node(files)
+    # when and by which command its files were written is theirs, not the node's (the store's own are
+    # at its root); kept by the merges only where every file agreed, e.g. files written in one second
+    node.attrs = {k: v for k, v in node.attrs.items() if k not in ("date_created", "history")}
     # the parameters the node holds as coordinates are not repeated as attributes: one form each
     node.attrs.update({k: json.dumps(v) for k, v in exp.items() if k not in ON_COORDINATES})
     node.attrs["experiment"] = name

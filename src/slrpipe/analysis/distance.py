@@ -4,7 +4,7 @@
 the same data, the run of lowest final objective over every start and optimiser
 (``dist_ground``; slrpipe.analysis.ground). It needs no theory: where the training objective has one minimum
 (replica symmetry) d → 0 as D → ∞; between two states of a one-step RSB phase it tends to
-2 tr(Q₁ − Q₀). For odd σ (``ODD_SIGMAS``: f(−k, −v) = f(k, v)) the distance is to the nearer of
+2 tr(Q₁ − Q₀). For odd σ (``Sigma.odd``: σ − 1 odd in χ) the distance is to the nearer of
 (k_b, v_b) and its mirror image (−k_b, −v_b).
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.analysis.ground import RUN_DIMS
-from slrpipe.vocabulary import ODD_SIGMAS
+from slrpipe.sigmas import get as get_sigma
 
 #: the run coordinates that distinguish two starts on the same data
 START_KEYS = ("init", "restart")
@@ -25,13 +25,13 @@ def weight_distance(sigma: str, a, b) -> float:
     (D,); for odd σ the smaller of that and the distance to (−k_b, −v_b).
 
     Raises:
-        ValueError: the four arrays do not share one shape (D,).
+        ValueError: σ not registered, or the four arrays do not share one shape (D,).
     """
     (ka, va), (kb, vb) = ((np.asarray(x, float) for x in w) for w in (a, b))
     if not (ka.ndim == 1 and ka.shape == va.shape == kb.shape == vb.shape):
         raise ValueError(f"weights: need four arrays of one shape (D,), got {ka.shape, va.shape, kb.shape, vb.shape}")
     d = (np.sum((ka - kb) ** 2) + np.sum((va - vb) ** 2)) / ka.size
-    if sigma in ODD_SIGMAS:
+    if get_sigma(sigma).odd:
         d = min(d, (np.sum((ka + kb) ** 2) + np.sum((va + vb) ** 2)) / ka.size)
     return float(d)
 

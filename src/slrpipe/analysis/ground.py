@@ -62,11 +62,7 @@ def add_ground_state(node: xr.Dataset) -> xr.Dataset:
     out["ground_init"] = xr.where(has, picked["init"].drop_vars(["run", *RUN_DIMS], errors="ignore"), "")
     out["ground_restart"] = xr.where(has, picked["restart"].drop_vars(["run", *RUN_DIMS], errors="ignore"), -1)
     out["ground_optimizer"] = xr.where(has, picked["optimizer"].drop_vars(["run", *RUN_DIMS], errors="ignore"), "")
-    node = node.assign(out)
-    node["train_loss_ground"].attrs["description"] = (
-        "lowest final training objective J = L/n over inits, restarts and optimisers (the ground state found)"
-    )
-    return node
+    return node.assign(out)
 
 
 def reached(node: xr.Dataset, rtol: float) -> xr.DataArray:

@@ -230,7 +230,7 @@ OVERLAP_PAIRS = (("m_k", "m_k"), ("m_v", "m_v"), ("q1_k", "q_k"), ("q1_v", "q_v"
 
 def _erm_overlaps(link, sigma, lam, alpha) -> dict:
     """ERM's ground-state overlaps at one point (``erm_<o>`` ± ``erm_<o>_se`` for the ERM names of
-    ``OVERLAP_PAIRS``, ``erm_overlaps_ref``): D → ∞ (slrpipe.store.ladder.point_ladder) where the
+    ``OVERLAP_PAIRS``, ``erm_overlaps_ref``): D → ∞ (slrpipe.analysis.ladder.point_ladder) where the
     node has a ladder and the fit succeeds, else the seed mean ± s.e. at the largest D; NaN where
     the node has no ground state."""
     out = {f"erm_{e}{x}": np.nan for _, e in OVERLAP_PAIRS for x in ("", "_se")} | {"erm_overlaps_ref": ""}
@@ -271,7 +271,7 @@ def _n0_drift(row: dict) -> dict:
 
 
 def _rsb1_evidence(row: dict) -> Rsb1Evidence:
-    """The 1RSB state of a row for the verdict (slrpipe.store.verdict, rule 5): bracketed or not, its
+    """The 1RSB state of a row for the verdict (slrpipe.analysis.verdict, rule 5): bracketed or not, its
     test error ± batch-means s.e., and the objective and overlaps ± their batch-means s.e. (the
     objective's outer s.e. where no batches were solved) against ERM's (ground state, D → ∞ where
     fitted; the objective's reference is :func:`_rsb1_gap`'s, its s.e. 0 where unknown)."""

@@ -234,7 +234,7 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
 def doubled(task, job: Rsb1Job, init: dict, reported: dict | None, options) -> dict:
     """RS and the 1RSB state reported solved again on 2N₀ outer samples (a draw of 2N₀ with the
     point's seeds), at the reported s from the reported state: ``N0X2`` (the state's NaN
-    where none is reported), for the convergence in N₀ (slrpipe.store.verdict)."""
+    where none is reported), for the convergence in N₀ (slrpipe.analysis.verdict)."""
     from slrpipe.theory.replica import rsb1
 
     draw = rsb1.Rsb1Draw(2 * job.n_outer, job.n_inner, job.seed, job.inner_seed)

@@ -26,6 +26,7 @@ RANK = {
     "theory": 2,
     "jobs": 2,
     "train": 3,
+    "manifests": 3,
     "store": 4,
     "figures": 5,
     "commands": 6,

@@ -1,0 +1,47 @@
+"""A batch job's members by file: the manifest the workflow writes for each batch and the batch
+command reads (``--members-file``), so that no job carries its members on the command line.
+
+A manifest holds :func:`slrpipe.jobs.members_json` of one batch record; its path is keyed by the
+batch's family and name (:data:`MANIFEST`, the name spelling out the batch's defining parameters,
+:func:`slrpipe.workflow.batch_key`). It is written atomically and only when its text changes, so
+an unchanged batch keeps its file (and its modification time) across any number of plans.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from slrpipe.io import write_text
+from slrpipe.jobs import members_json
+
+#: the manifest of batch ``batch`` of rule family ``family`` (``train_erm``, ``population``)
+MANIFEST = "{results}/plan/{family}/{batch}.json"
+
+
+def manifest_text(batch) -> str:
+    """The text of a batch record's manifest: its members' JSON and a final newline."""
+    return members_json(batch) + "\n"
+
+
+def digest(text: str) -> str:
+    """A short content key of a manifest's text (sha256, 16 hex digits): a rule's param, so that a
+    changed member list reruns its batch, and only then."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def write_manifest(text: str, path) -> bool:
+    """Write ``text`` to ``path`` atomically unless the file already holds exactly it; returns
+    whether it was written.
+
+    Raises:
+        OSError: the directory cannot be created or the file cannot be written."""
+    p = Path(path)
+    try:
+        if p.read_text(encoding="utf-8") == text:
+            return False
+    except (FileNotFoundError, UnicodeDecodeError):
+        pass
+    p.parent.mkdir(parents=True, exist_ok=True)
+    write_text(text, p)
+    return True

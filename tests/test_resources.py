@@ -131,3 +131,16 @@ def test_every_command_line_is_short_for_every_shipped_config(wf):
         longest[cfg.name] = max(len(c.encode()) for c in cmds)
     print("longest shell command per config:", longest)
     assert max(longest.values()) <= MAX_COMMAND, longest
+
+
+def test_profiles_keep_to_their_layer_and_no_rule_reads_snakemake_internals():
+    """The workflow profile sets no resource key (Snakemake's per-key merge would hide a site's);
+    the slurm profile no memory or runtime (the rules' laws); the rules read no private state."""
+    default = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
+    assert not {"set-resources", "default-resources", "set-threads", "resources"} & set(default)
+    slurm = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    for entry in [slurm["default-resources"], *slurm["set-resources"].values()]:
+        assert not {"mem_mb", "runtime"} & set(entry), entry
+    for smk in [REPO / "Snakefile", *(REPO / "workflow" / "rules").glob("*.smk")]:
+        text = smk.read_text()
+        assert "resource_settings" not in text and "._value" not in text and "workflow._" not in text, smk

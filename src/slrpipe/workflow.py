@@ -371,17 +371,16 @@ def batch_resources(batch: TrainBatchJob) -> dict[str, int]:
     return {"mem_mb": int(math.ceil(mem)), "runtime": int(math.ceil(SAFETY * sec / 60))}
 
 
-#: replica law (``slrpipe replica``; measured, docs/cluster.md): its channel averages over N Monte
-#: Carlo samples of L tokens, at each α of its grid, for each λ and Monte Carlo draw (mc_seeds):
-#: runtime = REPLICA_START_S + REPLICA_SEC_PER_POINT × N·L × |α|·|λ|·draws / 2¹⁶, ×SAFETY;
-#: peak memory = JAX_BASE_MB + REPLICA_MB_PER_SAMPLE × N·L·draws / 2¹⁶
+#: replica law (``slrpipe replica``; docs/cluster.md): its channel averages over N Monte Carlo
+#: samples of L tokens at each α of its grid, for each λ and Monte Carlo draw (mc_seeds), fold
+#: searches included: runtime = REPLICA_START_S + REPLICA_SEC_PER_POINT × N·L·draws / 2¹⁶ × |α|·|λ|,
+#: ×SAFETY; peak memory = JAX_BASE_MB + REPLICA_MB_PER_SAMPLE × N·L·draws / 2¹⁶
 JAX_BASE_MB = 1000.0
-REPLICA_START_S, REPLICA_SEC_PER_POINT, REPLICA_MB_PER_SAMPLE = 60.0, 60.0, 64.0
-#: 1RSB law (``slrpipe rsb1``; measured): N₀·N₁ prox solves per channel pass, RSB1_PASSES passes per s
-#: of the grid (the budget max_iter is a cap rarely reached: a run that needs more comes back with the
-#: attempt); runtime = RSB1_START_S + RSB1_SEC_PER_PASS × N₀·N₁ / 2¹⁵ × passes × |s|, ×SAFETY;
-#: peak memory = JAX_BASE_MB + RSB1_MB × N₀·N₁ / 2¹⁵
-RSB1_START_S, RSB1_SEC_PER_PASS, RSB1_PASSES, RSB1_MB = 60.0, 20.0, 10, 64.0
+REPLICA_START_S, REPLICA_SEC_PER_POINT, REPLICA_MB_PER_SAMPLE = 60.0, 100.0, 64.0
+#: 1RSB law (``slrpipe rsb1``; docs/cluster.md): a fixed point at each s of the grid, each channel
+#: pass N₀·N₁ prox solves: runtime = RSB1_START_S + RSB1_SEC_PER_S × N₀·N₁ / 2¹⁵ × |s|, ×SAFETY (a
+#: point that needs more comes back with the attempt); peak memory = JAX_BASE_MB + RSB1_MB × N₀·N₁ / 2¹⁵
+RSB1_START_S, RSB1_SEC_PER_S, RSB1_MB = 60.0, 60.0, 64.0
 #: first-attempt requests of the rules whose job size is not modelled (mem_mb in MiB, runtime in min)
 CONSTANT_RESOURCES = {
     "generate_data": {"mem_mb": 16000, "runtime": 30},
@@ -406,8 +405,8 @@ def rsb1_resources(job: Rsb1Job, *, s_points: int | None = None) -> dict[str, in
     """Slurm request of one 1RSB point from the law above (``s_points``: the number of s solved,
     default all of ``s_grid``): ``mem_mb`` (MiB) and ``runtime`` (minutes) of the first attempt."""
     size = job.n_outer * job.n_inner / 2**15
-    passes = min(RSB1_PASSES, job.max_iter) * (len(job.s_grid) if s_points is None else s_points)
-    return _request(JAX_BASE_MB + RSB1_MB * size, RSB1_START_S + RSB1_SEC_PER_PASS * size * passes)
+    n_s = len(job.s_grid) if s_points is None else s_points
+    return _request(JAX_BASE_MB + RSB1_MB * size, RSB1_START_S + RSB1_SEC_PER_S * size * n_s)
 
 
 #: rule family -> its first-attempt law (the record of one job -> {mem_mb, runtime});

@@ -381,6 +381,9 @@ REPLICA_START_S, REPLICA_SEC_PER_POINT, REPLICA_MB_PER_SAMPLE = 60.0, 100.0, 64.
 #: pass N₀·N₁ prox solves: runtime = RSB1_START_S + RSB1_SEC_PER_S × N₀·N₁ / 2¹⁵ × |s|, ×SAFETY (a
 #: point that needs more comes back with the attempt); peak memory = JAX_BASE_MB + RSB1_MB × N₀·N₁ / 2¹⁵
 RSB1_START_S, RSB1_SEC_PER_S, RSB1_MB = 60.0, 60.0, 64.0
+#: the shortest runtime requested (min): a small job's wall time is dominated by start-up and by
+#: what shares its node, which no law of its size sees
+MIN_RUNTIME_MIN = 10
 #: first-attempt requests of the rules whose job size is not modelled (mem_mb in MiB, runtime in min)
 CONSTANT_RESOURCES = {
     "generate_data": {"mem_mb": 16000, "runtime": 30},
@@ -422,13 +425,15 @@ LAWS = {
 
 def first_attempt(family: str, record) -> dict[str, int]:
     """The Slurm request of a job of rule ``family`` (a key of :data:`LAWS`) on its first attempt:
-    ``mem_mb`` (MiB) and ``runtime`` (minutes); the rules multiply both by Snakemake's attempt.
+    ``mem_mb`` (MiB) and ``runtime`` (minutes, at least :data:`MIN_RUNTIME_MIN`); the rules multiply
+    both by Snakemake's attempt.
 
     Raises:
         KeyError: ``family`` is not a compute rule of the workflow (one line naming the allowed)."""
     if family not in LAWS:
         raise KeyError(f"no resource law for rule {family!r}; allowed: {sorted(LAWS)}")
-    return LAWS[family](record)
+    req = LAWS[family](record)
+    return {**req, "runtime": max(req["runtime"], MIN_RUNTIME_MIN)}
 
 
 def plan(config: dict, results: str = "results") -> Plan:

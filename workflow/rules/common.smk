@@ -59,7 +59,7 @@ FINGERPRINT = {
 # by its sentinel BATCH_DONE, written when the job succeeds: its result files (one per member,
 # how many varies by batch) are not declared outputs. A sentinel stands for all of its members: one
 # whose member file is missing (deleted, or lost to a failure) is removed here, so that the batch
-# runs again, as a declared output's removal would make it.
+# is remade as a removed declared output would be (when a job reading it runs, or as a target).
 MANIFEST = MANIFEST_PATTERN.format(results="results", family="{family}", batch="{batch}")
 BATCH_DONE = "results/batches/{family}/{batch}.done"
 BATCHES = {"train_erm": PLAN.train_batches, "population": PLAN.population_batches}

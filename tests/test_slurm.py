@@ -9,14 +9,20 @@ for MinJobAge = 1800 s; there is no slurmdbd, so no sacct):
 - a job killed with ``scancel`` while running is reported failed, its outputs are removed, the
   other jobs finish (keep-going), and a rerun redoes only what was lost, leaving every file of
   the first run byte-identical and untouched; a further run has nothing to do;
+- a job over its time limit is killed by Slurm (TIMEOUT) and comes back with attempt x its limit
+  (the toy's train_erm, 75 s against 1 then 2 min); a job over its memory is killed by Slurm's
+  memory enforcement (OverMemoryKill: OUT_OF_MEMORY) and comes back with more (the smoke
+  workflow's training batches, forced to 300 then 2400 MB); the store, figures and validation
+  table of that run equal the scancel-and-rerun run's, variable by variable (wall times aside);
 - on a GPU-less node a GPU request is refused at submission (no hang), so the GPU requests are
   overridden for the smoke run; with fake GPUs (``Gres=gpu:2``) the profile's unchanged GPU rule
   lands in the GPU partition with ``CUDA_VISIBLE_DEVICES`` set.
 
 The production profile is used unchanged except for, written into a temporary profile:
-``slurm-status-command: squeue`` and ``slurm-init-seconds-before-status-checks: 8`` (no slurmdbd
-here; production keeps sacct), ``slurm-keep-successful-logs`` (to read the job logs) and, for the
-GPU-less node only, the GPU keys dropped from ``set-resources``. The node is declared to hold
+``slurm-status-command: squeue`` and ``slurm-init-seconds-before-status-checks: 4`` (no slurmdbd
+here; production keeps sacct), ``slurm-keep-successful-logs`` (to read the job logs), ``retries``
+(0 but for the kills above) and, for the GPU-less node only, the GPU keys dropped from
+``set-resources``. The node is declared to hold
 ``NODE_SLOTS`` of the profile's largest requests (``SlurmdParameters=config_overrides``) so that
 the real requests are scheduled, side by side, on this small machine.
 
@@ -57,9 +63,10 @@ WORKFLOW = os.environ.get("SLRPIPE_SLURM_WORKFLOW", "smoke")
 INIT_SECONDS = 4
 MIN_JOB_AGE = 1800  # s: longer than the three smoke runs together, whose jobs are read at the end
 KILL_RULE = "train_erm"  # the rule of the job that is scancelled while it runs
-RUN_TIMEOUT = 600  # s for one snakemake run; a hang (e.g. a job that can never start) fails, not blocks. The
-# first run compiles every program cold beside the replica tests (tests/conftest.py: FIRST); 300 s
-# was once too short for it on a slow hour of the 2-core machine
+# s for one snakemake run (SLRPIPE_SLURM_RUN_TIMEOUT on a loaded machine): a hang (e.g. a job that
+# can never start) fails, not blocks. The first run compiles every program cold beside the replica
+# tests (tests/conftest.py: FIRST); 300 s was once too short for it on a slow hour of the 2-core machine
+RUN_TIMEOUT = int(os.environ.get("SLRPIPE_SLURM_RUN_TIMEOUT", 600))
 # the node is declared to hold this many of the profile's largest jobs at once: the smoke jobs are
 # tiny, and running them side by side saves Slurm's polling rounds (wall time), not CPU
 NODE_SLOTS = 8

@@ -144,3 +144,15 @@ def test_profiles_keep_to_their_layer_and_no_rule_reads_snakemake_internals():
     for smk in [REPO / "Snakefile", *(REPO / "workflow" / "rules").glob("*.smk")]:
         text = smk.read_text()
         assert "resource_settings" not in text and "._value" not in text and "workflow._" not in text, smk
+
+
+def test_a_sentinel_is_stale_only_for_its_own_member_list(tmp_path):
+    from slrpipe.manifests import stale_sentinel
+
+    member, done = tmp_path / "a.nc", tmp_path / "b.done"
+    assert not stale_sentinel(done, "d1", [member])  # no sentinel: nothing to remove
+    done.write_text("d1\n")
+    assert stale_sentinel(done, "d1", [member])  # made with these members, one missing
+    assert not stale_sentinel(done, "d2", [member])  # another member list: its digest param reruns it
+    member.write_text("x")
+    assert not stale_sentinel(done, "d1", [member])

@@ -45,3 +45,16 @@ def write_manifest(text: str, path) -> bool:
     p.parent.mkdir(parents=True, exist_ok=True)
     write_text(text, p)
     return True
+
+
+def stale_sentinel(done, digest_now: str, members) -> bool:
+    """Whether the sentinel ``done`` of a batch stands for member files that are not all there: it
+    exists, records the digest ``digest_now`` of the current manifest (the batch was made with
+    these members) and one of the ``members`` paths is missing. A sentinel of another member list
+    is not stale here: its rule's digest param reruns that batch anyway."""
+    p = Path(done)
+    try:
+        recorded = p.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return False
+    return recorded == digest_now and not all(Path(m).exists() for m in members)

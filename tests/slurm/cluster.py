@@ -322,6 +322,17 @@ class LocalSlurm:
         )
         return [dict(zip(keys, line.split("|"))) for line in r.stdout.splitlines() if line.strip()]
 
+    def memory_kills(self) -> set[str]:
+        """Ids of the jobs that slurmd killed for exceeding their memory (``JobAcctGatherParams=
+        OverMemoryKill``: Slurm 22.05 then reports the job ``FAILED``, its log says why)."""
+        import re
+
+        log = self.state / "slurmd.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        return set(
+            re.findall(r"\[(\d+)\.\w+\] error: (?:StepId=\S+ exceeded memory limit|Exceeded job memory limit)", text)
+        )
+
     def active_jobs(self) -> list[dict]:
         """The jobs of :meth:`jobs` that have not ended."""
         return [j for j in self.jobs() if j["state"] in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING")]

@@ -9,7 +9,7 @@ from slrpipe.commands._config import plan_text
 from slrpipe.io import write_text
 from slrpipe.jobs import command_line
 from slrpipe.manifests import MANIFEST as MANIFEST_PATTERN
-from slrpipe.manifests import digest, manifest_text, write_manifest
+from slrpipe.manifests import digest, manifest_text, stale_sentinel, write_manifest
 from slrpipe.threads import thread_env
 from slrpipe.workflow import ConfigError, first_attempt, plan, setting_dir, validate
 
@@ -56,10 +56,12 @@ FINGERPRINT = {
 # its manifest (slrpipe.manifests), written here when the workflow is loaded, atomically and only
 # when its text changes; the job reads it (--members-file), so no command line carries them, and
 # its rule reruns the batch when the manifest's digest (a param) changes. Snakemake tracks a batch
-# by its sentinel BATCH_DONE, written when the job succeeds: its result files (one per member,
-# how many varies by batch) are not declared outputs. A sentinel stands for all of its members: one
-# whose member file is missing (deleted, or lost to a failure) is removed here, so that the batch
-# is remade as a removed declared output would be (when a job reading it runs, or as a target).
+# by its sentinel BATCH_DONE, written when the job succeeds and holding its manifest's digest: its
+# result files (one per member, how many varies by batch) are not declared outputs. A sentinel
+# stands for all of its members: one whose member file is missing (deleted, or lost to a failure)
+# is removed here, so that the batch is remade as a removed declared output would be (when a job
+# reading it runs, or as a target) — only while its members are those it was made with (a plan of
+# another member list, a dry run of an edited config included, leaves it to the digest param).
 MANIFEST = MANIFEST_PATTERN.format(results="results", family="{family}", batch="{batch}")
 BATCH_DONE = "results/batches/{family}/{batch}.done"
 BATCHES = {"train_erm": PLAN.train_batches, "population": PLAN.population_batches}
@@ -72,7 +74,7 @@ for _family, _batches in BATCHES.items():
         MANIFEST_DIGEST[(_family, _name)] = digest(_text)
         _done = BATCH_DONE.format(family=_family, batch=_name)
         _DONE_OF.update({m.out: _done for m in _batch.members})
-        if os.path.exists(_done) and not all(os.path.exists(m.out) for m in _batch.members):
+        if stale_sentinel(_done, MANIFEST_DIGEST[(_family, _name)], [m.out for m in _batch.members]):
             os.remove(_done)
 
 

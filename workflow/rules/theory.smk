@@ -26,7 +26,7 @@ rule population:
         members=_POPULATION["digest"],
         fingerprint=FINGERPRINT["population"],
     shell:
-        f"{THREAD_ENV} {SLRPIPE} population-batch --members-file {{input.members}} > {{log}} 2>&1 && touch {{output}}"
+        f"{THREAD_ENV} {SLRPIPE} population-batch --members-file {{input.members}} > {{log}} 2>&1 && echo {{params.members}} > {{output}}"
 
 
 # 11 for the first replica sweep of each σ in the plan, 10 for the other sweeps and the

@@ -31,4 +31,4 @@ rule train_erm:
         fingerprint=FINGERPRINT["train"],
     shell:
         f"{THREAD_ENV} {JAX_CACHE_ENV} {SLRPIPE} train-batch --members-file {{input.members}} --no-theory"
-        " > {log} 2>&1 && touch {output}"
+        " > {log} 2>&1 && echo {params.members} > {output}"

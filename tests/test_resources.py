@@ -156,3 +156,16 @@ def test_a_sentinel_is_stale_only_for_its_own_member_list(tmp_path):
     assert not stale_sentinel(done, "d2", [member])  # another member list: its digest param reruns it
     member.write_text("x")
     assert not stale_sentinel(done, "d1", [member])
+
+
+def test_a_sentinel_follows_its_newest_member(tmp_path):
+    from slrpipe.manifests import follow_members
+
+    member, done = tmp_path / "a.nc", tmp_path / "b.done"
+    member.write_text("x")
+    assert not follow_members(done, [member])  # no sentinel
+    done.write_text("d1\n")
+    later = done.stat().st_mtime_ns + 10**9
+    os.utime(member, ns=(later, later))  # edited after its batch
+    assert follow_members(done, [member]) and done.stat().st_mtime_ns == later
+    assert not follow_members(done, [member, tmp_path / "missing.nc"])

@@ -10,6 +10,7 @@ an unchanged batch keeps its file (and its modification time) across any number 
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from slrpipe.io import write_text
@@ -58,3 +59,18 @@ def stale_sentinel(done, digest_now: str, members) -> bool:
     except FileNotFoundError:
         return False
     return recorded == digest_now and not all(Path(m).exists() for m in members)
+
+
+def follow_members(done, members) -> bool:
+    """Give the sentinel ``done`` the modification time of its newest member file when that is
+    newer (a result file rewritten or edited after its batch), so that whatever reads the batch
+    is redone, as for a declared output; returns whether it moved. Nothing happens without a
+    sentinel."""
+    p = Path(done)
+    if not p.exists():
+        return False
+    newest = max((Path(m).stat().st_mtime_ns for m in members if Path(m).exists()), default=0)
+    if newest <= p.stat().st_mtime_ns:
+        return False
+    os.utime(p, ns=(newest, newest))
+    return True

@@ -9,7 +9,7 @@ from slrpipe.commands._config import plan_text
 from slrpipe.io import write_text
 from slrpipe.jobs import command_line
 from slrpipe.manifests import MANIFEST as MANIFEST_PATTERN
-from slrpipe.manifests import digest, manifest_text, stale_sentinel, write_manifest
+from slrpipe.manifests import digest, follow_members, manifest_text, stale_sentinel, write_manifest
 from slrpipe.threads import thread_env
 from slrpipe.workflow import ConfigError, first_attempt, plan, setting_dir, validate
 
@@ -62,6 +62,8 @@ FINGERPRINT = {
 # is removed here, so that the batch is remade as a removed declared output would be (when a job
 # reading it runs, or as a target) — only while its members are those it was made with (a plan of
 # another member list, a dry run of an edited config included, leaves it to the digest param).
+# A member file newer than its sentinel (rewritten or edited since) moves the sentinel's time
+# forward, so that what reads the batch is redone, as for a declared output.
 MANIFEST = MANIFEST_PATTERN.format(results="results", family="{family}", batch="{batch}")
 BATCH_DONE = "results/batches/{family}/{batch}.done"
 BATCHES = {"train_erm": PLAN.train_batches, "population": PLAN.population_batches}
@@ -74,8 +76,11 @@ for _family, _batches in BATCHES.items():
         MANIFEST_DIGEST[(_family, _name)] = digest(_text)
         _done = BATCH_DONE.format(family=_family, batch=_name)
         _DONE_OF.update({m.out: _done for m in _batch.members})
-        if stale_sentinel(_done, MANIFEST_DIGEST[(_family, _name)], [m.out for m in _batch.members]):
+        _outs = [m.out for m in _batch.members]
+        if stale_sentinel(_done, MANIFEST_DIGEST[(_family, _name)], _outs):
             os.remove(_done)
+        else:
+            follow_members(_done, _outs)
 
 
 def tracked(files):

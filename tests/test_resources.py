@@ -159,7 +159,7 @@ def test_a_sentinel_is_stale_only_for_its_own_member_list(tmp_path):
 
 
 def test_a_sentinel_follows_its_newest_member(tmp_path):
-    from slrpipe.manifests import follow_members
+    from slrpipe.manifests import follow_members, stale_sentinel
 
     member, done = tmp_path / "a.nc", tmp_path / "b.done"
     member.write_text("x")
@@ -167,5 +167,6 @@ def test_a_sentinel_follows_its_newest_member(tmp_path):
     done.write_text("d1\n")
     later = done.stat().st_mtime_ns + 10**9
     os.utime(member, ns=(later, later))  # edited after its batch
-    assert follow_members(done, [member]) and done.stat().st_mtime_ns == later
+    assert follow_members(done, [member]) and done.read_text() == f"d1\nmember modified {later}\n"
+    assert stale_sentinel(done, "d1", [tmp_path / "gone.nc"])  # the digest line still counts
     assert not follow_members(done, [member, tmp_path / "missing.nc"])

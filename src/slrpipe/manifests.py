@@ -55,22 +55,26 @@ def stale_sentinel(done, digest_now: str, members) -> bool:
     is not stale here: its rule's digest param reruns that batch anyway."""
     p = Path(done)
     try:
-        recorded = p.read_text(encoding="utf-8").strip()
+        recorded = next(iter(p.read_text(encoding="utf-8").splitlines()), "").strip()
     except FileNotFoundError:
         return False
     return recorded == digest_now and not all(Path(m).exists() for m in members)
 
 
 def follow_members(done, members) -> bool:
-    """Give the sentinel ``done`` the modification time of its newest member file when that is
-    newer (a result file rewritten or edited after its batch), so that whatever reads the batch
-    is redone, as for a declared output; returns whether it moved. Nothing happens without a
-    sentinel."""
+    """Rewrite the sentinel ``done`` when a member file is newer than it (a result file rewritten
+    or edited after its batch): its first line (the digest) kept, the newest member's modification
+    time added, so that Snakemake, which compares a small input's checksum as well as its time,
+    redoes whatever reads the batch, as for a declared output; returns whether it was rewritten.
+    Nothing happens without a sentinel."""
     p = Path(done)
     if not p.exists():
         return False
     newest = max((Path(m).stat().st_mtime_ns for m in members if Path(m).exists()), default=0)
     if newest <= p.stat().st_mtime_ns:
         return False
-    os.utime(p, ns=(newest, newest))
+    first = p.read_text(encoding="utf-8").splitlines()[:1]
+    write_text("\n".join([*first, f"member modified {newest}"]) + "\n", p)
+    if p.stat().st_mtime_ns < newest:  # not older than the member, whatever the clocks
+        os.utime(p, ns=(newest, newest))
     return True

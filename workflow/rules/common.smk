@@ -62,8 +62,8 @@ FINGERPRINT = {
 # is removed here, so that the batch is remade as a removed declared output would be (when a job
 # reading it runs, or as a target) — only while its members are those it was made with (a plan of
 # another member list, a dry run of an edited config included, leaves it to the digest param).
-# A member file newer than its sentinel (rewritten or edited since) moves the sentinel's time
-# forward, so that what reads the batch is redone, as for a declared output.
+# A member file newer than its sentinel (rewritten or edited since) has the sentinel rewritten
+# (slrpipe.manifests.follow_members), so that what reads the batch is redone, as for a declared output.
 MANIFEST = MANIFEST_PATTERN.format(results="results", family="{family}", batch="{batch}")
 BATCH_DONE = "results/batches/{family}/{batch}.done"
 BATCHES = {"train_erm": PLAN.train_batches, "population": PLAN.population_batches}

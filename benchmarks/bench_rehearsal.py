@@ -50,11 +50,11 @@ def _env(wd: Path, **extra) -> dict:
 
 
 def slurm_jobs(stdout: str) -> dict[str, int]:
-    """{rule family: compute jobs} from a dry run's job table (train_erm__<batch> counted as train_erm)."""
+    """{rule: compute jobs} from a dry run's job table."""
     jobs: dict[str, int] = {}
     table = stdout.split("Job stats:", 1)[1].split("\n\n", 1)[0]  # the first table only
     for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M):
-        rule = m.group(1).split("__")[0]
+        rule = m.group(1)
         if rule != "total" and rule not in LOCAL and not rule.startswith("fig_"):
             jobs[rule] = jobs.get(rule, 0) + int(m.group(2))
     return jobs
@@ -91,10 +91,10 @@ def _run(cmd: list[str], wd: Path, env: dict, log: Path) -> tuple[int, float, st
 
 
 def _per_rule(out: str) -> str:
-    """Jobs a snakemake run ran, per rule family; local rules (never submitted) marked "(local)"."""
+    """Jobs a snakemake run ran, per rule; local rules (never submitted) marked "(local)"."""
     per: dict[str, int] = {}
     for local, r in re.findall(r"^(local)?rule (\w+):", out, re.M):
-        name = r.split("__")[0] + (" (local)" if local else "")
+        name = r + (" (local)" if local else "")
         per[name] = per.get(name, 0) + 1
     return ", ".join(f"{k} {v}" for k, v in sorted(per.items()))
 
@@ -120,7 +120,9 @@ def run_slurm(wd: Path) -> int:
         print(f"no local Slurm: {reason}")
         return 1
     prof = profile_mod.load_profile()
-    cpus, mem = profile_mod.profile_node_size(prof)
+    import yaml
+
+    cpus, mem = profile_mod.profile_node_size(prof, yaml.safe_load((REPO / REHEARSAL).read_text()))
     state = wd.parent / "slurm-state"
     with cluster_mod.LocalSlurm(
         state,

@@ -28,6 +28,7 @@ RANK = {
     "theory": 2,
     "jobs": 2,
     "train": 3,
+    "manifests": 3,
     "analysis": 4,
     "figures": 5,
     "commands": 6,

@@ -26,20 +26,22 @@ def done(tmp_path_factory):
 
 
 def job_stats(out: str) -> dict[str, int]:
-    """{rule: count} of a dry run's job table, the batch rules of a family (train_erm__<batch>,
-    population__<batch>) counted together under the family name."""
+    """{rule: count} of a dry run's job table."""
     jobs: dict[str, int] = {}
     table = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]  # the first table (a dry run prints two)
     for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M):
         if m.group(1) != "total":
-            family = m.group(1).split("__")[0]
-            jobs[family] = jobs.get(family, 0) + int(m.group(2))
+            jobs[m.group(1)] = int(m.group(2))
     return jobs
 
 
-def trained_outputs(out: str) -> list[str]:
-    """The ERM result files a dry run would write."""
-    return re.findall(r"results/erm/[^\s,]+\.nc", "\n".join(re.findall(r"^\s*output: (.*)$", out, re.M)))
+def trained_outputs(out: str, wd) -> list[str]:
+    """The ERM result files a dry run in ``wd`` would write: the members of the training batches it
+    plans, from their manifests (written when the workflow is loaded, workflow/rules/common.smk)."""
+    batches = re.findall(r"^rule train_erm:\n(?:    .*\n)*?    wildcards: batch=(\w+)$", out, re.M)
+    return [
+        m["out"] for b in batches for m in json.loads((wd / "results" / "plan" / "train_erm" / f"{b}.json").read_text())
+    ]
 
 
 def planned_jobs(wd, *extra) -> dict[str, int]:
@@ -268,7 +270,7 @@ def test_changing_one_alpha_reruns_only_its_jobs(done):
         **REPLICA_FIGURES,
         **AFTER_RESULTS,
     }, out
-    trained = trained_outputs(out)
+    trained = trained_outputs(out, done)
     assert not any("/alpha2/" in t for t in trained), trained
     assert sum("/alpha4/" in t for t in trained) == 4  # 2 σ × 2 seeds
     # α = 8 keeps opt_L2's informed and random starts and opt_gd_L2's GD run (seed 0), per σ
@@ -291,7 +293,7 @@ def test_adding_a_restart_lists_exactly_its_jobs(done):
         "fig_complexity": 1,
         **AFTER_RESULTS,
     }, out
-    trained = trained_outputs(out)
+    trained = trained_outputs(out, done)
     new = [t for t in trained if t.endswith("_random-r1_lbfgs.nc")]
     assert len(new) == 4 and len(trained) == 20, trained
 

@@ -54,7 +54,7 @@ def argv(record) -> list[str]:
         if value is True:
             out.append(flag)
         elif f.metadata.get("json"):
-            out += [flag, json.dumps([_jsonable(v) for v in value], separators=(",", ":"))]
+            out += [flag, members_json(record)]
         else:
             out += [flag, text(value)]
     return out
@@ -63,6 +63,13 @@ def argv(record) -> list[str]:
 def command_line(record) -> str:
     """:func:`argv` as one shell-quoted string (what a rule puts into its shell command)."""
     return shlex.join(argv(record))
+
+
+def members_json(batch) -> str:
+    """The members of a batch record (:class:`TrainBatchJob`, :class:`PopulationBatchJob`) as the
+    JSON text that ``--members`` carries and a batch's manifest file holds (the workflow passes
+    the file, ``--members-file``: a batch's JSON can exceed what one command line should carry)."""
+    return json.dumps([_jsonable(v) for v in batch.members], separators=(",", ":"))
 
 
 def _jsonable(record) -> dict:
@@ -92,6 +99,30 @@ def members_from_json(cls, text: str) -> list:
     if not jobs or any(j.out is None for j in jobs):
         raise ValueError("members: every record needs its 'out' path")
     return jobs
+
+
+def add_members_arguments(p, cls) -> None:
+    """The mutually exclusive ``--members`` (JSON text) / ``--members-file`` (a file of that text)
+    of a batch command, one of them required (added to its subparser ``p``)."""
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--members", help=f"JSON list of {cls.__name__} records (slrpipe.jobs), each with 'out'")
+    g.add_argument("--members-file", help="a file holding that JSON list (the workflow's batch manifest)")
+
+
+def members_of(cls, args) -> list:
+    """The ``cls`` records of a batch command's parsed ``--members`` or ``--members-file``.
+
+    Raises:
+        ValueError: not a JSON list of ``cls`` records with an ``out`` each, or an unreadable file.
+    """
+    if args.members is not None:
+        return members_from_json(cls, args.members)
+    try:
+        with open(args.members_file, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise ValueError(f"members-file: cannot read {args.members_file!r} ({exc.strerror})") from None
+    return members_from_json(cls, text)
 
 
 def _floats(xs) -> tuple[float, ...]:

@@ -375,6 +375,71 @@ def batch_resources(batch: TrainBatchJob) -> dict[str, int]:
     return {"mem_mb": int(math.ceil(mem)), "runtime": int(math.ceil(SAFETY * sec / 60))}
 
 
+#: replica law (``slrpipe replica``; docs/cluster.md): its channel averages over N Monte Carlo
+#: samples of L tokens at each α of its grid, for each λ and Monte Carlo draw (mc_seeds), fold
+#: searches included: runtime = REPLICA_START_S + REPLICA_SEC_PER_POINT × N·L·draws / 2¹⁶ × |α|·|λ|,
+#: ×SAFETY; peak memory = JAX_BASE_MB + REPLICA_MB_PER_SAMPLE × N·L·draws / 2¹⁶
+JAX_BASE_MB = 1000.0
+REPLICA_START_S, REPLICA_SEC_PER_POINT, REPLICA_MB_PER_SAMPLE = 60.0, 100.0, 64.0
+#: 1RSB law (``slrpipe rsb1``; docs/cluster.md): a fixed point at each s of the grid, each channel
+#: pass N₀·N₁ prox solves: runtime = RSB1_START_S + RSB1_SEC_PER_S × N₀·N₁ / 2¹⁵ × |s|, ×SAFETY (a
+#: point that needs more comes back with the attempt); peak memory = JAX_BASE_MB + RSB1_MB × N₀·N₁ / 2¹⁵
+RSB1_START_S, RSB1_SEC_PER_S, RSB1_MB = 60.0, 60.0, 64.0
+#: the shortest runtime requested (min): a small job's wall time is dominated by start-up and by
+#: what shares its node, which no law of its size sees
+MIN_RUNTIME_MIN = 10
+#: first-attempt requests of the rules whose job size is not modelled (mem_mb in MiB, runtime in min)
+CONSTANT_RESOURCES = {
+    "generate_data": {"mem_mb": 16000, "runtime": 30},
+    "population": {"mem_mb": 4000, "runtime": 30},
+    "length": {"mem_mb": 4000, "runtime": 30},
+}
+
+
+def _request(mem_mb: float, seconds: float) -> dict[str, int]:
+    return {"mem_mb": int(math.ceil(mem_mb)), "runtime": int(math.ceil(SAFETY * seconds / 60))}
+
+
+def replica_resources(job: ReplicaJob) -> dict[str, int]:
+    """Slurm request of one replica sweep from the law above: ``mem_mb`` (MiB) and ``runtime``
+    (minutes) of the first attempt."""
+    size = job.n_samples * max(job.L) * (job.mc_seeds or 1) / 2**16
+    points = len(job.alpha_grid) * len(job.lam_grid or (None,))
+    return _request(JAX_BASE_MB + REPLICA_MB_PER_SAMPLE * size, REPLICA_START_S + REPLICA_SEC_PER_POINT * size * points)
+
+
+def rsb1_resources(job: Rsb1Job, *, s_points: int | None = None) -> dict[str, int]:
+    """Slurm request of one 1RSB point from the law above (``s_points``: the number of s solved,
+    default all of ``s_grid``): ``mem_mb`` (MiB) and ``runtime`` (minutes) of the first attempt."""
+    size = job.n_outer * job.n_inner / 2**15
+    n_s = len(job.s_grid) if s_points is None else s_points
+    return _request(JAX_BASE_MB + RSB1_MB * size, RSB1_START_S + RSB1_SEC_PER_S * size * n_s)
+
+
+#: rule family -> its first-attempt law (the record of one job -> {mem_mb, runtime});
+#: rsb1_error gets its 1RSB point's record: K batches of N₀/K samples at the one reported s
+LAWS = {
+    "train_erm": batch_resources,
+    "replica": replica_resources,
+    "rsb1": rsb1_resources,
+    "rsb1_error": lambda job: rsb1_resources(job, s_points=1),
+    **{rule: (lambda job, _r=req: dict(_r)) for rule, req in CONSTANT_RESOURCES.items()},
+}
+
+
+def first_attempt(family: str, record) -> dict[str, int]:
+    """The Slurm request of a job of rule ``family`` (a key of :data:`LAWS`) on its first attempt:
+    ``mem_mb`` (MiB) and ``runtime`` (minutes, at least :data:`MIN_RUNTIME_MIN`); the rules multiply
+    both by Snakemake's attempt.
+
+    Raises:
+        KeyError: ``family`` is not a compute rule of the workflow (one line naming the allowed)."""
+    if family not in LAWS:
+        raise KeyError(f"no resource law for rule {family!r}; allowed: {sorted(LAWS)}")
+    req = LAWS[family](record)
+    return {**req, "runtime": max(req["runtime"], MIN_RUNTIME_MIN)}
+
+
 def plan(config: dict, results: str = "results") -> Plan:
     """All jobs of a validated config. Population sweeps are one record per (experiment, σ) over the
     ν grid, swept in one job per experiment (:func:`population_batches`); ERM one record per

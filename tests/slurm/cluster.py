@@ -299,16 +299,39 @@ class LocalSlurm:
     def jobs(self) -> list[dict]:
         """All jobs still known to slurmctld (finished ones for ``min_job_age`` s): dicts with
         id (``<array id>_<task>`` for array tasks), job_id (unique, = $SLURM_JOB_ID), name, state, comment (the plugin writes ``rule_<rule>[_wildcards_...]``), partition,
-        tres (allocated trackable resources, e.g. ``cpu=1,mem=4000M,node=1,gres/gpu=1``)."""
-        fmt = "%i|%A|%j|%T|%k|%P|%b|%C|%m"
+        tres (allocated trackable resources, e.g. ``cpu=1,mem=4000M,node=1,gres/gpu=1``), cpus,
+        min_memory (e.g. ``4000M``), time_limit (e.g. ``1:00``)."""
+        fmt = "%i|%A|%j|%T|%k|%P|%b|%C|%m|%l"
         r = subprocess.run(
             [which("squeue"), "--states=all", "--noheader", f"--format={fmt}"],
             capture_output=True,
             text=True,
             check=True,
         )
-        keys = ("id", "job_id", "name", "state", "comment", "partition", "tres_per_node", "cpus", "min_memory")
+        keys = (
+            "id",
+            "job_id",
+            "name",
+            "state",
+            "comment",
+            "partition",
+            "tres_per_node",
+            "cpus",
+            "min_memory",
+            "time_limit",
+        )
         return [dict(zip(keys, line.split("|"))) for line in r.stdout.splitlines() if line.strip()]
+
+    def memory_kills(self) -> set[str]:
+        """Ids of the jobs that slurmd killed for exceeding their memory (``JobAcctGatherParams=
+        OverMemoryKill``: Slurm 22.05 then reports the job ``FAILED``, its log says why)."""
+        import re
+
+        log = self.state / "slurmd.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        return set(
+            re.findall(r"\[(\d+)\.\w+\] error: (?:StepId=\S+ exceeded memory limit|Exceeded job memory limit)", text)
+        )
 
     def active_jobs(self) -> list[dict]:
         """The jobs of :meth:`jobs` that have not ended."""

@@ -1,5 +1,6 @@
 """The Slurm profile (profiles/slurm) as installed for the local one-node Slurm of ``cluster.py``:
-read it, size the node for its requests, install it with the few settings this cluster needs.
+read it, size the node for the workflow's requests, install it with the few settings this cluster
+needs.
 
 Shared by ``tests/test_slurm.py`` and ``benchmarks/bench_rehearsal.py``. The overrides, all written
 into the installed copy (the repository's profile is never edited):
@@ -32,9 +33,8 @@ def unquote(v) -> str:
 
 
 def family(rule: str) -> str:
-    """The rule name a profile addresses: the batch rules (population__<batch>, train_erm__<batch>) are
-    a family each."""
-    return rule.split("__")[0]
+    """The rule name a profile addresses (every rule is its own family: a batch is a wildcard)."""
+    return rule
 
 
 def profile_partitions(profile: dict) -> dict[str, str]:
@@ -46,13 +46,34 @@ def profile_partitions(profile: dict) -> dict[str, str]:
     return out
 
 
-def profile_node_size(profile: dict) -> tuple[int, int]:
-    """Largest number of cores (threads or cpus_per_task) and mem_mb any rule asks for."""
+def first_attempts(config: dict) -> list[tuple[str, dict]]:
+    """(rule, first-attempt request {mem_mb, runtime}) of every compute job of ``config`` (a config
+    dict), as the workflow's rules request them (slrpipe.workflow.first_attempt)."""
+    from slrpipe.workflow import first_attempt, plan, validate
+
+    p = plan(validate(config))
+    records = {
+        "generate_data": p.data.values(),
+        "train_erm": p.train_batches.values(),
+        "population": p.population_batches.values(),
+        "replica": p.replica.values(),
+        "rsb1": p.rsb1.values(),
+        "rsb1_error": [p.rsb1[e.rsb1] for e in p.rsb1_error.values()],
+        "length": p.length.values(),
+    }
+    return [(rule, first_attempt(rule, r)) for rule, rs in records.items() for r in rs]
+
+
+def profile_node_size(profile: dict, config: dict) -> tuple[int, int]:
+    """Largest number of cores (threads or cpus_per_task) any rule asks for in ``profile``, and the
+    largest mem_mb a job of ``config`` asks for (its rule's request, or the profile's override)."""
     entries = [profile["default-resources"], *(profile.get("set-resources") or {}).values()]
     cpus = [int(e.get("cpus_per_task", 1)) for e in entries] + [
         int(t) for t in (profile.get("set-threads") or {}).values()
     ]
-    return max(cpus), max(int(e.get("mem_mb", 0)) for e in entries)
+    overrides = profile.get("set-resources") or {}
+    mem = [int(overrides.get(rule, {}).get("mem_mb", req["mem_mb"])) for rule, req in first_attempts(config)]
+    return max(cpus), max(mem, default=0)
 
 
 def install_profile(xdg: Path, *, gpus: bool, init_seconds: int, **extra) -> Path:

@@ -25,8 +25,8 @@ rule plan:
 rule aggregate:
     input:
         plan=PLAN_FILE,
-        population=list(PLAN.population),
-        erm=list(PLAN.erm),
+        population=tracked(PLAN.population),  # the batches' sentinels (common.smk)
+        erm=tracked(PLAN.erm),
         replica=list(PLAN.replica),
         rsb1=list(PLAN.rsb1),
         rsb1_error=list(PLAN.rsb1_error),

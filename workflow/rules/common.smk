@@ -1,5 +1,5 @@
 # Helpers shared by all rules: config validation, the job tables, source fingerprints.
-import json
+import os
 import shlex
 import sys
 
@@ -8,8 +8,10 @@ from slrpipe.fingerprint import fingerprint
 from slrpipe.commands._config import plan_text
 from slrpipe.io import write_text
 from slrpipe.jobs import command_line
+from slrpipe.manifests import MANIFEST as MANIFEST_PATTERN
+from slrpipe.manifests import digest, follow_members, manifest_text, stale_sentinel, write_manifest
 from slrpipe.threads import thread_env
-from slrpipe.workflow import ConfigError, batch_resources, plan, setting_dir, validate
+from slrpipe.workflow import ConfigError, first_attempt, plan, setting_dir, validate
 
 try:
     validate(config)  # against the package's schema (workflow/schemas/ links to it)
@@ -50,21 +52,62 @@ FINGERPRINT = {
 }
 
 
-def _plain(setting):
-    """A profile setting as parsed by Snakemake (a Resource) back to the value a rule accepts."""
-    return getattr(setting, "_value", setting)
+# Batch jobs (train_erm, population): one rule each, the batch a wildcard. A batch's members are in
+# its manifest (slrpipe.manifests), written here when the workflow is loaded, atomically and only
+# when its text changes; the job reads it (--members-file), so no command line carries them, and
+# its rule reruns the batch when the manifest's digest (a param) changes. Snakemake tracks a batch
+# by its sentinel BATCH_DONE, written when the job succeeds and holding its manifest's digest: its
+# result files (one per member, how many varies by batch) are not declared outputs. A sentinel
+# stands for all of its members: one whose member file is missing (deleted, or lost to a failure)
+# is removed here, so that the batch is remade as a removed declared output would be (when a job
+# reading it runs, or as a target) — only while its members are those it was made with (a plan of
+# another member list, a dry run of an edited config included, leaves it to the digest param).
+# A member file newer than its sentinel (rewritten or edited since) has the sentinel rewritten
+# (slrpipe.manifests.follow_members), so that what reads the batch is redone, as for a declared output.
+MANIFEST = MANIFEST_PATTERN.format(results="results", family="{family}", batch="{batch}")
+BATCH_DONE = "results/batches/{family}/{batch}.done"
+BATCHES = {"train_erm": PLAN.train_batches, "population": PLAN.population_batches}
+MANIFEST_DIGEST = {}
+_DONE_OF = {}  # result file -> the sentinel of its batch
+for _family, _batches in BATCHES.items():
+    for _name, _batch in _batches.items():
+        _text = manifest_text(_batch)
+        write_manifest(_text, MANIFEST.format(family=_family, batch=_name))
+        MANIFEST_DIGEST[(_family, _name)] = digest(_text)
+        _done = BATCH_DONE.format(family=_family, batch=_name)
+        _DONE_OF.update({m.out: _done for m in _batch.members})
+        _outs = [m.out for m in _batch.members]
+        if stale_sentinel(_done, MANIFEST_DIGEST[(_family, _name)], _outs):
+            os.remove(_done)
+        else:
+            follow_members(_done, _outs)
 
 
-# Batch rules are generated one per batch (population__<batch>, train_erm__<batch>); a profile
-# addresses each kind by its family name (the part before "__"), which Snakemake does not match
-# to the generated names: these give a family's set-threads / set-resources entries to its rules.
-def family_threads(family):
-    return _plain(workflow.resource_settings.overwrite_threads.get(family, 1))
+def tracked(files):
+    """The files Snakemake tracks for result files: a batch member's sentinel, anything else itself."""
+    return list(dict.fromkeys(_DONE_OF.get(f, f) for f in files))
 
 
-def family_resources(family):
-    entries = dict(workflow.resource_settings.overwrite_resources.get(family, {}))
-    return {k: _plain(v) for k, v in entries.items()}
+def batch_rule(family):
+    """A batch rule's manifest (input), sentinel (output) and members' digest (param)."""
+    return dict(
+        manifest=ancient(MANIFEST.format(family=family, batch="{batch}")),
+        done=BATCH_DONE.format(family=family, batch="{batch}"),
+        digest=lambda wildcards: MANIFEST_DIGEST[(family, wildcards.batch)],
+    )
+
+
+# Slurm requests of every compute rule: mem_mb (MiB) and runtime (min) of the first attempt from
+# slrpipe.workflow.first_attempt (a measured law where the job's size varies, a constant
+# elsewhere), times Snakemake's attempt: a job killed for memory or time comes back with more
+# (profile: retries). A --set-resources entry (command line or profile) replaces a value.
+def scaled_resources(family, record):
+    """{mem_mb, runtime} of a rule of ``family`` whose job's record is ``record(wildcards)``."""
+
+    def law(name):
+        return lambda wildcards, attempt: attempt * first_attempt(family, record(wildcards))[name]
+
+    return {"mem_mb": law("mem_mb"), "runtime": law("runtime")}
 
 
 def args_of(table, output):
@@ -79,7 +122,8 @@ def experiment_files(kind, names):
 
 
 def figure_uses(fig):
-    """Result files a figure draws from (through the store): a figure reruns when one changes."""
+    """Files a figure draws from (through the store), as Snakemake tracks them (:func:`tracked`):
+    a figure reruns when one changes."""
     kind, names = FIGURE_INPUTS[fig]
     files = experiment_files(kind, names)
     if kind == "erm":  # the population optimum at each ERM setting
@@ -91,7 +135,7 @@ def figure_uses(fig):
         settings = {setting_dir(config["erm"][n]) for n in names}
         same = [r for r, exp in config["replica"].items() if setting_dir(exp) in settings]
         files += experiment_files("replica", same)
-    return files
+    return tracked(files)
 
 
 # The plan as the commands that read the whole workflow (aggregate, validate) receive it: the

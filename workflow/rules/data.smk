@@ -11,6 +11,8 @@ rule generate_data:
     benchmark:
         "results/benchmarks/data/{key}.tsv"
     threads: 1
+    resources:
+        **scaled_resources("generate_data", lambda wildcards: PLAN.data["results/data/{key}.zarr".format(**wildcards)]),
     params:
         args=args_of(PLAN.data, "results/data/{key}.zarr"),
         fingerprint=FINGERPRINT["generate"],

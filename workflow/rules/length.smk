@@ -12,6 +12,10 @@ rule length:
     # at the end while the other core idles
     priority: 5
     threads: 1
+    resources:
+        **scaled_resources(
+            "length", lambda wildcards: PLAN.length["results/length/{exp}/{sigma}.nc".format(**wildcards)]
+        ),
     params:
         args=args_of(PLAN.length, "results/length/{exp}/{sigma}.nc"),
         fingerprint=FINGERPRINT["length"],

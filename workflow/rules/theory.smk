@@ -1,31 +1,32 @@
 # Theory: population sweeps over ν (one job per experiment: its σ and the Bayes oracle, one file
 # each) and replica sweeps over α (one job per setting, σ and λ, warm-started along α).
-# A population job is a generated rule, population__<batch>, as the training batches are: its
-# outputs are its σ's files, so a σ edit reruns that experiment's sweeps only (~1–25 s each).
-_POPULATION = "population"
+# A population job is one batch (its σ's files; the batch a wildcard, as the training batches are,
+# train.smk), so a σ edit reruns that experiment's sweeps only (~1–25 s each).
+_POPULATION = batch_rule("population")
 
-for _name, _batch in PLAN.population_batches.items():
 
-    rule:
-        name:
-            f"{_POPULATION}__{_name}"
-        output:
-            [m.out for m in _batch.members],
-        log:
-            f"results/logs/population/{_name}.log",
-        benchmark:
-            f"results/benchmarks/population/{_name}.tsv"
-        # after the replica sweeps and before the training batches: the longest of these (max_Lvar,
-        # ~30 s) then never runs alone at the end, the short training batches fill the other core
-        priority: 5
-        threads: family_threads(_POPULATION)
-        resources:
-            **family_resources(_POPULATION),
-        params:
-            args=command_line(_batch),
-            fingerprint=FINGERPRINT["population"],
-        shell:
-            f"{THREAD_ENV} {SLRPIPE} population-batch {{params.args}} > {{log}} 2>&1"
+rule population:
+    input:
+        members=_POPULATION["manifest"],
+    output:
+        _POPULATION["done"],
+    log:
+        "results/logs/population/{batch}.log",
+    benchmark:
+        "results/benchmarks/population/{batch}.tsv"
+    wildcard_constraints:
+        batch=r"\w+",
+    # after the replica sweeps and before the training batches: the longest of these (max_Lvar,
+    # ~30 s) then never runs alone at the end, the short training batches fill the other core
+    priority: 5
+    threads: 1
+    resources:
+        **scaled_resources("population", lambda wildcards: PLAN.population_batches[wildcards.batch]),
+    params:
+        members=_POPULATION["digest"],
+        fingerprint=FINGERPRINT["population"],
+    shell:
+        f"{THREAD_ENV} {SLRPIPE} population-batch --members-file {{input.members}} > {{log}} 2>&1 && echo {{params.members}} > {{output}}"
 
 
 # 11 for the first replica sweep of each σ in the plan, 10 for the other sweeps and the
@@ -49,6 +50,8 @@ rule replica:
     # each), while a later one loads them from the shared cache
     priority: lambda wildcards: REPLICA_PRIORITY[f"results/replica/{wildcards.key}.nc"]
     threads: 1
+    resources:
+        **scaled_resources("replica", lambda wildcards: PLAN.replica[f"results/replica/{wildcards.key}.nc"]),
     params:
         args=args_of(PLAN.replica, "results/replica/{key}.nc"),
         fingerprint=FINGERPRINT["replica"],
@@ -71,6 +74,8 @@ rule rsb1:
     benchmark:
         "results/benchmarks/replica/{key}/rsb1/{point}.tsv"
     threads: 1
+    resources:
+        **scaled_resources("rsb1", lambda wildcards: PLAN.rsb1[RSB1_OUTPUT.format(**wildcards)]),
     params:
         args=args_of(PLAN.rsb1, RSB1_OUTPUT),
         fingerprint=FINGERPRINT["rsb1"],
@@ -93,6 +98,11 @@ rule rsb1_error:
     benchmark:
         "results/benchmarks/replica/{key}/rsb1_error/{point}.tsv"
     threads: 1
+    resources:
+        # the cost of one solve of its point's samples at one s: the point's law, one s
+        **scaled_resources(
+            "rsb1_error", lambda wildcards: PLAN.rsb1[PLAN.rsb1_error[RSB1_ERROR_OUTPUT.format(**wildcards)].rsb1]
+        ),
     params:
         args=args_of(PLAN.rsb1_error, RSB1_ERROR_OUTPUT),
         fingerprint=FINGERPRINT["rsb1_error"],

@@ -1,5 +1,6 @@
-"""Several population sweeps in one process, one result file each (``--members``: the JSON list of
-:class:`slrpipe.jobs.PopulationJob` records, each with its ``out``).
+"""Several population sweeps in one process, one result file each (``--members``: the
+JSON list of :class:`slrpipe.jobs.PopulationJob` records, each with its ``out``; or ``--members-file``,
+a file holding it: the workflow's batch manifest, :mod:`slrpipe.manifests`).
 
 The workflow gives one batch per population experiment (its σ and the Bayes oracle), so that a run
 pays Python and library start-up once per experiment instead of once per σ. Each member is the
@@ -13,16 +14,14 @@ import logging
 import time
 
 from slrpipe.commands.population import sweep_and_write
-from slrpipe.jobs import PopulationJob, members_from_json
+from slrpipe.jobs import PopulationJob, add_members_arguments, members_from_json, members_of
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(p) -> None:
     """The options of ``slrpipe population-batch`` (added to its subparser ``p``)."""
-    p.add_argument(
-        "--members", required=True, help="JSON list of PopulationJob records (slrpipe.jobs), each with 'out'"
-    )
+    add_members_arguments(p, PopulationJob)
     p.add_argument("--qmc-seed", type=int, default=0, help="seed of the Sobol scramblings (L ≥ 4)")
 
 
@@ -40,7 +39,7 @@ def run(args) -> int:
 
     Raises:
         ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
-    jobs = members(args.members)
+    jobs = members_of(PopulationJob, args)
     start = time.time()
     for i, job in enumerate(jobs, 1):
         sweep_and_write(job, job.out, args.qmc_seed)

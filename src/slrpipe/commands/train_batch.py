@@ -1,5 +1,6 @@
 """Train several ERM runs in one process and write one result file per run (``--members``: the
-JSON list of :class:`slrpipe.jobs.TrainJob` records, each with its ``out``).
+JSON list of :class:`slrpipe.jobs.TrainJob` records, each with its ``out``; or ``--members-file``,
+a file holding it: the workflow's batch manifest, :mod:`slrpipe.manifests`).
 
 Runs that share a training set (same law, D, n, seeds) load it once and are measured on one pass
 over their test set; runs of one shape reuse the compiled programs of the first (JAX's in-process
@@ -16,14 +17,14 @@ import logging
 import time
 
 from slrpipe.commands.train import EXECUTION, add_execution_arguments, dataset, train_and_write
-from slrpipe.jobs import DataJob, TrainJob, members_from_json
+from slrpipe.jobs import DataJob, TrainJob, add_members_arguments, members_from_json, members_of
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(p) -> None:
     """The options of ``slrpipe train-batch`` (added to its subparser ``p``)."""
-    p.add_argument("--members", required=True, help="JSON list of TrainJob records (slrpipe.jobs), each with 'out'")
+    add_members_arguments(p, TrainJob)
     add_execution_arguments(p)
 
 
@@ -47,7 +48,7 @@ def run(args) -> int:
 
     Raises:
         ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
-    jobs = members(args.members)
+    jobs = members_of(TrainJob, args)
     execution = {k: getattr(args, k) for k in EXECUTION}
     groups: dict = {}
     for job in jobs:

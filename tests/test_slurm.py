@@ -460,10 +460,17 @@ def test_a_job_over_its_memory_comes_back_with_more_memory(retried_run):
     train = [j for j, rule in compute.items() if rule == "train_erm"]
     assert train, "no training batch ran"
     for j in train:
-        got = [(jobs[i]["state"], jobs[i]["min_memory"], i in retried_run["memory_kills"]) for i in subs[j]]
-        # Slurm 22.05 without cgroups reports a job killed by OverMemoryKill FAILED (slurmd logs why)
-        assert len(got) == 2 and got[0][0] in ("OUT_OF_MEMORY", "FAILED"), (j, got)
-        assert got[0][1:] == ("300M", True) and got[1] == ("COMPLETED", "2400M", False), (j, got)
+        first, second = subs[j] if len(subs[j]) == 2 else (None, None)
+        assert first is not None, (j, subs[j])
+        # the kill is read from slurmd's own log: Slurm 22.05 without cgroups reports a job killed by
+        # OverMemoryKill as FAILED, and slurmctld may already have purged that failed record
+        assert first in retried_run["memory_kills"] and second not in retried_run["memory_kills"], (j, subs[j])
+        if first in jobs:
+            assert (jobs[first]["state"], jobs[first]["min_memory"]) in (
+                ("OUT_OF_MEMORY", "300M"),
+                ("FAILED", "300M"),
+            ), jobs[first]
+        assert (jobs[second]["state"], jobs[second]["min_memory"]) == ("COMPLETED", "2400M"), jobs[second]
     others = [i for j, ids in subs.items() if j not in train for i in ids]
     assert others and all(jobs[i]["state"] == "COMPLETED" for i in others), "a job other than training was retried"
 

@@ -371,6 +371,43 @@ def batch_resources(batch: TrainBatchJob) -> dict[str, int]:
     return {"mem_mb": int(math.ceil(mem)), "runtime": int(math.ceil(SAFETY * sec / 60))}
 
 
+#: GPU nodes (``batch_gpu_resources``): the host holds the interpreter, JAX and the test chunks
+#: (MEM_BASE_MB + TEST_CHUNK_MB; measured 1372 MB at the paper's largest batch, sampler jax), plus
+#: with the numpy sampler HOST_SETS_NUMPY training sets drawn on the host (measured 2661 MB). The card
+#: holds one training set X in its dtype (no transposed copy off the CPU), GPU_CHUNK_MB of chunks in
+#: flight (a set being drawn, a test chunk with its predictions), the lanes (``lanes_device_mb``) and
+#: GPU_BASE_MB: the CUDA context, XLA's workspace and the allocator's pool, set so that the one
+#: measurement of the card's memory (docs/cluster.md: 8.9 GB at 1.12 GB of X) is covered 1.1×
+HOST_SETS_NUMPY, GPU_CHUNK_MB, GPU_BASE_MB = 1.5, 512.0, 8192.0
+
+
+def lanes_device_mb(S: int, n: int, L: int, D: int, itemsize: int = 4, memory_size: int = 10) -> float:
+    """Device memory (MiB) of S models trained together as lanes (``slrpipe.train.lanes``) on a
+    training set of n sequences of L tokens of dimension D, beside X: each lane's L-BFGS state and
+    line search (2·memory_size + 12 vectors of (k, v), 2D numbers each) and the evaluation's
+    temporaries (8 arrays of the product's n·L·2S numbers)."""
+    return (S * 2 * D * (2 * memory_size + 12) + 8 * n * L * 2 * S) * itemsize / 2**20
+
+
+def batch_gpu_resources(batch: TrainBatchJob) -> dict[str, int]:
+    """Request of one training batch on a GPU node (constants above): ``mem_mb`` (MiB of host
+    memory) and ``gpu_mem_mb`` (MiB of the card: one training set at a time, its models as lanes),
+    so that batches whose ``gpu_mem_mb`` sum to at most the card's memory can share it. The
+    runtime is ``batch_resources``'s (the CPU law, an upper bound)."""
+    m = batch.members[0]
+    itemsize = 8 if any(j.dtype == "float64" for j in batch.members) else 4
+    x_mb = m.n * max(m.L) * m.D * itemsize / 2**20
+    per_set: dict = {}
+    for j in batch.members:
+        per_set[(j.teacher_seed, j.data_seed)] = per_set.get((j.teacher_seed, j.data_seed), 0) + 1
+    S = max(per_set.values())
+    host = (
+        MEM_BASE_MB + TEST_CHUNK_MB + (HOST_SETS_NUMPY * x_mb if any(j.sampler != "jax" for j in batch.members) else 0)
+    )
+    gpu = GPU_BASE_MB + x_mb + GPU_CHUNK_MB + lanes_device_mb(S, m.n, max(m.L), m.D, itemsize)
+    return {"mem_mb": int(math.ceil(host)), "gpu_mem_mb": int(math.ceil(gpu))}
+
+
 def plan(config: dict, results: str = "results") -> Plan:
     """All jobs of a validated config. Population sweeps are one record per (experiment, σ) over the
     ν grid, swept in one job per experiment (:func:`population_batches`); ERM one record per

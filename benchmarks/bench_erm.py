@@ -15,6 +15,8 @@ Modes:
           laws' requests (benchmarks/_erm_batch.py)
   job     where one run's seconds go in a training job, JAX's compilation cache cold and warm
           (benchmarks/_erm_job.py)
+  config  a config's ERM with lanes off and on: CPU seconds of its batches, the runs compared
+          (benchmarks/_erm_config.py)
 
 Usage: python benchmarks/bench_erm.py MODE [its options; MODE --help lists them]
        python benchmarks/bench_erm.py [MODE] --quick   (CI: tiny sizes; without MODE every mode,
@@ -36,6 +38,7 @@ MODES = {
     "scipy": "_erm_scipy",
     "batch": "_erm_batch",
     "job": "_erm_job",
+    "config": "_erm_config",
 }
 
 

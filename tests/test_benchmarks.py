@@ -84,6 +84,10 @@ FIGURES = {
         rf"^peak RSS {NUM} MB; law requests mem_mb = \d+",
         r"^on a GPU node the law requests mem_mb = \d+ of the host and gpu_mem_mb = \d+ of the card",
     ],
+    "bench_erm.py config": [
+        rf"^lanes: false: {NUM} s CPU, {NUM} s wall; lanes: true: {NUM} s CPU, {NUM} s wall \({NUM}×\)",
+        rf"^runs compared: J relative difference median {NUM}, max {NUM}; test error difference max {NUM} s\.e\.",
+    ],
     "bench_erm.py job": [
         r"^one ERM run of a train-batch job: softmax, D = 100",
         rf"^L-BFGS block: compile or cache load +{NUM} +{NUM} +{NUM} +{NUM}$",

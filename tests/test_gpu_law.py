@@ -4,6 +4,7 @@ the measurements it is set from (docs/cluster.md: the paper's largest batch on o
 batches share a card."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 import yaml
@@ -14,7 +15,7 @@ from slrpipe.workflow import batch_gpu_resources, batch_resources, lanes_device_
 @pytest.fixture(scope="module")
 def largest():
     """config/paper.yaml's α = 0.5 batch of spiked ν = 1 (D = 14 142, n = 7071, 70 models)."""
-    with open("config/paper.yaml") as f:
+    with open(Path(__file__).resolve().parents[1] / "config" / "paper.yaml") as f:
         p = plan(validate(yaml.safe_load(f)))
     (batch,) = [
         b

@@ -342,7 +342,7 @@ def population_batches(population: dict, root: str) -> dict[str, PopulationBatch
     }
 
 
-#: resource law of one train-batch job (measured by benchmarks/bench_train_batch.py; docs/cluster.md):
+#: resource law of one train-batch job (measured by benchmarks/bench_erm.py batch; docs/cluster.md):
 #: peak memory = MEM_BASE_MB + MEM_PER_SET × (one training set X in its dtype) + the test chunks, the
 #: host memory of a CPU run (the sample, its JAX copy and the transposed copy XT: 3.2 sets measured at
 #: the paper's largest batch); a GPU run holds XT on the device and needs about half of it on the host;

@@ -156,7 +156,7 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
         measured = _test_errors([trained[i][0] for i in runs], train, [options[i] for i in runs], *key)
         for i, (test, bayes) in zip(runs, measured):
             trained[i][2].test, trained[i][2].bayes = test, bayes
-    # one parseable line per training set (benchmarks/bench_train_batch.py reads it)
+    # one parseable line per training set (benchmarks/bench_erm.py batch reads it)
     log.info(
         "timing: %d runs, training set %.2f s, training %.2f s, test sets %.2f s",
         len(options),

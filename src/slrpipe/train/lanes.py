@@ -3,7 +3,7 @@
 
 ERM's evaluation of J and ∇J streams X (n, L, D) and its transposed copy once each, whatever the
 number of parameter vectors they multiply: S models as one (D, 2S) product cost far less than S
-products of (D, 2) (``benchmarks/bench_erm.py lanes``). The lanes of one solve may differ in their
+products of (D, 2) (``benchmarks/bench_erm.py starts``, ``share``). The lanes of one solve may differ in their
 start, their σ (consecutive lanes of one σ: a static segment, whose attention is applied to its
 columns of the shared product) and their ridge λ (an (S,) array). ``optax.lbfgs`` cannot be
 batched: under ``jax.vmap`` every ``lax.cond`` of its zoom line search becomes a select that runs

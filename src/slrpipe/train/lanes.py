@@ -363,9 +363,10 @@ class _Progress:
     multiple of ``log_every`` (as ``slrpipe.train.erm._Recorder`` logs a run alone) or converged,
     and each lane's wall time (s, from the start of the solve to the report after its last block)."""
 
-    def __init__(self, S: int, log_every: int, record_every: int, teacher: bool):
+    def __init__(self, S: int, log_every: int, record_every: int, teacher: bool, runs=None):
         self.t0 = time.perf_counter()
         self.wall = np.zeros(S)
+        self.runs = list(range(S)) if runs is None else list(runs)  # the start each lane trains
         self.log_every, self.record_every, self.teacher = log_every, record_every, teacher
 
     def __call__(self, counts, values, gnorms, ov, live, reasons):
@@ -375,9 +376,9 @@ class _Progress:
             count, reason = int(counts[i]), REASONS[int(reasons[i])]
             if count % self.log_every < self.record_every or reason == "tol":
                 extra = "".join(f" {k}={ov[i][j]:.4f}" for j, k in enumerate(OVERLAPS[:4])) if self.teacher else ""
-                log.info("lbfgs lane %d step %d: J=%.6g |∇J|=%.3g%s", i, count, values[i], gnorms[i], extra)
+                log.info("lbfgs run %d step %d: J=%.6g |∇J|=%.3g%s", self.runs[i], count, values[i], gnorms[i], extra)
             if reason == "nonfinite":
-                log.warning("lane %d: non-finite loss or gradient at step %d; stopping", i, count)
+                log.warning("run %d: non-finite loss or gradient at step %d; stopping", self.runs[i], count)
 
 
 def _segments(sigmas: list[str]) -> tuple[tuple[str, int], ...]:
@@ -445,7 +446,7 @@ def minimize_lanes(
     lam_j = jnp.asarray([lams[i] for i in order], dtype)
     tol = jnp.asarray(o.tol, dtype)
     teach = None if teacher is None else tuple(jnp.asarray(np.asarray(a), dtype) for a in teacher)
-    progress = _Progress(S, o.log_every, o.record_every, teacher is not None)
+    progress = _Progress(S, o.log_every, o.record_every, teacher is not None, order)
     _RECEIVERS.append(progress)
     try:
         state, reason, trace, passes = lanes_solve(
@@ -465,7 +466,7 @@ def minimize_lanes(
         log.info("lanes: %d models, %d passes over X, %.1f s", S, int(passes), time.perf_counter() - progress.t0)
     finally:
         _RECEIVERS.pop()
-    wall = np.maximum(progress.wall, 0.0)
+    wall = progress.wall
     count, value = np.asarray(state.count), np.asarray(state.value, np.float64)
     gnorm = np.asarray(lane_gnorm(state.grad), np.float64)
     out = [None] * S

@@ -4,9 +4,10 @@ Every training batch of the config's plan run as the workflow runs it (``slrpipe
 fresh process per batch, one XLA/BLAS thread, a JAX compilation cache of its own, cold at the
 start), once with every ERM experiment's ``lanes: false`` and once with ``lanes: true``, back to
 back. Printed: the CPU seconds of the batch processes (user + sys) and their wall time per
-variant, and the runs compared file by file: J's relative difference, the test error's difference
-in units of its standard error, and the runs whose stop reason or minimum (J beyond 10⁻⁴ relative)
-differ. ``--quick`` (CI): config/smoke.yaml.
+variant, and the runs compared file by file (every training set drawn in its batch,
+``store_data: false``: the same samples as a stored set): J's relative difference, the test
+error's difference in units of its standard error, and the runs whose stop reason or minimum (J
+beyond 10⁻⁴ relative) differ. ``--quick`` (CI): config/smoke.yaml.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def run_variant(cfg: dict, lanes: bool, root: Path) -> tuple[float, float, dict]
     from slrpipe.workflow import plan, validate
 
     cfg = copy.deepcopy(cfg)
-    for exp in cfg["erm"].values():
-        exp["lanes"] = lanes
+    for exp in cfg["erm"].values():  # training sets regenerated in the batch: no generate jobs here
+        exp["lanes"], exp["store_data"] = lanes, False
     p = plan(validate(cfg))
     env = dict(
         os.environ,

@@ -112,10 +112,11 @@ MIXED_POINTS = [("spiked", 1.0, 2.0, (0.1,)), ("max", float("inf"), 5.0, (0.01, 
 def test_every_model_of_a_training_set_as_lanes_gets_its_numbers_alone(model, nu, alpha, lams):
     # both σ, every λ and two starts in one solve (one product X·W), against each model as the
     # only lane of its solve. In float64 to |∇J|₂ < tol = 1e-9 (``stalled`` at the rounding floor
-    # also allowed): two points with |∇J| < tol where J is μ-strongly convex (μ ≳ 1e-4 here: λ/n
-    # alone gives 1e-4 at n = 512 for λ = 0.1) lie within 2 tol/μ ≲ 2e-5 in |θ| (|θ| ~ √D = 16:
-    # 1e-6 relative), so overlaps and the test error, smooth in θ, agree to 1e-6 relative (measured:
-    # ≤ 1e-7), and J, stationary there, to (tol²/μ)/J ~ 1e-12 relative.
+    # also allowed, |∇J|₂ < 1e-8): J's Hessian is at least the penalty's μ = λ/n there (the data
+    # term is convex near a minimum), so two such points of one minimum lie within 2·1e-8/μ in |θ|;
+    # overlaps (quadratic in θ, /D) and the test error (smooth in θ) then agree to twice that
+    # relative to |θ| (3e-4 at λ = 0.01, n = 1280; measured ≤ 1e-7), and J, stationary there, to
+    # (1e-8)²/μ relative to J (< 1e-10).
     from slrpipe.train.metrics import OVERLAPS
 
     ds = SLRDataset(SLRTask(model, nu, 3, 0.0, 256), int(alpha * 256), teacher_seed=0, data_seed=1)
@@ -144,7 +145,9 @@ def test_every_model_of_a_training_set_as_lanes_gets_its_numbers_alone(model, nu
         assert int(b.attrs["lanes"]) == 1 and (a.sigma.item(), a.lam.item()) == (o.sigma, o.lam)
         for d in (a, b):
             assert d.attrs["stop_reason"] in ("tol", "stalled") and d.gnorm.item() < 1e-8, (o, d.attrs["stop_reason"])
-        assert a.train_loss.item() == pytest.approx(b.train_loss.item(), rel=1e-12), o
+        mu, theta = o.lam / ds.n, np.hypot(np.linalg.norm(b.k), np.linalg.norm(b.v))
+        rel = 2 * (2 * 1e-8 / mu) / theta
+        assert a.train_loss.item() == pytest.approx(b.train_loss.item(), rel=1e-10), o
         for name in (*OVERLAPS, "test_error", "train_mse"):
             scale = max(abs(b[name].item()), 1e-2)  # the cross overlaps are ~0: compare to 1e-2
-            assert abs(a[name].item() - b[name].item()) <= 1e-6 * scale, (o, name)
+            assert abs(a[name].item() - b[name].item()) <= rel * scale, (o, name, rel)

@@ -17,6 +17,7 @@ include: "workflow/rules/length.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/validate.smk"
+include: "workflow/rules/tables.smk"
 
 
 # The store's sentinel is a target itself: after a failed aggregation (sentinel deleted, the last
@@ -27,3 +28,4 @@ rule all:
         STORE_DONE,
         FIGURES,
         VALIDATION,
+        TABLES,

@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from slrpipe.provenance import VOLATILE
+
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = ["config/paper.yaml", "config/validation.yaml", "config/rehearsal.yaml"]
 LOCAL = {"plan", "aggregate", "validate", "all"}
@@ -77,8 +79,8 @@ _SUBMITTED = re.compile(r"^Job (\d+) has been submitted with SLURM jobid (\d+)",
 _ARRAY = re.compile(r"^Submitted array job with Snakemake IDs (\S+) and SLURM job ID (\d+)", re.M)
 # results/ entries that are the run's record, not its results (timings, logs, the JAX cache)
 NOT_RESULTS = ("logs", "benchmarks", "cache")
-#: provenance attributes that name the machine and the moment (slrpipe.provenance), not the result
-VOLATILE_ATTRS = ("host", "created_unix")
+#: provenance attributes that name the machine, the moment and the command line (slrpipe.provenance), not the result
+VOLATILE_ATTRS = VOLATILE
 
 
 def _run(cmd: list[str], wd: Path, env: dict, log: Path) -> tuple[int, float, str]:

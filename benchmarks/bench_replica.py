@@ -1,61 +1,64 @@
-"""Speed and Monte Carlo accuracy of the replica solver (docs/theory.md §5, §9).
+"""Speed and Monte Carlo accuracy of the replica solver (docs/theory.md §5, §9; docs/validation.md §4–5).
 
-Usage: python benchmarks/bench_replica.py [--L 3] [--n-samples 8192] [--seeds 4] [--subset 200]
-           [--parts channel,sweep,panel] [--sigmas softmax,linear] [--panel-points 30] [--quick]
-           [--parts length --Ls 3,8,16,64 --nu 16 --n-samples 4096]
-Prints
- (1) one channel evaluation (global prox of all samples + expectations), ours vs a per-sample
-     ``scipy.optimize.minimize`` loop timed on ``--subset`` samples and extrapolated, with
-     max |ψ_ours − ψ_scipy| on the subset (equal accuracy: ours must not be higher);
- (2) a warm-started sweep (largest α first) over a few α for each σ of --sigmas: wall time and
-     channel evaluations per α point, and the seed-to-seed s.d. of the test error over
-     ``--seeds`` independent draws of the common random numbers (the Monte Carlo error of one
-     solve at this N), and the configuration before this work (damped iteration, iid fields,
-     general m̂, hard prox; the prox itself is the new, faster one) at one α, seeds 0 and 1;
- (3) the wall time of one Fig. 3 panel: ``--panel-points`` α log-spaced in [0.5, 20], each σ of
-     --sigmas, one λ, two-way continuation (``replica_sweep`` defaults).
-Spiked-SLR, ν = --nu, Δ = 0, λ = --lam throughout. Times are wall-clock on this machine.
- (4) ``lowlam``: the λ = 0.01 sweep (spiked L = 3, ν = 2, α ∈ {1, 5}, 8192 samples,
-     2 scrambles, two-way; --lowlam-sigmas) with the solver policies of ``--policy``: 'new'
-     (exactly what ``slrpipe replica`` runs: ``SolverOptions()`` and ``SweepOptions(two_way=True,
-     mc_seeds=2)`` — far_patience cap on cold starts, loose unpolished intermediate continuation
-     points, prox warm starts reused along α, every try of a grid point a cheap probe first),
-     'prev' (the previous policy: probes only on retries), 'noprobe' (prev without the probe) or
-     'old' (all off: the solver before these policies). Prints wall
-     and CPU time, channel evaluations (in converged solves / wasted in failed ones) and the
-     values (test error of seed 0, seed mean and s.d., order parameters).
+Usage: python benchmarks/bench_replica.py [--parts channel,sweep,panel] [--L 3] [--n-samples 8192]
+           [--seeds 4] [--subset 200] [--sigmas softmax,linear] [--panel-points 30] [--quick]
+           [--parts length|compile --Ls 3,8,16,64 --nu 16 --n-samples 4096]
+           [--parts prox_L --Ls 3,8,16,32,64 --alpha 5 --max-iter 300 [--criterion]
+                           [--criterion-state m_k,q_k,V_k,m_v,q_v,V_v]]
+Spiked-SLR, ν = --nu, Δ = 0, λ = --lam unless a part says otherwise; the solver options are the
+CLI's (``SolverOptions()``, ``SweepOptions(two_way=True, …)``). Parts (--parts, comma-separated):
+ (1) ``channel``: one channel evaluation (global prox of all samples + expectations), ours vs a
+     per-sample ``scipy.optimize.minimize`` loop timed on ``--subset`` samples and extrapolated,
+     with max |ψ_ours − ψ_scipy| on the subset (equal accuracy: ours must not be higher);
+ (2) ``sweep``: a warm-started sweep (largest α first) over --alphas for each σ of --sigmas: wall
+     time and channel evaluations per α point, and the seed-to-seed s.d. of the test error over
+     ``--seeds`` independent draws of the common random numbers (the Monte Carlo error of one solve);
+ (3) ``panel``: the wall time of one Fig. 3 panel: ``--panel-points`` α log-spaced in [0.5, 20],
+     each σ of --sigmas, one λ, two-way continuation (``replica_sweep`` defaults);
+ (4) ``lowlam``: the λ = 0.01 sweep (spiked L = 3, ν = 2, α ∈ {1, 5}, 8192 samples, 2 scrambles,
+     two-way; --lowlam-sigmas), what ``slrpipe replica --lam-grid 0.01 --alpha-grid 1,5
+     --mc-seeds 2`` runs: wall and CPU time, channel evaluations (in converged solves / wasted in
+     failed ones) and the values (test error of seed 0, seed mean and s.d., order parameters);
  (5) ``default``: one default workflow replica job (config/config.yaml: spiked L = 3, ν = 1,
-     λ = 0.1, 11 α in [0.5, 20], 4096 samples, two-way) per σ of --default-sigmas, same policies.
+     λ = 0.1, 11 α in [0.5, 20], 4096 samples, two-way) per σ of --default-sigmas;
  (6) ``device``: one full channel evaluation (N = --n-samples and 8 × that) on JAX's default
      device (a GPU when one is present) — run twice, with JAX_PLATFORMS=cpu and without, to
-     compare.
+     compare;
  (7) ``length``: one channel evaluation (cheap pass: centre + 3 warm starts, and full multi-start
      pass) per L of --Ls at N = --n-samples, spiked ν = --nu, softmax and linear (--length-sigmas):
      first call (compile + run) and second call, wall and CPU seconds, prox diagnostics;
-     the cost of one replica fixed-point iteration at larger L (docs/theory.md §12).
-     Each L can run in its own process (``timeout``): compilation grows steeply with L.
  (8) ``compile``: CPU seconds to compile each jitted piece of the prox (Newton lanes, the finish with
-     the implicit Jacobian and soft-min) per L of --Ls, σ = softmax (compile time does not depend on
-     N; the solver compiles these once per process and start count).
+     the implicit Jacobian and soft-min) per L of --Ls, σ = softmax;
  (9) ``programs``: the XLA compilations of one solve per σ of --sigmas (α = 10, N = --n-samples,
-     cold start: full, cheap and warm-started passes, polish-free) in a fresh process state: their
-     number and seconds, by jitted function (on CPU two Newton programs per σ and L, the first
-     phase's and the continuation's; one finish program for the full passes, one for the cheap
-     ones).
+     cold start) in a fresh process state: their number and seconds, by jitted function;
  (10) ``bayes``: the Bayes-optimal channel of max-SLR at ν = ∞, L = 3 (Gauss–Hermite argmax
      probabilities and their gradient), one evaluation at N = --n-samples, and the sweep of the
-     default config (7 α, both starts): wall time, iterations.
-``--quick`` (CI): the default parts (1)–(3) for softmax alone at N = 256, a scipy subset of 4 samples,
-2 seeds, α ∈ {5, 10} and a 3-point panel: the same calls, most of the time compilation (about a
-minute of CPU).
+     default config (7 α, both starts): wall time, iterations;
+ (11) ``prox_L``: the cost of one fixed-point solve against L. For each (L, σ) of --Ls × --sigmas,
+     in a fresh process (compile time and peak memory are then its own): one ``solve_replica`` at
+     the task of config/length.yaml (spiked ν = 16, Δ = 0, λ = 0.1) at α = --alpha with
+     N = --n-samples, stopped after --max-iter evaluations, run twice: compile time (CPU of the first
+     solve minus the second, and the wall seconds of jax's compile events), evaluations, time per
+     evaluation, peak memory (and the accelerator's), converged, e_test; then the ratios to
+     L = 3 against the targets (compile within 2× of L = 3's; time per evaluation growing no faster
+     than L³). ``--criterion``: at the state reached, the fraction of samples whose global minimum
+     changes when the prox's start budget (``prox.MAX_DIRECTIONS``) is doubled — the criterion that
+     fixes the budget; ``--criterion-state``: that fraction alone, at the given state.
+``--quick`` (CI): parts (1)–(3) for softmax alone at N = 256, a scipy subset of 4 samples, 2 seeds,
+α ∈ {5, 10} and a 3-point panel, and part (11) at L ∈ {3, 16}, softmax, N = 256, two evaluations:
+the same calls, most of the time compilation.
+Times are this machine's (wall-clock depends on its load; CPU time and the ratios less so).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import json
 import math
 import os
+import resource
+import subprocess
+import sys
 import time
 
 from slrpipe.threads import thread_env
@@ -73,15 +76,6 @@ from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.theory.replica.options import SolverOptions, SweepOptions
 from slrpipe.theory.replica.prox import prox
 from slrpipe.theory.replica.solver import STATE
-
-#: the solver policies before the continuation policies (no cap on far-from-root work, intermediate continuation
-#: points solved like grid points, every solve starting with a cold prox search)
-OLD_POLICY = (
-    SolverOptions.build(far_patience=None, far_stall=None),
-    SweepOptions(
-        step_tol=None, step_patience=None, cold_far_patience=None, reuse_warm=False, probe=False, probe_first=False
-    ),
-)
 
 
 def _psi_np(chi, wk, wv, y, Vk, Vv, sigma):
@@ -154,34 +148,6 @@ def bench_sweep(a):
                 f"converged={conv}",
                 flush=True,
             )
-    # the configuration before this work, one α, same N: damped iteration, iid fields, general m̂,
-    # hard prox
-    alpha = alphas[len(alphas) // 2]
-    for sigma in a.sigmas.split(","):
-        rows = []
-        for s in range(min(a.seeds, 2)):  # slow: two seeds
-            init = None
-            for al in sorted([v for v in alphas if v >= alpha], reverse=True):
-                r = solve_replica(
-                    ReplicaTask(sigma, "spiked", a.nu, a.L, 0.0),
-                    a.lam,
-                    al,
-                    fields=Draw(n_samples=a.n_samples, seed=s, qmc=False),
-                    init=init,
-                    method="damped",
-                    mhat="general",
-                    softmin=None,
-                )
-                init = {k: r[k] for k in STATE} if r["converged"] else init
-            rows.append(r)
-        e = np.array([r["test_error"] for r in rows])
-        print(
-            f"(2) before: {sigma} α={alpha:g} N={rows[0]['n_samples']} (damped, iid, general m̂, hard prox; "
-            f"warm start): {np.mean([r['wall_time'] for r in rows]):.1f} s/point, "
-            f"{np.mean([r['iterations'] for r in rows]):.1f} channel evaluations, e_test = {e.round(4).tolist()} "
-            f"(seeds 0, 1), converged={all(r['converged'] for r in rows)}",
-            flush=True,
-        )
 
 
 def bench_panel(a):
@@ -206,22 +172,6 @@ def bench_panel(a):
     )
 
 
-#: the policies of the previous stop (probe only on retries)
-PREV_SWEEP = {"probe_first": False}
-
-
-def _policy(a, **sweep_kw):
-    """options and sweep of ``replica_sweep`` under --policy; 'new' builds them as the CLI does
-    (src/slrpipe/commands/replica.py: ``SolverOptions()``, ``SweepOptions(two_way=…, mc_seeds=…)``)."""
-    sw = {
-        "old": OLD_POLICY[1],
-        "noprobe": SweepOptions(probe=False, **PREV_SWEEP),
-        "prev": SweepOptions(**PREV_SWEEP),
-    }.get(a.policy, SweepOptions(two_way=True))
-    opts = OLD_POLICY[0] if a.policy == "old" else SolverOptions()
-    return {"options": opts, "sweep": dataclasses.replace(sw, **sweep_kw)}
-
-
 def _timed_sweep(a, sigma, model, nu, L, lam, alphas, n_samples, **sweep_kw):
     """replica_sweep with every solve_replica call recorded: returns (ds, wall, cpu, solves)."""
     solves, inner = [], sweep_module.solve_replica
@@ -239,7 +189,8 @@ def _timed_sweep(a, sigma, model, nu, L, lam, alphas, n_samples, **sweep_kw):
             [lam],
             alphas,
             draw=Draw(n_samples=n_samples, seed=0),
-            **_policy(a, **sweep_kw),
+            options=SolverOptions(),
+            sweep=SweepOptions(two_way=True, **sweep_kw),
         )
         return ds, time.perf_counter() - t, time.process_time() - c, solves
     finally:
@@ -256,7 +207,7 @@ def bench_lowlam(a):
     for sigma in a.lowlam_sigmas.split(","):
         ds, wall, cpu, solves = _timed_sweep(a, sigma, "spiked", 2.0, 3, 0.01, [1.0, 5.0], a.n_samples, mc_seeds=2)
         print(
-            f"(4) λ=0.01 sweep, {sigma} spiked ν=2 L=3 α∈{{1, 5}} N={a.n_samples} 2 scrambles, policy {a.policy}: "
+            f"(4) λ=0.01 sweep, {sigma} spiked ν=2 L=3 α∈{{1, 5}} N={a.n_samples} 2 scrambles: "
             f"wall {wall:.0f} s, CPU {cpu:.0f} s, {_evals(solves)}",
             flush=True,
         )
@@ -275,7 +226,7 @@ def bench_default(a):
     for sigma in a.default_sigmas.split(","):
         ds, wall, cpu, solves = _timed_sweep(a, sigma, "spiked", 1.0, 3, 0.1, alphas, 4096)
         print(
-            f"(5) default job {sigma} spiked ν=1 L=3 λ=0.1, 11 α, N=4096, policy {a.policy}: wall {wall:.0f} s, "
+            f"(5) default job {sigma} spiked ν=1 L=3 λ=0.1, 11 α, N=4096: wall {wall:.0f} s, "
             f"CPU {cpu:.0f} s, {_evals(solves)}, converged {int(ds.converged.sum())}/11; e_test "
             f"{np.round(ds.test_error.values[0], 4).tolist()}",
             flush=True,
@@ -429,6 +380,166 @@ def bench_bayes(a):
     )
 
 
+#: the task of part (11): config/length.yaml's
+PROX_L_TASK = {"model": "spiked", "nu": 16.0, "delta": 0.0, "lam": 0.1}
+
+
+def changed_when_doubled(sigma, fields, m_k, q_k, V_k, m_v, q_v, V_v):
+    """Fraction of the samples whose global minimum is lower (by > 10⁻⁹ relative in ψ) with twice
+    the start budget of the prox (full multi-start search at these order parameters)."""
+    import numpy as np
+
+    from slrpipe.theory.replica import prox as P
+    from slrpipe.theory.replica.channel import centres
+
+    wk, wv, _, _ = centres(fields, m_k, q_k, m_v, q_v)
+    psi = {
+        d: P.prox(sigma, wk, wv, fields.y, V_k, V_v, directions=d)["psi"]
+        for d in (P.MAX_DIRECTIONS, 2 * P.MAX_DIRECTIONS)
+    }
+    base = psi[P.MAX_DIRECTIONS]
+    return float(np.mean(psi[2 * P.MAX_DIRECTIONS] < base - 1e-9 * (1 + np.abs(base))))
+
+
+def prox_L_one(L, sigma, n, alpha, max_iter, criterion, state=None):
+    """Part (11), run in a fresh process: the measurements of one (L, σ) as a dict."""
+    import jax
+
+    from slrpipe.theory.replica import ReplicaTask, solve_replica
+    from slrpipe.theory.replica import prox as P
+    from slrpipe.theory.replica.fields import draw_fields
+    from slrpipe.theory.replica.solver import STATE
+
+    compile_s = [0.0]
+
+    def listen(event, duration, **_):
+        if event.startswith("/jax/core/compile/"):
+            compile_s[0] += duration
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    fields = draw_fields(PROX_L_TASK["model"], PROX_L_TASK["nu"], L, PROX_L_TASK["delta"], n, 0, qmc=True)
+    cands = 2 * L if sigma != "linear" else 2 * L + 4
+    if state is not None:  # the criterion alone, at given order parameters
+        return {
+            "L": L,
+            "sigma": sigma,
+            "n": fields.n,
+            "candidates": cands,
+            "changed_when_doubled": changed_when_doubled(sigma, fields, *state),
+        }
+    runs = []
+    for _ in range(2):  # first: compile + run; second: the same solve on the compiled programs
+        t, c = time.perf_counter(), time.process_time()
+        r = solve_replica(
+            ReplicaTask(sigma, PROX_L_TASK["model"], PROX_L_TASK["nu"], L, PROX_L_TASK["delta"]),
+            PROX_L_TASK["lam"],
+            alpha,
+            fields=fields,
+            max_iter=max_iter,
+            polish=False,
+        )
+        runs.append((time.perf_counter() - t, time.process_time() - c))
+    # evaluations: the iterations plus the final report pass when unconverged
+    evals = r["iterations"] + (0 if r["converged"] else 1)
+    # compile time as CPU seconds (first solve − second: robust to the machine's load), and the
+    # wall seconds of jax's compile events
+    out = {
+        "L": L,
+        "sigma": sigma,
+        "n": fields.n,
+        "compile_s": runs[0][1] - runs[1][1],
+        "compile_events_wall_s": compile_s[0],
+        "evaluations": evals,
+        "wall_per_eval": runs[1][0] / evals,
+        "cpu_per_eval": runs[1][1] / evals,
+        "wall_s": runs[1][0],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "converged": bool(r["converged"]),
+        "test_error": r["test_error"],
+        "residual": r["residual"],
+        "chunk": P.default_chunk(L),
+        "backend": jax.default_backend(),
+        # the accelerator's own peak (None on CPU, where the process's RSS is the peak)
+        "device_peak_mb": (jax.devices()[0].memory_stats() or {}).get("peak_bytes_in_use", 0) / 2**20
+        if jax.default_backend() != "cpu"
+        else None,
+    }
+    if criterion:
+        out["changed_when_doubled"] = changed_when_doubled(sigma, fields, *(r[k] for k in STATE))
+        out["candidates"] = cands
+    return out
+
+
+def bench_prox_L(a):
+    from slrpipe.theory.replica.prox import MAX_DIRECTIONS as budget
+
+    state = [float(v) for v in a.criterion_state.split(",")] if a.criterion_state else None
+    rows = []
+    for sigma in a.sigmas.split(","):
+        for L in (int(v) for v in a.Ls.split(",")):
+            cmd = (
+                [
+                    sys.executable,
+                    __file__,
+                    "--prox-L-one",
+                    str(L),
+                    sigma,
+                    "--n-samples",
+                    str(a.n_samples),
+                    "--alpha",
+                    str(a.alpha),
+                    "--max-iter",
+                    str(a.max_iter),
+                ]
+                + (["--criterion"] if a.criterion else [])
+                + (["--criterion-state", a.criterion_state] if a.criterion_state else [])
+            )
+            res = subprocess.run(cmd, check=False, capture_output=True, text=True)
+            if res.returncode:
+                print(f"(11) {sigma} L={L}: failed\n{res.stderr[-2000:]}", flush=True)
+                continue
+            r = json.loads(res.stdout.strip().splitlines()[-1])
+            if state is not None:
+                print(
+                    f"(11) {sigma} L={L} N={r['n']}: doubling the start budget ({budget} → {2 * budget} of "
+                    f"{r['candidates']} candidate directions) changes the global minimum of "
+                    f"{r['changed_when_doubled']:.2e} of the samples",
+                    flush=True,
+                )
+                continue
+            rows.append(r)
+            crit = (
+                f", global minimum changed by doubling the start budget on {r['changed_when_doubled']:.2e} of the "
+                f"samples ({r['candidates']} candidate directions)"
+                if "changed_when_doubled" in r
+                else ""
+            )
+            print(
+                f"(11) {sigma} L={L} N={r['n']} α={a.alpha:g}: compile {r['compile_s']:.1f} s CPU "
+                f"({r['compile_events_wall_s']:.1f} s wall of compile events), {r['evaluations']} channel "
+                f"evaluations at {r['wall_per_eval']:.2f} s wall / {r['cpu_per_eval']:.2f} s CPU each, peak RSS "
+                f"{r['peak_rss_mb']:.0f} MB"
+                + (f", device peak {r['device_peak_mb']:.0f} MB on {r['backend']}" if r["device_peak_mb"] else "")
+                + f" (chunk {r['chunk']}), converged={r['converged']} "
+                f"e_test={r['test_error']:.5f}{crit}",
+                flush=True,
+            )
+    for sigma in a.sigmas.split(","):
+        rs = {r["L"]: r for r in rows if r["sigma"] == sigma}
+        if 3 not in rs:
+            continue
+        b = rs[3]
+        for L, r in sorted(rs.items()):
+            # CPU seconds on CPU (robust to load); wall seconds on an accelerator (the host waits)
+            key = "cpu_per_eval" if r["backend"] == "cpu" else "wall_per_eval"
+            growth = r[key] / b[key] if b[key] > 0 else float("nan")
+            print(
+                f"(11) {sigma} L={L}: compile {r['compile_s'] / b['compile_s']:.2f}× L = 3's (target ≤ 2); time per "
+                f"evaluation {growth:.1f}× L = 3's, (L/3)³ = {(L / 3) ** 3:.0f} (target: not above)",
+                flush=True,
+            )
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--L", type=int, default=3)
@@ -442,21 +553,28 @@ def main():
     p.add_argument(
         "--parts",
         default="channel,sweep,panel",
-        help="comma-separated: channel, sweep, panel, lowlam, default, device, length, compile, programs, bayes",
-    )
-    p.add_argument(
-        "--policy", choices=("new", "prev", "noprobe", "old"), default="new", help="solver policies (lowlam, default)"
+        help="comma-separated: channel, sweep, panel, lowlam, default, device, length, compile, programs, bayes, prox_L",
     )
     p.add_argument("--sigmas", default="softmax,linear", help="σ of the parts channel, sweep and panel")
     p.add_argument("--lowlam-sigmas", default="softmax,linear")
     p.add_argument("--default-sigmas", default="softmax,linear")
-    p.add_argument("--Ls", default="3,8,16,64", help="lengths of the length part")
+    p.add_argument("--Ls", default="3,8,16,64", help="lengths of the parts length, compile and prox_L")
     p.add_argument("--length-sigmas", default="softmax,linear")
-    p.add_argument("--quick", action="store_true", help="parts channel, sweep, panel at tiny sizes (CI)")
+    p.add_argument("--alpha", type=float, default=5.0, help="α of the prox_L part")
+    p.add_argument("--max-iter", type=int, default=300, help="channel evaluations of a prox_L solve")
+    p.add_argument("--criterion", action="store_true", help="prox_L: the start-budget criterion at the state reached")
+    p.add_argument("--criterion-state", help="m_k,q_k,V_k,m_v,q_v,V_v: prox_L's criterion alone, at this state")
+    p.add_argument("--prox-L-one", nargs=2, metavar=("L", "SIGMA"), help=argparse.SUPPRESS)
+    p.add_argument("--quick", action="store_true", help="parts channel, sweep, panel and prox_L at tiny sizes (CI)")
     a = p.parse_args()
+    if a.prox_L_one:  # a child process of the prox_L part
+        state = [float(v) for v in a.criterion_state.split(",")] if a.criterion_state else None
+        L, sigma = int(a.prox_L_one[0]), a.prox_L_one[1]
+        print(json.dumps(prox_L_one(L, sigma, a.n_samples, a.alpha, a.max_iter, a.criterion, state)))
+        return
     if a.quick:
-        a.parts, a.sigmas, a.n_samples, a.subset = "channel,sweep,panel", "softmax", 256, 4
-        a.seeds, a.alphas, a.panel_points = 2, "5,10", 3
+        a.parts, a.sigmas, a.n_samples, a.subset = "channel,sweep,panel,prox_L", "softmax", 256, 4
+        a.seeds, a.alphas, a.panel_points, a.Ls, a.max_iter = 2, "5,10", 3, "3,16", 1
     parts = a.parts.split(",")
     if "channel" in parts:
         bench_channel(a)
@@ -472,6 +590,7 @@ def main():
         ("compile", bench_compile),
         ("programs", bench_programs),
         ("bayes", bench_bayes),
+        ("prox_L", bench_prox_L),
     ):
         if part in parts:
             fn(a)

@@ -1,16 +1,15 @@
 """Distance between the minima that ERM's informed start and a random start reach on the same data,
-over a D ladder (config/distance.yaml; store variable ``dist_informed``, slrpipe.store.distance):
+over a D ladder (config/distance.yaml; store variable ``dist_informed``, slrpipe.analysis.distance):
 per (σ, λ, α), the seed mean ± s.e. of d = (1/D)(|k_a − k_b|² + |v_a − v_b|²) at each D, how many
 seeds reached the informed start's minimum (d < SAME), the mean objective gap 𝓛/D (random −
-informed), and the extrapolation D → ∞ (a + b/D or a + b/√D, slrpipe.store.ladder.point_ladder).
+informed), and the extrapolation D → ∞ (a + b/D or a + b/√D, slrpipe.analysis.ladder.point_ladder).
 Replica symmetry predicts d → 0; a finite limit says the starts end in distinct minima.
 
 With more starts per seed (``restarts`` ≥ 2, e.g. 1 informed + 9 random), a second table: the
-distance between the two lowest minima found on the same data, d₂ (the ``dist_ground`` of the run
-of second-lowest final objective), per D and D → ∞; how many starts reached the ground state found
-(d < SAME to it); the distance of that ground state to the informed start's minimum; and the
-objective gap 𝓛/D between the two lowest. A third: the ground state found over all starts
-(``*_ground``, slrpipe.store.ground) against the informed start — objective 𝓛/D and test error
+distance between the two lowest minima found on the same data, d₂
+(slrpipe.analysis.distance.second_lowest), per D and D → ∞, and the distance of the ground state
+found to the informed start's minimum. A third: the ground state found over all starts
+(``*_ground``, slrpipe.analysis.ground) against the informed start — objective 𝓛/D and test error
 (the population risk at the learned weights, ``test_error_pop``) per D and D → ∞.
 
 Usage: python scripts/distance_table.py --store results/slr.zarr --experiment spiked_L3_nu1
@@ -18,14 +17,14 @@ Usage: python scripts/distance_table.py --store results/slr.zarr --experiment sp
 
 from __future__ import annotations
 
+import argparse
 import itertools
 
 import numpy as np
-import xarray as xr
-from _erm_args import erm_arguments
 
-from slrpipe.store.aggregate import open_store
-from slrpipe.store.ladder import point_ladder
+from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.distance import second_lowest
+from slrpipe.analysis.ladder import point_ladder
 
 #: below this d the two starts count as the same minimum (L-BFGS stops at |∇| ~ 1e-6 or so)
 SAME = 1e-4
@@ -51,8 +50,12 @@ def _row(point, cells, width: int, pl) -> None:
     )
 
 
-def main():
-    a = erm_arguments(__doc__.splitlines()[0])
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", required=True, help="the store, e.g. results/slr.zarr")
+    ap.add_argument("--experiment", required=True, help="an ERM experiment of the config")
+    ap.add_argument("--optimizer", default="lbfgs", help="the optimiser whose runs are read (default lbfgs)")
+    a = ap.parse_args(argv)
     node = open_store(a.store)[f"erm/{a.experiment}"].to_dataset()
     if "D" not in node.dims:
         raise SystemExit(f"{a.experiment}: no D ladder (config D: [D₁, D₂, …])")
@@ -76,49 +79,27 @@ def main():
             cells.append(f"{mean:.4f}±{se:.4f} {int((x < SAME).sum())}/{x.size} {np.nanmean(g):+.3f}")
         _row((s, lam, al), cells, 22, pl)
     print(
-        "cells: mean ± s.e. (t-corrected, slrpipe.store.extrapolate.ladder_means) of d, seeds at the informed minimum, mean objective gap 𝓛/D (random − informed)"
+        "cells: mean ± s.e. (t-corrected, slrpipe.analysis.extrapolate.ladder_means) of d, seeds at the informed minimum, mean objective gap 𝓛/D (random − informed)"
     )
     if node.sizes.get("restart", 1) >= 2:
-        lowest_two(node, a.optimizer)
+        lowest_two(node)
         ground_ladder(node)
 
 
-def two_lowest(loss: np.ndarray, dist: np.ndarray) -> tuple[float, float, int, int]:
-    """(d₂, J₂ − J₁, starts at the ground state, starts finished) of one seed's runs (flat arrays)."""
-    ok = np.isfinite(loss)
-    if ok.sum() < 2:
-        return np.nan, np.nan, int((dist[ok] < SAME).sum()), int(ok.sum())
-    order = np.argsort(np.where(ok, loss, np.inf), kind="stable")
-    return float(dist[order[1]]), float(loss[order[1]] - loss[order[0]]), int((dist[ok] < SAME).sum()), int(ok.sum())
-
-
-def lowest_two(node, optimizer: str) -> None:
-    """The table of the two lowest minima over all starts of one optimiser (module docstring)."""
-    runs = node.sel(optimizer=optimizer).stack(run=("init", "restart"))
-    print(
-        f"\ntwo lowest minima over all {optimizer} starts per seed: d₂ = (1/D)|W₁ − W₂|² (0 where both are one minimum)"
-    )
-    _header(node, 30, "d₂, D → ∞")
+def lowest_two(node) -> None:
+    """The table of the two lowest minima over all starts (module docstring): d₂ per D (seed mean ±
+    s.e.) and D → ∞, and the mean distance of the ground state found to the informed minimum."""
+    print("\ntwo lowest minima over all starts per seed: d₂ = (1/D)|W₁ − W₂|² (0 where both are one minimum)")
+    d2 = second_lowest(node)
+    _header(node, 22, "d₂, D → ∞")
     for s, lam, al in _points(node):
-        pt = runs.sel(sigma=s, lam=lam, alpha=al)
-        loss, dist = (pt[v].transpose("D", "seed", "run").values for v in ("train_loss", "dist_ground"))
-        per = np.array(
-            [[two_lowest(lo, di) for lo, di in zip(ls, ds, strict=True)] for ls, ds in zip(loss, dist, strict=True)]
-        )
-        d2 = xr.DataArray(per[..., 0], dims=("D", "seed"), coords={"D": node["D"], "seed": node["seed"]})
-        pl = point_ladder(d2)  # per (D, seed, 4): d₂, J₂ − J₁, at ground, finished
+        pl = point_ladder(d2.sel(sigma=s, lam=lam, alpha=al))
         ground = node["dist_informed_ground"].sel(sigma=s, lam=lam, alpha=al)
-        cells = []
-        for i, D in enumerate(node["D"].values):
-            m = pl.D == D
-            mean = f"{pl.mean[m][0]:.4f}±{pl.se[m][0]:.4f}" if m.any() else f"{np.nanmean(per[i, :, 0]):.4f}"
-            at, tot = per[i, :, 2].sum(), per[i, :, 3].sum()
-            gap = np.nanmean(per[i, :, 1]) * al
-            cells.append(f"{mean} {int(at)}/{int(tot)} {float(ground.sel(D=D).mean()):.2f} {gap:.4f}")
-        _row((s, lam, al), cells, 30, pl)
-    print(
-        "cells: d₂ mean ± s.e. over seeds, starts at the ground state found / starts finished (all seeds), mean distance ground state – informed minimum, mean objective gap 𝓛/D of the two lowest"
-    )
+        cells = [
+            f"{m:.4f}±{e:.4f} {float(ground.sel(D=D).mean()):.2f}" for D, m, e in zip(pl.D, pl.mean, pl.se, strict=True)
+        ]
+        _row((s, lam, al), cells, 22, pl)
+    print("cells: d₂ mean ± s.e. over seeds, mean distance ground state – informed minimum")
 
 
 def ground_ladder(node) -> None:

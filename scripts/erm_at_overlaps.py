@@ -1,7 +1,7 @@
 """ERM started at a 1RSB state's overlaps (docs/theory.md §13, "Where ERM's minima lie"): does
 L-BFGS find minima at the key norm the theory predicts? From a result file of the ``rsb1`` rule,
 take the point (data law, σ, λ, α) and its reported state's overlaps (m_k, q₁_k, m_v, q₁_v;
-slrpipe.store.rsb1.reported); for each data seed at dimension ``--D`` minimise the ERM objective
+slrpipe.theory.replica.rsb1.scan); for each data seed at dimension ``--D`` minimise the ERM objective
 (float64, |∇J|/n < 10⁻⁹) from three starts — the informed one (k = c_ν k*, v = v*; the training
 jobs' start, slrpipe.train.experiment.init_model), its minimum
 with k rescaled to |k|²/D = q₁_k, and a start drawn at the state's overlaps (k = m_k k* + a random
@@ -21,7 +21,6 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.data import SLRDataset, SLRTask
-from slrpipe.store.rsb1 import reported
 from slrpipe.train.erm import minimize
 from slrpipe.train.metrics import overlaps
 from slrpipe.train.options import C_INF, SolverOptions
@@ -45,7 +44,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default="0,1,2", help="experiment seeds (the workflow's teacher and data seeds)")
     a = ap.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
-    d = reported(xr.open_dataset(a.result))
+    d = xr.open_dataset(a.result)  # its point variables are the state the rule reports
     c = {k: d[k].values.item() for k in ("sigma", "model", "nu", "L", "delta", "lam", "alpha")}
     state = {k: float(d[k]) for k in ("m_k", "q1_k", "m_v", "q1_v")}
     print(

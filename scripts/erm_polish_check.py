@@ -5,9 +5,9 @@ start and seed), continue each run from its stored weights by L-BFGS in float64 
 from the run's seeds. Per run: the objective α·J and the test error (float64 predictions on the
 run's own test set) before and after. Per seed: the ground state over starts (lowest α·J) before
 and after, and d₂, the distance between the two lowest minima
-(slrpipe.store.distance). Per D: the mean ± s.e. over seeds of the ground state's α·J and test
+(slrpipe.analysis.distance). Per D: the mean ± s.e. over seeds of the ground state's α·J and test
 error and of d₂, before and after, then each extrapolated to D → ∞ by the store's rule
-(slrpipe.store.extrapolate).
+(slrpipe.analysis.extrapolate).
 
 Usage: python scripts/erm_polish_check.py results/erm/spiked/L3/nu1/delta0/linear/lam0.01/alpha2
            [--D 128,256,512] [--tol 1e-10] [--max-iter 30000]
@@ -25,10 +25,10 @@ import jax
 import numpy as np
 import xarray as xr
 
+from slrpipe.analysis.distance import weight_distance
+from slrpipe.analysis.extrapolate import extrapolate, ladder_means
 from slrpipe.data import SLRDataset, SLRTask
 from slrpipe.models.attention import attention_apply
-from slrpipe.store.distance import weight_distance
-from slrpipe.store.extrapolate import extrapolate, ladder_means
 from slrpipe.train.erm import minimize, objective
 from slrpipe.train.options import SolverOptions
 from slrpipe.vocabulary import DATA_SEED_OFFSET
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"point: no {a.optimizer} result files for D in {a.D} under {a.point}")
     print(f"\n{a.point}: per seed, before → after the float64 continuation, mean ± s.e. over seeds:")
     print("  the ground state over starts (lowest α·J): its α·J and test error;")
-    print("  d₂, the distance between the two lowest minima (slrpipe.store.distance); runs whose α·J fell > 0.1 %")
+    print("  d₂, the distance between the two lowest minima (slrpipe.analysis.distance); runs whose α·J fell > 0.1 %")
     ground = {"D": [], "obj0": [], "obj": [], "test0": [], "test": [], "d20": [], "d2": []}
     for D in sorted({r["D"] for r in rows}):
         moved, worst = 0, 0.0

@@ -14,19 +14,18 @@ import json
 
 import numpy as np
 
-from slrpipe.store.aggregate import open_store
-from slrpipe.store.ground import reference
-from slrpipe.store.ladder import largest_D
+from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.ground import reference
+from slrpipe.analysis.ladder import largest_D
+from slrpipe.analysis.seeds import point_mean_se
 
 
 def ms(da) -> str:
-    x = np.asarray(da, float)
-    x = x[np.isfinite(x)]
-    if x.size == 0:
+    """'mean ± s.e.' over the seeds of one point (slrpipe.analysis.seeds), 'nan' without a value."""
+    mean, se, k = point_mean_se(da)
+    if k == 0:
         return "nan"
-    if x.size == 1:
-        return f"{x[0]:.4f}"
-    return f"{x.mean():.4f} ± {x.std(ddof=1) / np.sqrt(x.size):.4f}"
+    return f"{mean:.4f} ± {se:.4f}" if k > 1 else f"{mean:.4f}"
 
 
 def replica_for(tree, erm_name, sigma, lam):

@@ -8,30 +8,36 @@ Usage: python scripts/optimization_table.py --store results/slr.zarr --experimen
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
-from _erm_args import erm_arguments
 
-from slrpipe.figures.optimization import RTOL, _replica, _setting, best_random, replica_at
-from slrpipe.store.aggregate import open_store
-from slrpipe.store.ground import reached, reference
+from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.ground import reached, reference
+from slrpipe.analysis.replica import replica_at, replica_node, setting
+from slrpipe.analysis.seeds import point_mean_se
+from slrpipe.figures.optimization import RTOL, best_random
 
 
-def ms(da):
-    x = np.asarray(da, float)
-    x = x[np.isfinite(x)]
-    if x.size == 0:
+def ms(da) -> str:
+    """'mean±s.e.' over the seeds of one point (slrpipe.analysis.seeds), 'nan' without a value."""
+    mean, se, k = point_mean_se(da)
+    if k == 0:
         return "nan"
-    se = x.std(ddof=1) / np.sqrt(x.size) if x.size > 1 else np.nan
-    return f"{x.mean():.4f}±{se:.4f}" if np.isfinite(se) else f"{x.mean():.4f}"
+    return f"{mean:.4f}±{se:.4f}" if np.isfinite(se) else f"{mean:.4f}"
 
 
-def main():
-    a = erm_arguments(__doc__.splitlines()[0])
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", required=True, help="the store, e.g. results/slr.zarr")
+    ap.add_argument("--experiment", required=True, help="an ERM experiment of the config")
+    ap.add_argument("--optimizer", default="lbfgs", help="the optimiser whose runs are read (default lbfgs)")
+    a = ap.parse_args(argv)
     tree = open_store(a.store)
     node = tree[f"erm/{a.experiment}"].to_dataset()
     lam = float(node["lam"].values[0])
     node = node.sel(lam=lam)
-    rep = _replica(tree, _setting(node))
+    rep = replica_node(tree, setting(node))
     var = "test_error_pop" if "test_error_pop" in node else "test_error"
     ref, hit = reference(node), reached(node, RTOL).sel(init="random", optimizer=a.optimizer)
     exists = node["train_loss"].sel(init="random", optimizer=a.optimizer).notnull()

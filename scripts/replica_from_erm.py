@@ -23,9 +23,9 @@ from slrpipe.threads import thread_env
 
 os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 
-import numpy as np
 
-from slrpipe.store.aggregate import open_store
+from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.seeds import point_mean_se
 from slrpipe.theory.replica import Draw, ReplicaTask, solve_replica
 from slrpipe.theory.replica.solver import STATE
 
@@ -73,10 +73,7 @@ def main():
     )
     for alpha in map(float, a.alphas.split(",")):
         pt = erm.sel(sigma=a.sigma, lam=a.lam, alpha=alpha)
-        ms = {
-            k: (float(pt[k].mean()), float(pt[k].std(ddof=1) / np.sqrt(pt[k].count())))
-            for k in ("m_k", "q_k", "m_v", "q_v", "test_error_pop", "train_loss")
-        }
+        ms = {k: point_mean_se(pt[k])[:2] for k in ("m_k", "q_k", "m_v", "q_v", "test_error_pop", "train_loss")}
         init = dict(m_k=ms["m_k"][0], q_k=ms["q_k"][0], V_k=1.0, m_v=ms["m_v"][0], q_v=ms["q_v"][0], V_v=1.0)
         t = time.time()
         r, n_eval = from_erm(

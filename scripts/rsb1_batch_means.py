@@ -1,6 +1,7 @@
 """Batch-means Monte Carlo error of a 1RSB state at any scan row (docs/theory.md §13; the workflow's
 ``rsb1_error`` rule does this at the state reported): from a result file of the
-``rsb1`` rule, take the solved state of the scan row at ``--s``, split the N₀ outer samples into
+``rsb1`` rule, take the solved state of the converged physical scan row nearest ``--s``
+(slrpipe.commands.rsb1_error.start_state), split the N₀ outer samples into
 ``--batches`` K batches (each closed under the antithetic pairing i ↔ i + N₀/2, with its own inner
 sets), solve the 1RSB saddle on each batch from that state, and print per batch Φ, e, the typical
 state's test error and δq, then their mean and the standard error of the full-sample estimate,
@@ -18,8 +19,8 @@ import argparse
 
 import numpy as np
 import xarray as xr
-from rsb1_n1_check import state_at
 
+from slrpipe.commands.rsb1_error import start_state
 from slrpipe.theory.replica import ReplicaTask, rsb1
 from slrpipe.theory.replica.batch_means import antithetic_batches, subset, summary
 
@@ -38,8 +39,9 @@ def main(argv=None) -> int:
         int(d.attrs["n_outer"]), int(d.attrs["n_inner"]), int(d.attrs["seed"]), int(d.attrs["inner_seed"])
     )
     fields, inner = draw.samples(task)
-    x, row = state_at(d, a.s)
-    i = int(np.flatnonzero(np.isclose(d.s.values, a.s))[0])
+    x = start_state(d, a.s)  # the converged physical row nearest s (as the rsb1-error job starts)
+    i = int(np.argmin(np.abs(d.s.values - a.s)))
+    row = {k: float(d[f"scan_{k}"].values[i]) for k in ("phi", "energy", "test_error")}
     print(
         f"{c['sigma']} {c['model']} ν={c['nu']} L={c['L']} λ={c['lam']} α={c['alpha']} s={a.s}; N₀={fields.n}, "
         f"K={a.batches}; the file: Φ={row['phi']:.4f} e={row['energy']:.4f} ± {float(d.scan_energy_se[i]):.4f} "

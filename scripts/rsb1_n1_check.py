@@ -1,5 +1,6 @@
 """N₁ against 4N₁ at one 1RSB point of the workflow (docs/theory.md §13, "Finite N₁"): from a result
-file of the ``rsb1`` rule, take the solved state of the scan row at ``--s``, evaluate the channel
+file of the ``rsb1`` rule, take the solved state of the converged physical scan row nearest ``--s`` (as ``slrpipe rsb1-error``
+starts, slrpipe.commands.rsb1_error.start_state), evaluate the channel
 there at each inner size of ``--n-inners`` (fixed state, ``rsb1.inner_size_check``, for each inner
 seed of ``--inner-seeds``), then solve again at ``--solve-n1`` from that state on the same outer
 samples. Prints Φ, Σ, e, the residual of the fixed-state passes, and the solved Φ, e, Σ, test error,
@@ -16,18 +17,11 @@ import argparse
 import numpy as np
 import xarray as xr
 
+from slrpipe.commands.rsb1_error import start_state
 from slrpipe.theory.replica import ReplicaTask, rsb1
 
-STATE = ("m_k", "q1_k", "dq_k", "V_k", "m_v", "q1_v", "dq_v", "V_v")
 SOLVED = ("phi", "energy_direct", "sigma", "test_error", "dq_k", "dq_v", "m_k", "m_v")
-
-
-def state_at(d: xr.Dataset, s: float) -> tuple[np.ndarray, dict]:
-    """(x (8,) in ``rsb1.STATE1`` order, the row's reported numbers) of the scan row at s."""
-    i = int(np.flatnonzero(np.isclose(d.s.values, s))[0])
-    r = {k: float(d[f"scan_{k}"].values[i]) for k in (*STATE, "phi", "energy", "complexity", "test_error")}
-    x = [r["m_k"], r["q1_k"] - r["dq_k"], r["dq_k"], r["V_k"], r["m_v"], r["q1_v"] - r["dq_v"], r["dq_v"], r["V_v"]]
-    return np.array(x), r
+ROW = ("phi", "energy", "complexity", "test_error", "dq_k", "dq_v")
 
 
 def main(argv=None) -> int:
@@ -42,7 +36,9 @@ def main(argv=None) -> int:
     d = xr.open_dataset(a.result)
     task = ReplicaTask(str(d.sigma.values), str(d.model.values), float(d.nu), int(d.L), float(d.delta)).normalised()
     lam, alpha = float(d.lam), float(d.alpha)
-    x, row = state_at(d, a.s)
+    x = start_state(d, a.s)  # the converged physical row nearest s (as the rsb1-error job starts)
+    i = int(np.argmin(np.abs(d.s.values - a.s)))
+    row = {k: float(d[f"scan_{k}"].values[i]) for k in ROW}
     print(
         f"{task.sigma} {task.model} ν={task.nu:g} L={task.L} λ={lam:g} α={alpha:g} s={a.s:g}; N₀={d.attrs['n_outer']} "
         f"(seed {d.attrs['seed']}); the file's N₁={d.attrs['n_inner']}: Φ={row['phi']:.4f} e={row['energy']:.4f} "

@@ -162,3 +162,48 @@ def assert_identical_but_wall_time(a, b) -> None:
     for name in a.variables:
         if name != "wall_time":
             np.testing.assert_array_equal(b[name].values, a[name].values, err_msg=name)
+
+
+def assert_self_describing(ds, where: str, global_attrs: bool = True) -> None:
+    """The CF attributes of a result file, a store node or a data set (``ds``: an
+    ``xarray.Dataset``, or a ``zarr.Group``): ``long_name`` on every variable, ``units`` on every
+    numeric one, and with ``global_attrs`` ``Conventions`` "CF-…", ``history`` "<date_created>
+    slrpipe <step> …", an ISO 8601 UTC ``date_created``, and no ``description`` / ``created_unix``."""
+    import re
+    from datetime import datetime
+
+    import numpy as np
+
+    if hasattr(ds, "arrays"):  # a zarr group
+        variables = {name: (np.dtype(a.dtype), dict(a.attrs)) for name, a in ds.arrays()}
+    else:
+        variables = {name: (v.dtype, v.attrs) for name, v in ds.variables.items()}
+    assert variables, where
+    for name, (dtype, attrs) in variables.items():
+        assert attrs.get("long_name"), f"{where}: {name} has no long_name"
+        assert "description" not in attrs, f"{where}: {name}"
+        if dtype.kind in "biuf":
+            assert attrs.get("units"), f"{where}: {name} ({dtype}) has no units"
+    assert variables.get("wall_time", (None, {"units": "s"}))[1]["units"] == "s", where
+    if global_attrs:
+        a = dict(ds.attrs)
+        assert a["Conventions"].startswith("CF-"), where
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", a["date_created"]), (where, a["date_created"])
+        assert datetime.fromisoformat(a["date_created"]).tzinfo is not None, where
+        assert a["history"].startswith(f"{a['date_created']} slrpipe "), (where, a["history"][:200])
+        assert "created_unix" not in a and "description" not in a, where
+
+
+def comparison_row(**values):
+    """A comparison row (slrpipe.analysis.rows.Row) for renderer tests: ``values`` over defaults
+    (NaN numbers, the verdict "agrees", one experiment 'e', softmax, λ = 0.1, α = 2, D = 40, 2 seeds)."""
+    import math
+    from dataclasses import fields
+
+    from slrpipe.analysis.rows import Row
+
+    kinds = {"str": "", "int": 0, "bool": False, "float": math.nan}
+    core = {f.name: kinds[f.type] for f in fields(Row) if "group" not in f.metadata}
+    core |= {"experiment": "e", "sigma": "softmax", "lam": 0.1, "alpha": 2.0, "D": 40, "n_seeds": 2}
+    core |= {"verdict": "agrees", "n_branches": 1, "erm_quantity": "test_error_pop"}
+    return Row(**(core | values))

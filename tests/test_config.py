@@ -121,6 +121,16 @@ BAD = {
         "replica.spiked_L2.rsb1.s_grid",
         "strictly ascending",
     ),
+    "rsb1 s grid extension": (
+        lambda c: c["replica"]["spiked_L2"]["rsb1"].update(s_extend=1.0),
+        "replica.spiked_L2.rsb1.s_extend",
+        "less than or equal to the minimum of 1",
+    ),
+    "rsb1 fewer rows than the grid": (
+        lambda c: c["replica"]["spiked_L2"]["rsb1"].update(s_max_rows=1),
+        "replica.spiked_L2.rsb1.s_max_rows",
+        "fewer than the 2 values of s_grid",
+    ),
     "rsb1 batches": (
         lambda c: c["replica"]["spiked_L2"]["rsb1"].update(batches=3),
         "replica.spiked_L2.rsb1.batches",
@@ -317,6 +327,8 @@ def test_plan_one_rsb1_job_per_point_started_from_its_rs_sweep():
     for path, job in p.rsb1.items():
         assert job.rs in p.replica and p.replica[job.rs].sigma == job.sigma and job.alpha == 8.0
         assert job.s_grid == (1.0, 4.0) and job.max_iter == 5 and path in p.members[("replica", "spiked_L2")]
+        assert job.s_max_rows == 2 and job.s_extend == 2.0  # smoke: the grid only; the schema's default factor
+        assert job.n0_check is False  # off by default: it about doubles the cost
     # beside each point its batch-means error (K = 4 by default), a member as well
     assert {job.rsb1 for job in p.rsb1_error.values()} == set(p.rsb1)
     for path, job in p.rsb1_error.items():

@@ -152,8 +152,12 @@ def test_store_roundtrip_bit_identical(tmp_path, sampler):
     # chunk 2 regenerated alone equals rows 600:900 of the stored whole
     assert np.array_equal(ds.regenerated().chunk(2).X, full.X[600:900])
     import zarr
+    from conftest import assert_self_describing
 
-    attrs = dict(zarr.open_group(str(tmp_path / "d.zarr"), mode="r").attrs)
+    group = zarr.open_group(str(tmp_path / "d.zarr"), mode="r")
+    assert_self_describing(group, "d.zarr", global_attrs=False)  # history: a CLI's (tests/test_workflow.py)
+    assert group.attrs["Conventions"].startswith("CF-") and group["X"].attrs["long_name"] == "token embeddings"
+    attrs = dict(group.attrs)
     for key in ("model", "nu", "L", "delta", "D", "n", "teacher_seed", "data_seed", "chunk_size", "slrpipe_version"):
         assert key in attrs
     assert attrs["sampler"] == sampler and opened.sampler == sampler

@@ -1,5 +1,5 @@
 """The distance between ERM minima reached from different starts on the same data
-(slrpipe.store.distance): its value on explicit weights, the mirror symmetry of odd σ, and the
+(slrpipe.analysis.distance): its value on explicit weights, the mirror symmetry of odd σ, and the
 pairing of each run with the informed start and with the ground state of the same data."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from slrpipe.store.distance import to_ground, to_informed, weight_distance
+from slrpipe.analysis.distance import to_ground, to_informed, weight_distance
 
 
 def test_weight_distance_is_the_mean_squared_difference_up_to_the_mirror_of_odd_sigma():
@@ -80,7 +80,7 @@ def test_second_lowest_is_the_distance_between_the_two_lowest_minima():
     finished runs; unaffected by the order of the runs."""
     import xarray as xr
 
-    from slrpipe.store.distance import second_lowest
+    from slrpipe.analysis.distance import second_lowest
 
     loss = np.array([[3.0, 1.0, 2.0, np.nan], [np.nan, 1.0, np.nan, np.nan]])  # (seed, restart)
     dist = np.array([[0.5, 0.0, 0.2, 7.0], [9.0, 0.0, 9.0, 9.0]])

@@ -46,6 +46,58 @@ def test_section_references_resolve():
     assert not dangling, "dangling section references:\n" + "\n".join(dangling)
 
 
+def _section_bodies(doc):
+    """{'N': the text of section N} of docs/<doc> (from its '## N.' heading to the next one)."""
+    text = (ROOT / "docs" / doc).read_text()
+    parts = re.split(r"^## (\d+)\.[^\n]*$", text, flags=re.M)
+    return {parts[i]: " ".join(parts[i + 1].split()) for i in range(1, len(parts), 2)}
+
+
+#: a citation "docs/<file>.md §N": a chain of sections (§a, §b–§c, §d and §e), each optionally with a
+#: regime "(ii)", and optionally a named paragraph ', "Title"' after the chain
+_CHAIN = re.compile(
+    r"docs/(\w+)\.md((?:(?:\s*,\s*|\s+and\s+|\s*)§+\s*\d+(?:\s*[–-]\s*§*\s*\d+)?(?:\s*\((?:[ivx]+|0)\))?)+)"
+    r'(?:,\s*"([^"]+)")?'
+)
+_ITEM = re.compile(r"§+\s*(\d+)(?:\s*[–-]\s*§*\s*(\d+))?(?:\s*\(([ivx]+|0)\))?")
+#: where code and config cite the docs (CHANGELOG.md, a record, may cite what no longer exists)
+CITING = ("src", "workflow", "scripts", "benchmarks", "tests", "config", "docs", "README.md", "Snakefile")
+
+
+def test_doc_citations_in_code_resolve_to_headings():
+    """Every "docs/<file>.md §N" in the sources, workflow, scripts, benchmarks, tests, configs and
+    docs names a file of docs/ and an existing "## N." heading of it (each section of a chain and a
+    range), a cited regime "§N (ii)" appears in that section, and a cited paragraph
+    '§N, "Title"' is named in it (case-insensitive). Line breaks inside a citation are allowed."""
+    bodies = {p.stem: _section_bodies(p.name) for p in (ROOT / "docs").glob("*.md")}
+    bad, count = [], 0
+    for path in _tracked_text_files():
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] not in CITING:
+            continue
+        text = " ".join(path.read_text(errors="replace").split())  # a citation may wrap
+        for m in _CHAIN.finditer(text):
+            doc, chain, title = m.group(1), m.group(2), m.group(3)
+            where = f"{rel}: docs/{doc}.md{chain}" + (f', "{title}"' if title else "")
+            if doc not in bodies:
+                bad.append(f"{where}: no docs/{doc}.md")
+                continue
+            items = _ITEM.findall(chain)
+            for first, last, regime in items:
+                count += 1
+                for n in range(int(first), int(last or first) + 1):
+                    if str(n) not in bodies[doc]:
+                        bad.append(f"{where}: no heading '## {n}.'")
+                if regime and str(int(first)) in bodies[doc] and f"({regime})" not in bodies[doc][first]:
+                    bad.append(f"{where}: no ({regime}) in §{first}")
+            if title and items:
+                section = bodies[doc].get(items[-1][0], "")
+                if " ".join(title.split()).lower() not in section.lower():
+                    bad.append(f"{where}: no paragraph named {title!r} in §{items[-1][0]}")
+    assert count > 150, f"only {count} section citations found: has the pattern drifted?"
+    assert not bad, "citations that do not resolve:\n" + "\n".join(bad)
+
+
 @pytest.mark.parametrize(
     "forbidden",
     [r"/w[o]rk/", r"\.\./shared", r"task brief", r"seed document", r"file://", r"/home/\w+"],
@@ -108,6 +160,26 @@ def test_every_figure_has_one_readme_line_and_a_caption():
         assert len(re.findall(rf"^- `{fig}` — .*`figures\.{fig}`", readme, flags=re.M)) == 1, fig
         assert f"**`{fig}`**" in results, fig
         assert (ROOT / "workflow" / "report" / f"{fig}.rst").is_file(), fig
+
+
+#: a dated entry (a run log) or a history marker; reference text has none
+DATED = re.compile(r"20\d\d-[01]\d-[0-3]\d|Status then|[Ss]uperseded")
+#: docs still being rewritten elsewhere (remove a name once its file is clean)
+DATED_PENDING = {"cluster.md"}
+
+
+def test_no_dated_entries_in_readme_docs_and_config():
+    """README, docs and config are the reference, not the record: no dates of runs, no "Status
+    then", nothing "superseded" (history lives in git and CHANGELOG.md)."""
+    paths = [ROOT / "README.md", *sorted((ROOT / "config").glob("*")), *sorted((ROOT / "docs").glob("*.md"))]
+    hits = []
+    for path in paths:
+        if path.name in DATED_PENDING or not path.is_file():
+            continue
+        for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if DATED.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{lineno}: {line.strip()[:100]}")
+    assert not hits, "dated entries:\n" + "\n".join(hits)
 
 
 def test_no_ticket_numbers_in_sources_and_docs():

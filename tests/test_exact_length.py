@@ -1,7 +1,7 @@
 """Exact-in-L population expectations (slrpipe.theory.exact_length, docs/theory.md §12).
 
 Tolerances: the reductions converge to ≤ 2e-12 under 1.5× refinement of every node count
-(measured over σ × model × ν × L ≤ 10⁴ × m ≤ 999, see benchmarks/bench_length.py); the field
+(measured over σ × model × ν × L ≤ 10⁴ × m ≤ 999, see benchmarks/bench_population.py --part length); the field
 quadrature they are compared with is accurate to ~1e-14 at L = 2 and, once refined, ~1e-12 at
 L = 3 (its default L = 3 rule is only good to ~2e-7 on B, so the L = 3 check uses the refined
 rule). Monte Carlo comparisons use 4 standard errors of the sample mean.

@@ -1,11 +1,11 @@
-"""Finite-size extrapolation D → ∞ (slrpipe.store.extrapolate) on synthetic ladders."""
+"""Finite-size extrapolation D → ∞ (slrpipe.analysis.extrapolate) on synthetic ladders."""
 
 import math
 
 import numpy as np
 import pytest
 
-from slrpipe.store.extrapolate import LAWS, extrapolate, fit_law, ladder_means, z_score
+from slrpipe.analysis.extrapolate import LAWS, extrapolate, fit_law, ladder_means, z_score
 
 DS = np.array([250.0, 500.0, 1000.0, 2000.0, 4000.0])
 A_TRUE = 0.8

@@ -10,7 +10,9 @@ from slrpipe import fingerprint as fp
 def test_closure_follows_imports_and_excludes():
     files = {p.name for p in fp.closure(["slrpipe.figures.fig3"])}
     assert {"fig3.py", "erm_vs_population.py", "style.py", "__init__.py"} <= files
-    names = {str(p.relative_to(fp.ROOT)) for p in fp.closure(["slrpipe.store.aggregate"], exclude=["slrpipe.theory"])}
+    names = {
+        str(p.relative_to(fp.ROOT)) for p in fp.closure(["slrpipe.analysis.aggregate"], exclude=["slrpipe.theory"])
+    }
     assert "io.py" in names and not any(n.startswith("theory/") for n in names)
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from slrpipe.cf import describe
 from slrpipe.io import read_netcdf, write_netcdf, write_zarr
 
 
@@ -37,7 +38,8 @@ def test_result_files_round_trip_with_their_dtypes(tmp_path):
         attrs={"git_commit": "abc", "n": 3},
     )
     back = read_netcdf(write_netcdf(ds, tmp_path / "r.nc"))
-    assert back.identical(ds)
+    assert back.identical(describe(ds))  # the same, each variable with its CF attributes
+    assert back["k"].attrs["long_name"] == "learned key vector" and back["iterations"].attrs["units"] == "1"
     assert {k: v.dtype for k, v in back.variables.items()} == {k: v.dtype for k, v in ds.variables.items()}
     with pytest.raises(ValueError):  # a value netCDF3 cannot hold is refused, never truncated
         write_netcdf(ds.assign(iterations=np.int64(2**31)), tmp_path / "big.nc")
@@ -47,7 +49,7 @@ def test_result_files_round_trip_with_their_dtypes(tmp_path):
 def test_open_store_loads_the_named_nodes_and_reads_the_others_lazily(tmp_path):
     # a figure loads its panels' nodes only (slrpipe figure): the same values as a full load, the
     # named nodes in memory, the others read where used
-    from slrpipe.store.aggregate import open_store, write_store
+    from slrpipe.analysis.aggregate import open_store, write_store
 
     rng = np.random.default_rng(0)
     node = lambda: xr.Dataset({"x": (("a",), rng.standard_normal(5)), "s": (("a",), np.array(list("abcde")))})

@@ -119,8 +119,8 @@ def test_train_batches_partition_the_runs_by_setting_and_size():
 
 _SHELL_FLAG = re.compile(r"--([a-z][a-z-]*)")
 #: the options a rule may write itself: where inputs and outputs are, and how (not what) it runs
-#: (aggregate --workers {threads}: the same store for any count)
-RULE_FLAGS = {"out", "store", "plan", "experiments", "no-theory", "workers"}
+#: (aggregate --workers {threads}: the same store for any count; tables --validation: the rows it reads)
+RULE_FLAGS = {"out", "store", "plan", "experiments", "no-theory", "workers", "validation"}
 
 
 @pytest.mark.parametrize("smk", sorted((REPO / "workflow" / "rules").glob("*.smk")), ids=lambda p: p.name)

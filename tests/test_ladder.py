@@ -11,7 +11,7 @@ import xarray as xr
 import yaml
 from conftest import REPO
 
-from slrpipe.store.ladder import largest_D, point_ladder
+from slrpipe.analysis.ladder import largest_D, point_ladder
 from slrpipe.workflow import plan, size, sizes, validate
 
 SMOKE = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
@@ -62,7 +62,7 @@ def _run_jobs(p, names):
 @pytest.fixture(scope="module")
 def tiny_store(tmp_path_factory):
     """A ladder D ∈ {10, 20} × α = 2 × 2 seeds, softmax only, beside the fixed-D experiment at D = 20."""
-    from slrpipe.store.aggregate import build_store, open_store
+    from slrpipe.analysis.aggregate import build_store, open_store
 
     cfg = copy.deepcopy(SMOKE)
     base = dict(

@@ -1,5 +1,5 @@
-"""Import direction: layers import only downward (vocabulary → data/models/theory → train → store →
-figures → commands/cli/workflow), checked on the syntax tree of every module, imports inside
+"""Import direction: layers import only downward (sigmas → vocabulary → data/models/theory → train →
+analysis → figures → commands/cli/workflow), checked on the syntax tree of every module, imports inside
 functions included."""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "slrpipe"
 #: rank of each top-level part of the package; a module may import parts of rank ≤ its own, and
 #: parts of equal rank only within the same part (data, models and theory are independent).
 RANK = {
+    "sigmas": 0,
     "vocabulary": 0,
     "threads": 0,
+    "cf": 0,
     "lengths": 1,
     "io": 1,
     "provenance": 1,
@@ -26,16 +28,17 @@ RANK = {
     "theory": 2,
     "jobs": 2,
     "train": 3,
-    "store": 4,
+    "analysis": 4,
     "figures": 5,
     "commands": 6,
     "cli": 6,
     "workflow": 6,
     "__main__": 6,
 }
-#: (importer, imported) pairs allowed at equal rank: the commands validate configs through the
-#: workflow's job tables, and the CLI dispatches to the commands
-ALLOWED_SIDEWAYS = {("commands", "workflow"), ("cli", "commands"), ("__main__", "cli")}
+#: (importer, imported) pairs allowed at equal rank: the vocabulary reads the σ registry (which
+#: imports nothing of slrpipe outside itself), the commands validate configs through the workflow's
+#: job tables, and the CLI dispatches to the commands
+ALLOWED_SIDEWAYS = {("vocabulary", "sigmas"), ("commands", "workflow"), ("cli", "commands"), ("__main__", "cli")}
 
 
 def _part(module: str) -> str | None:
@@ -82,7 +85,7 @@ def test_layers_import_only_downward():
     assert violations() == []
 
 
-@pytest.mark.parametrize("layer", ["vocabulary", "data", "models", "theory", "train", "store", "figures"])
+@pytest.mark.parametrize("layer", ["sigmas", "vocabulary", "data", "models", "theory", "train", "analysis", "figures"])
 def test_science_and_storage_never_import_commands_or_workflow(layer):
     files = [PKG / f"{layer}.py"] if (PKG / f"{layer}.py").exists() else sorted((PKG / layer).rglob("*.py"))
     assert files
@@ -92,12 +95,12 @@ def test_science_and_storage_never_import_commands_or_workflow(layer):
 
 
 def test_the_check_can_fail(tmp_path, monkeypatch):
-    """The checker itself flags an upward import (a store module importing the workflow)."""
+    """The checker itself flags an upward import (an analysis module importing the workflow)."""
     fake = tmp_path / "slrpipe"
-    (fake / "store").mkdir(parents=True)
-    (fake / "store" / "bad.py").write_text("def f():\n    from slrpipe.workflow import plan\n")
+    (fake / "analysis").mkdir(parents=True)
+    (fake / "analysis" / "bad.py").write_text("def f():\n    from slrpipe.workflow import plan\n")
     monkeypatch.setattr(__import__(__name__), "PKG", fake)
-    assert violations() == ["store/bad.py (store) imports slrpipe.workflow (workflow)"]
+    assert violations() == ["analysis/bad.py (analysis) imports slrpipe.workflow (workflow)"]
 
 
 def _vocabulary_words() -> dict[str, set[str]]:

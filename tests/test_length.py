@@ -8,7 +8,7 @@ import copy
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, assert_self_describing
 
 from slrpipe.theory import population as pop
 from slrpipe.theory.length_sweep import LengthOptions, length_sweep, nu_for_risk
@@ -78,6 +78,10 @@ def test_cli_length(tmp_path):
     )
     ds = xr.open_dataset(out)
     assert list(ds.L.values) == [3, 30] and str(ds.sigma.values) == "linear" and ds.attrs["command"] == "length"
+    assert_self_describing(ds, "length")
+    assert ds.attrs["history"].endswith(
+        f"slrpipe length --sigma linear --model spiked --L-grid 3,30 --nu-grid 2 --target-risk 0.1 --out {out}"
+    )
     assert ds.risk.sel(L=30, nu=2.0) == pytest.approx(pop.linear_risk_spiked(30, 2.0), abs=1e-9)
     assert (
         main(

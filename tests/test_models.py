@@ -19,24 +19,16 @@ from slrpipe.vocabulary import SIGMAS
 
 
 def _hand(X, mask, k, v, sigma, c=0.0):
-    """Reference f = σ(χ)ᵀz in plain numpy float64 with an explicit 1/√D and per-sample loops."""
-    from scipy.special import erf
+    """Reference f = σ(χ)ᵀz in plain numpy float64 with an explicit 1/√D and per-sample loops; σ
+    from the plain formulas of tests/test_scores.py (``reference``)."""
+    from test_scores import reference
 
     D = X.shape[-1]
     out = []
     for Xi, mi in zip(X.astype(float), mask):
         Xi = Xi[mi]
         chi, z = Xi @ k / math.sqrt(D), Xi @ v / math.sqrt(D)
-        if sigma == "softmax":
-            s = np.exp(chi) / np.exp(chi).sum()
-        elif sigma == "linear":
-            s = 1 + chi
-        elif sigma == "erf":
-            s = 1 + erf(c + chi)
-        else:
-            sp = np.log1p(np.exp(chi))
-            s = sp / sp.sum()
-        out.append(s @ z)
+        out.append(reference(sigma, chi, c) @ z)
     return np.array(out)
 
 
@@ -56,10 +48,11 @@ def batch():
 def test_module_matches_hand_computation(batch, sigma):
     X, mask, k, v = batch
     m = Attention(X.shape[-1], sigma, init=(k, v))
-    if sigma == "erf":
-        m.c[...] = jnp.asarray(0.3, jnp.float32)
+    c = 0.3 if m.c is not None else 0.0
+    if m.c is not None:
+        m.c[...] = jnp.asarray(c, jnp.float32)
     f = np.asarray(m(jnp.asarray(X), jnp.asarray(mask)))
-    np.testing.assert_allclose(f, _hand(X, mask, k, v, sigma, 0.3), rtol=2e-5, atol=2e-6)  # float32 rounding
+    np.testing.assert_allclose(f, _hand(X, mask, k, v, sigma, c), rtol=2e-5, atol=2e-6)  # float32 rounding
 
 
 @pytest.mark.parametrize("sigma", SIGMAS)

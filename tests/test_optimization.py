@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from slrpipe.analysis.aggregate import erm_node
+from slrpipe.analysis.ground import add_ground_state, reached, reference
+from slrpipe.analysis.trajectory import add_trajectory_risk, risk_along
 from slrpipe.data import SLRTask
-from slrpipe.store.aggregate import erm_node
-from slrpipe.store.ground import add_ground_state, reached, reference
-from slrpipe.store.trajectory import add_trajectory_risk, risk_along
 from slrpipe.theory.learned import risk_at_gram
 from slrpipe.threads import map_threads
 from slrpipe.train import SolverOptions, minimize

@@ -325,12 +325,13 @@ def test_cli_population(tmp_path):
 
 def test_cli_population_batch_writes_what_each_sweep_writes_alone(tmp_path):
     """``population-batch`` (the workflow's job: an experiment's σ in one process) writes per member
-    the file ``population`` writes for it alone: every value and attribute the same but the
-    creation time."""
+    the file ``population`` writes for it alone: every value and attribute the same but where, when
+    and by which command line it was written (provenance.VOLATILE)."""
     import xarray as xr
 
     from slrpipe.cli import main
     from slrpipe.jobs import PopulationBatchJob, PopulationJob, argv
+    from slrpipe.provenance import VOLATILE
 
     law = dict(model="max", L={1: 0.5, 2: 0.5}, delta=0.0, nu_grid=(0.0, 1.0, math.inf))
     jobs = [PopulationJob(sigma=s, **law, out=str(tmp_path / f"{s}.nc")) for s in ("bayes", "linear")]
@@ -339,7 +340,7 @@ def test_cli_population_batch_writes_what_each_sweep_writes_alone(tmp_path):
     assert main(["population", *argv(jobs[1]), "--out", str(alone)]) == 0
     a, b = xr.load_dataset(jobs[1].out), xr.load_dataset(alone)
     xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
-    drop = lambda attrs: {k: v for k, v in attrs.items() if not k.startswith("created")}
+    drop = lambda attrs: {k: v for k, v in attrs.items() if k not in VOLATILE}
     assert drop(a.attrs) == drop(b.attrs)
     assert str(xr.load_dataset(jobs[0].out).sigma.values) == "bayes"
     # a member without its file is refused in one line

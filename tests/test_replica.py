@@ -680,21 +680,18 @@ def test_cheap_finish_keeps_the_passes_near_the_root_cheap(monkeypatch):
 def test_far_patience_ends_a_hopeless_solve_with_an_honest_flag(monkeypatch):
     # Toy map whose residual F(x) − x is a constant 0.5 (a start outside every basin): the best
     # residual never halves, so the solve must stop after far_patience further evaluations with
-    # converged=False (or far_stall: no new best); without the caps it runs until `patience`
+    # converged=False; without the cap it runs until `patience`
     # evaluations without progress.
     from slrpipe.theory.replica import solver as S
 
     monkeypatch.setattr(S, "channel", lambda *a, **k: {"warm": None})
     monkeypatch.setattr(S, "_residual", lambda lam, ch, x: (np.full(6, 0.5 * (1 + np.abs(x))), 0.5))
     f = draw_fields("spiked", 1.0, 2, 0.0, 64, seed=0)
-    it = S.SolverOptions.build(polish=False, far_stall=None)
+    it = S.SolverOptions.build(polish=False)
     run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_patience=7))
     assert not run.converged and run.it == 1 + 7 and run.resid == 0.5
     run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_patience=None))
     assert not run.converged and run.it == 1 + it.iterate.patience
-    # far_stall: no new best residual at all in that many evaluations, far from a root
-    run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_stall=9))
-    assert not run.converged and run.it == 1 + 9
     # below far_below the cap does not apply (the default 1e-2), unless far_below = 0
     monkeypatch.setattr(S, "_residual", lambda lam, ch, x: (np.full(6, 1e-3 * (1 + np.abs(x))), 1e-3))
     x0 = np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0])
@@ -720,13 +717,12 @@ def test_options_are_checked_and_grouped():
             SolverOptions.build(**bad)
     with pytest.raises(ValueError, match="step_tol"):
         SweepOptions(step_tol=-1)
-    sw = SweepOptions(step_tol=1e-4, step_patience=15, probe_far_patience=10)
+    sw = SweepOptions(step_tol=1e-4, step_patience=15)
     mid = sw.intermediate(o)
     assert (mid.iterate.tol, mid.polish.enabled, mid.iterate.patience) == (1e-4, False, 15)
     assert (mid.iterate.far_patience, mid.iterate.cheap_finish) == (o.iterate.far_patience, True)
-    assert sw.probing(o) == mid.replace(far_patience=10)
-    with pytest.raises(ValueError, match="probe_far_patience"):
-        SweepOptions(probe_far_patience=0)
+    with pytest.raises(ValueError, match="step_patience"):
+        SweepOptions(step_patience=0)
     assert SweepOptions(cold_far_patience=12).cold(o).iterate.far_patience == 12
     assert SweepOptions(step_tol=None, step_patience=None, step_cheap=False, step_full_every=None).intermediate(o) == o
     assert SweepOptions(step_full_every=10).intermediate(o).iterate.full_every == 10
@@ -737,7 +733,7 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
     # needs intermediate points. Those are solved with the intermediate options (looser tol, no
     # polish, shorter patience), the grid points with the full ones, the cold start with the cap
     # on wasted work; each solve gets the prox
-    # warm starts of the last converged one (reuse_warm), none after a cold start's failure.
+    # warm starts of the last converged one, none after a cold start's failure.
     from slrpipe.theory.replica import sweep as S
     from slrpipe.theory.replica.options import SolverOptions
 
@@ -776,13 +772,13 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
     )
     assert ds.converged.values.tolist() == [[True, True]]
     cheap = opts.replace(tol=1e-4, polish=False, patience=15, cheap_finish=True, full_every=10)
-    probe = cheap  # probe_far_patience is off by default
+    probe = cheap  # a probe is solved with the intermediate options
     grid = [(a, o, w) for a, o, w in calls[1:] if a in (5.0, 10.0)]
     mid = [(a, o, w) for a, o, w in calls if a not in (5.0, 10.0)]
     assert mid and all(o == cheap for _, o, _ in mid)
     # the cold start: the solver's options with the cap on wasted work (cold_far_patience)
     assert calls[0] == (10.0, opts.replace(far_patience=30), None)
-    # first try of 10 → 5 a cheap probe (probe_first; it fails: the step is too long); then halved
+    # first try of 10 → 5 a cheap probe (it fails: the step is too long); then halved
     # steps from 10, and after each converged intermediate point a cheap probe of 5 (sw.probe),
     # solved in full only from a probe that converged
     assert calls[1] == (5.0, probe, "warm@10")

@@ -6,6 +6,7 @@
 (c) the closed-form complexity Σ(s) equals s² dΦ/ds by a finite difference of the solved Φ in s;
 (d) with an inner set per outer sample the inner sampling error is inside the reported s.e.; with one
     shared set it is not.
+The rule that reads the ground state off the s scan: tests/test_rsb1_scan.py (the random energy model).
 """
 
 import math
@@ -66,52 +67,6 @@ def test_prior_rejects_a_nonpositive_a():
     }
     with pytest.raises(ValueError, match="A_k"):
         rsb1.rsb1_prior(0.1, 2.0, conj)  # λ + V̂ − sδq̂ = 1.1 − 2 < 0
-
-
-def test_physical_part_of_a_scan_is_where_the_energy_falls_with_s():
-    def row(e, conv=True):
-        return {"energy_direct": e, "energy_direct_se": 0.01, "converged": conv}
-
-    # flat within 0.1 s.e. counts as de/ds ≤ 0; an unconverged row is skipped; after the turn, nothing
-    scan = [row(1.0), row(1.0005), row(9.0, False), row(0.99), row(1.02), row(0.98)]
-    assert rsb1.physical(scan).tolist() == [True, True, False, True, False, False]
-    assert rsb1.physical([]).tolist() == []
-    # a scan that starts on the convex branch (e rising with s, as at softmax λ = 0.01, α = 20, s < 0.3):
-    # the physical part starts where e stops rising (the top), and ends at the next rise
-    convex_first = [row(1.0), row(1.1), row(1.2), row(1.2005), row(1.15), row(1.3), row(1.1)]
-    assert rsb1.physical(convex_first).tolist() == [False, False, True, True, True, False, False]
-    assert rsb1.physical([row(1.0), row(1.1), row(1.2)]).tolist() == [True, False, False]  # rising throughout
-
-
-def test_a_scan_stops_once_its_physical_part_has_ended():
-    """``_scan``: the s after the physical part's end (a start, then a rise) are not solved — NaN
-    rows, not converged — and the physical part of the rows solved is the one of the whole scan;
-    a scan still rising (convex branch) or without the option solves every s."""
-    calls = []
-
-    def solve(energies):
-        def f(s, init, warm):
-            calls.append(s)
-            e = energies[len(calls) - 1]
-            r = dict.fromkeys(rsb1._SUMMARY, 0.1) | {"s": s, "energy_direct": e, "energy_direct_se": 0.01}
-            r |= {"converged": True, "dq_k": 1.0, "dq_v": 1.0, "prox_warm": None}
-            return r | dict(zip(rsb1.STATE1, [0.1, 0.5, 0.1, 1.0] * 2))
-
-        return f
-
-    rs = {f"{k}_{c}": v for c in ("k", "v") for k, v in (("m", 0.1), ("q", 0.6), ("V", 1.0))}
-    grid = [0.3, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0]
-    energies = [1.0, 1.1, 1.2, 1.2005, 1.15, 1.3, 1.1]  # physical rows 2–4, the rise at row 5
-    whole, _ = rsb1._scan(solve(energies), grid, rs, 0.05, stop_after_physical=False)
-    assert calls == grid
-    calls.clear()
-    scan, sols = rsb1._scan(solve(energies), grid, rs, 0.05)
-    assert calls == grid[:6] and sols[6] is None and not scan[6]["converged"] and math.isnan(scan[6]["phi"])
-    assert scan[6]["s"] == 4.0 and rsb1.physical(scan).tolist() == rsb1.physical(whole).tolist()
-    assert rsb1.physical_closed(scan[:6]) and not rsb1.physical_closed(scan[:5])
-    calls.clear()
-    rsb1._scan(solve([1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6]), grid, rs, 0.05)  # rising throughout
-    assert calls == grid
 
 
 def test_prior_projects_negative_jackknifed_conjugates_to_zero():
@@ -263,7 +218,7 @@ def test_cheap_passes_between_full_searches_reach_the_full_search_saddle(monkeyp
         passes.append(kw["multistart"])
         return channel_pass(*args, **kw)
 
-    monkeypatch.setattr(rsb1, "rsb1_channel", recorded)
+    monkeypatch.setattr(rsb1.solve, "rsb1_channel", recorded)  # the module that iterates
     out, default = {}, rsb1.Rsb1Options().full_every
     for every in (default, 1):
         passes.clear()
@@ -321,12 +276,15 @@ def test_cli_point_without_an_rs_fixed_point_writes_nan_not_a_failure(tmp_path):
     xr.Dataset(state, coords={"lam": lam, "alpha": alpha}).to_netcdf(tmp_path / "rs.nc")
     out = tmp_path / "p.nc"
     args = ["rsb1", "--sigma", "softmax", "--model", "spiked", "--nu", "1", "--L", "3", "--lam", "0.01"]
-    args += ["--n-outer", "64", "--n-inner", "4", "--s-grid", "1,2", "--rs", str(tmp_path / "rs.nc")]
+    args += ["--n-outer", "64", "--n-inner", "4", "--s-grid", "1,2", "--s-extend", "2", "--s-max-rows", "4"]
+    args += ["--rs", str(tmp_path / "rs.nc")]
     assert main([*args, "--alpha", "5", "--out", str(out)]) == 0
     r = xr.open_dataset(out)
     assert np.isnan(float(r.objective)) and np.isnan(float(r.s_star)) and not bool(r.converged)
     assert np.isnan(r.scan_complexity.values).all() and not r.scan_converged.values.any()
     assert r.sizes["s"] == 2 and "RS fixed point" in r.attrs["unsolved"]
+    # tol and max_iter not given: the solver's defaults, declared once (Rsb1Options)
+    assert r.attrs["tol"] == rsb1.Rsb1Options.tol and r.attrs["max_iter"] == rsb1.Rsb1Options.max_iter
     # its batch-means error (slrpipe rsb1-error): no state reported, so NaN and no batch solved
     err = tmp_path / "e.nc"
     assert main(["rsb1-error", "--rsb1", str(out), "--batches", "4", "--out", str(err)]) == 0
@@ -338,30 +296,116 @@ def test_cli_point_without_an_rs_fixed_point_writes_nan_not_a_failure(tmp_path):
     assert not (tmp_path / "x.nc").exists()
 
 
-def test_star_brackets_between_successive_converged_rows():
-    # Σ crosses zero between s = 0.3 and 2; the s = 1 row between them did not converge (its Σ is
-    # not a solution's), so the bracket is (0.3, 2) and s* = 0.3 + 1.7·0.03/0.12 is solved from 0.3
-    from slrpipe.theory.replica.rsb1 import _SUMMARY, STATE1, _star
+def test_ground_state_scans_by_the_zero_temperature_rule_and_writes_its_record(monkeypatch, tmp_path):
+    """``rsb1_ground_state`` on a stand-in for ``solve_rsb1`` whose Φ(s), Σ(s), e(s) are the random
+    energy model's (tests/test_rsb1_scan.py): each s starts from the nearest solved state (the first,
+    and any after a collapse to RS, from the RS state), the grid is extended until the maximum of Φ
+    is bracketed, s* is refined, and ``slrpipe rsb1``'s dataset records the rule's outcome."""
+    from slrpipe.commands.rsb1 import dataset, record
+    from slrpipe.jobs import Rsb1Job
+    from slrpipe.theory.replica.rsb1 import ground
 
-    def row(s, sigma, converged):
-        return {**dict.fromkeys(_SUMMARY, 0.0), "s": s, "sigma": sigma, "converged": converged}
+    ln2 = math.log(2.0)
+    starts = []
 
-    def sol(r, tag):
-        return {**r, **dict.fromkeys(STATE1, tag), "prox_warm": tag}
+    def fake(task, lam, alpha, s, *, samples, init, warm=None, options=None):
+        starts.append((s, float(init[2]), warm))
+        collapsed = s < 0.3  # δq = 0 below s = 0.3: the next start is the RS one again
+        out = dict.fromkeys(ground.SUMMARY, 0.01) | dict(zip(rsb1.STATE1, [0.1, 0.5, 0.0 if collapsed else s, 1.0] * 2))
+        out |= {"s": s, "phi": -s / 4 - ln2 / s, "phi_se": 1e-3, "sigma": ln2 - s * s / 4, "sigma_se": 1e-2}
+        out |= {"energy_direct": -s / 2, "test_error": 0.5 + s, "converged": True, "prox_warm": s}
+        return out | {"q1_k": out["q0_k"] + out["dq_k"], "q1_v": out["q0_v"] + out["dq_v"]}
 
-    calls = []
+    monkeypatch.setattr(ground, "solve_rsb1", fake)
+    rs = {f"{k}_{c}": v for c in ("k", "v") for k, v in (("m", 0.1), ("q", 0.6), ("V", 1.0))}
+    rs |= dict.fromkeys(("objective", "test_error", "train_loss", "train_loss_se", "residual"), 0.1) | {
+        "converged": True
+    }
+    task = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0)
+    draw = rsb1.Rsb1Draw(n_outer=8, n_inner=4)
+    res = rsb1.rsb1_ground_state(
+        task, 0.1, 1.0, draw=draw, s_grid=(0.25, 0.5), rs=rs, scan=rsb1.ScanOptions(max_rows=6)
+    )
+    frac = 0.05 * (0.6 - 0.01)
+    assert [s for s, _, _ in starts[:5]] == [0.25, 0.5, 1.0, 2.0, 4.0]
+    assert starts[0][1:] == (pytest.approx(frac), None)  # the RS start, no warm starts
+    assert starts[1][1:] == (pytest.approx(frac), 0.25)  # after the collapse at 0.25: RS state, its warm starts
+    assert starts[2][1:] == (0.5, 0.5)  # from the nearest solve, s = 0.5
+    assert res.scan.bracketed and abs(res.scan.s_star - 2 * math.sqrt(ln2)) < 0.02 and res.scan.check.ok
+    assert all("prox_warm" not in r for r in res.scan.rows)
+    job = Rsb1Job(
+        model="spiked",
+        nu=1.0,
+        L=2,
+        delta=0.0,
+        sigma="softmax",
+        lam=0.1,
+        alpha=1.0,
+        n_outer=8,
+        n_inner=4,
+        seed=0,
+        inner_seed=1,
+        s_grid=(0.25, 0.5),
+        s_extend=2.0,
+        s_max_rows=6,
+        frac=0.05,
+        tol=2e-4,
+        max_iter=80,
+        rs="rs.nc",
+    )
+    ds = dataset(job, record(res))
+    assert bool(ds.bracketed) and not bool(ds.lower_bound) and bool(ds.checked)
+    assert float(ds.s_reported) == float(ds.s_star) == res.scan.s_star
+    assert float(ds.objective) == pytest.approx(-math.sqrt(ln2), abs=1e-4)
+    assert int(ds.scan_refined.sum()) >= 1 and ds.sizes["s"] == 5 + int(ds.scan_refined.sum())
+    assert ds.scan_on_curve.values.tolist() == (ds.s.values <= 2 * math.sqrt(ln2)).tolist()
+    ds.to_netcdf(tmp_path / "p.nc")  # every variable and attribute writable
 
-    def solve(s, init, warm):
-        calls.append((s, init[0], warm))
-        return row(s, 0.0, True)
 
-    scan = [row(0.3, 0.03, True), row(1.0, -0.06, False), row(2.0, -0.09, True)]
-    star = _star(solve, scan, [sol(r, t) for r, t in zip(scan, (1.0, 2.0, 3.0))])
-    assert star is not None and calls == [(pytest.approx(0.3 + 1.7 * 0.03 / 0.12), 1.0, 1.0)]
-    # adjacent converged rows: the bracket they make; one converged row or none below zero: no s*
-    calls.clear()
-    scan[1]["converged"] = True
-    _star(solve, scan, [sol(r, t) for r, t in zip(scan, (1.0, 2.0, 3.0))])
-    assert calls == [(pytest.approx(0.3 + 0.7 * 0.03 / 0.09), 1.0, 1.0)]
-    for rows in ([row(0.3, 0.03, True), row(1.0, -0.06, False)], [row(0.3, 0.03, True), row(2.0, 0.01, True)]):
-        assert _star(solve, rows, [sol(r, 0.0) for r in rows]) is None
+def test_n0_check_solves_rs_and_the_reported_state_again_on_twice_the_outer_samples(monkeypatch):
+    """``slrpipe rsb1 --n0-check`` (commands.rsb1.doubled): RS from the sweep's start and the 1RSB
+    state at the reported s from the reported state, each on 2N₀ outer samples (stand-ins for the
+    solvers record what they are given)."""
+    from slrpipe.commands.rsb1 import N0X2, doubled
+    from slrpipe.jobs import Rsb1Job
+
+    seen = {}
+
+    def rs(task, lam, alpha, fields, init):
+        seen["rs"] = fields.n
+        return None, {"objective": 1.1, "test_error": 0.4}
+
+    def solve(task, lam, alpha, s, *, samples, init, options):
+        seen["rsb1"] = (samples[0].n, samples[1].xi_k.shape[0], s, float(init[2]))
+        return {"phi": 1.2, "test_error": 0.45, "converged": True}
+
+    monkeypatch.setattr(rsb1, "rs_on_samples", rs)
+    monkeypatch.setattr(rsb1, "solve_rsb1", solve)
+    job = Rsb1Job(
+        model="spiked",
+        nu=1.0,
+        L=2,
+        delta=0.0,
+        sigma="softmax",
+        lam=0.1,
+        alpha=1.0,
+        n_outer=8,
+        n_inner=4,
+        seed=0,
+        inner_seed=1,
+        s_grid=(1.0,),
+        s_extend=2.0,
+        s_max_rows=2,
+        frac=0.05,
+        tol=2e-4,
+        max_iter=5,
+        rs="rs.nc",
+        n0_check=True,
+    )
+    task = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0)
+    reported = dict(zip(rsb1.STATE1, [0.1, 0.5, 0.2, 1.0] * 2)) | {"s": 1.7}
+    out = doubled(task, job, {}, reported, rsb1.Rsb1Options())
+    assert set(out) == set(N0X2) and seen == {"rs": 16, "rsb1": (16, 16, 1.7, 0.2)}
+    assert out["objective"] == 1.2 and out["rs_test_error"] == 0.4 and out["converged"]
+    nothing = doubled(task, job, {}, None, rsb1.Rsb1Options())  # no state reported: RS only
+    assert math.isnan(nothing["objective"]) and nothing["rs_objective"] == 1.1

@@ -18,17 +18,27 @@ MASK[::3, 3] = False
 MASK[::5, 2:] = False
 
 
-def reference(name, chi, c=0.0):
-    """Plain formulas of model.md §3 for one unmasked row."""
-    if name == "softmax":
-        e = np.exp(chi)
-        return e / e.sum()
-    if name == "linear":
-        return 1 + chi
-    if name == "erf":
-        return 1 + sp_erf(c + chi)
+def _softplus_norm(chi):
     s = np.log1p(np.exp(chi))
     return s / s.sum()
+
+
+#: plain formulas of model.md §3, one unmasked row each (a new σ adds its own: docs/extending.md)
+REFERENCES = {
+    "softmax": lambda chi, c: np.exp(chi) / np.exp(chi).sum(),
+    "linear": lambda chi, c: 1 + chi,
+    "erf": lambda chi, c: 1 + sp_erf(c + chi),
+    "softplus_norm": lambda chi, c: _softplus_norm(chi),
+}
+
+
+def reference(name, chi, c=0.0):
+    """The plain formula of σ ``name`` for one unmasked row (KeyError for a σ without one)."""
+    return REFERENCES[name](np.asarray(chi, float), c)
+
+
+def test_every_sigma_has_a_reference():
+    assert set(REFERENCES) == set(SIGMAS)
 
 
 @pytest.mark.parametrize("name", SIGMAS)
@@ -59,5 +69,5 @@ def test_normalised_scores_stable_far_out(name):
 
 
 def test_unknown_sigma():
-    with pytest.raises(ValueError, match="sigma: must be one of softmax, linear, erf, softplus_norm, got 'relu'"):
+    with pytest.raises(ValueError, match=f"sigma: must be one of {', '.join(SIGMAS)}, got 'relu'"):
         scores.score("relu", CHI)

@@ -1,4 +1,4 @@
-"""λ tuned per α (slrpipe.store.tuning): the grid search picks the λ of lowest validation error and
+"""λ tuned per α (slrpipe.analysis.tuning): the grid search picks the λ of lowest validation error and
 reports another quantity there; Fig. 3 draws the tuned curves from a store with a λ grid."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import numpy as np
 import xarray as xr
 
-from slrpipe.store.tuning import at_best_lam, best_lam
+from slrpipe.analysis.tuning import at_best_lam, best_lam
 
 
 def _erm(seed=0):

@@ -60,8 +60,8 @@ def dry_run_with(wd, name: str, edit) -> str:
     return snakemake(wd, "--cores", "2", "--configfile", str(path), "-n").stdout
 
 
-#: the jobs after any change of a result: the plan file, the store, the check and the target
-AFTER_RESULTS = {"plan": 1, "aggregate": 1, "validate": 1, "all": 1}
+#: the jobs after any change of a result: the plan file, the store, the check, its tables and the target
+AFTER_RESULTS = {"plan": 1, "aggregate": 1, "validate": 1, "tables": 1, "all": 1}
 #: the figures redrawn when spiked_L2's replica or ERM results change: fig3, validation and
 #: complexity draw that replica node, optimization the replica node of its data setting
 REPLICA_FIGURES = {"fig_fig3": 1, "fig_optimization": 1, "fig_validation": 1, "fig_complexity": 1}
@@ -183,6 +183,41 @@ def test_store_contents(done):
     assert "slrpipe_version" in tree.attrs and "config" in tree.attrs and "git_commit" in tree.attrs
 
 
+def test_every_file_is_self_describing(done):
+    """CF attributes (slrpipe.cf) on every file the smoke run writes: each step's netCDF result
+    (population, ERM, replica, Bayes-optimal, rsb1, rsb1_error), the training data sets (zarr) and
+    every node of the store, whose root carries the global ones."""
+    import zarr
+    from conftest import assert_self_describing
+
+    results = done / "results"
+    files = sorted(p for p in results.rglob("*.nc") if "cache" not in p.parts)
+    kinds = {xr.open_dataset(p).attrs.get("command") for p in files}
+    assert {"population", "replica", "rsb1", "rsb1-error"} <= kinds, kinds
+    assert any("/erm/" in str(p) for p in files) and any("bayes_optimal" in str(p) for p in files)
+    for path in files:
+        with xr.open_dataset(path) as ds:
+            assert_self_describing(ds, str(path.relative_to(results)))
+    data = sorted(p for p in results.rglob("*.zarr") if p.name != "slr.zarr")
+    assert data
+    for path in data:
+        assert_self_describing(zarr.open_group(str(path), mode="r"), str(path.relative_to(results)))
+    tree = open_strictly(results / "slr.zarr")
+    nodes = [node for node in tree.subtree if node.has_data]
+    assert len(nodes) >= 5
+    for node in nodes:
+        assert_self_describing(node.to_dataset(), f"slr.zarr {node.path}", global_attrs=False)
+        assert not {"history", "date_created"} & set(node.attrs), node.path  # its files', not its own
+    root = dict(tree.attrs)
+    assert root["Conventions"].startswith("CF-") and root["history"].startswith(
+        f"{root['date_created']} slrpipe aggregate "
+    )
+    # names the aggregation derives take their base's units and a composed long name
+    rep = tree["replica/spiked_L2"].to_dataset()
+    assert rep["rsb1_scan_wall_time"].attrs["units"] == "s" and rep["rsb1_test_error_batch_se"].attrs["units"] == "1"
+    assert rep["bayes_optimal_test_error"].attrs["long_name"] == "Bayes-optimal: test mean squared error"
+
+
 def test_figures_are_real_images(done):
     import matplotlib.image as mpimg
 
@@ -194,6 +229,24 @@ def test_figures_are_real_images(done):
         # not blank: a good share of non-white pixels and several distinct colours
         rgb = img[..., :3].reshape(-1, 3)
         assert (rgb.min(axis=1) < 0.9).mean() > 0.02 and len(np.unique((rgb * 255).astype(int), axis=0)) > 20
+
+
+def test_the_tables_rule_writes_every_table_from_the_rows(done):
+    """rule tables (a target of rule all): results/tables/<name>.md for each of TABLES, rendered from
+    results/validation.json: one line per compared point, the verdict counts summing to them, and
+    the 1RSB table with the two points solved at α = 8 (the smoke config's rsb1.alphas)."""
+    from slrpipe.analysis import tables
+    from slrpipe.analysis.rows import read_rows
+
+    rows = read_rows(done / "results" / "validation.json")
+    written = sorted(p.name for p in (done / "results" / "tables").iterdir())
+    assert written == sorted(f"{n}.md" for n in tables.TABLES)
+    md = {n: (done / "results" / "tables" / f"{n}.md").read_text() for n in tables.TABLES}
+    for name, render in tables.RENDERERS.items():
+        assert md[name] == render(rows) + "\n", name
+    assert len([line for line in md["validation"].splitlines() if line.startswith("| spiked_L2 |")]) == len(rows) == 4
+    assert md["verdicts"].splitlines()[-1] == "| all | 4 |"
+    assert [line.split("|")[4].strip() for line in md["rsb1"].splitlines()[2:]] == ["8", "8"]
 
 
 def test_nothing_to_do_on_second_run(done):
@@ -279,6 +332,7 @@ def test_changing_the_replica_alpha_grid_reruns_its_sweeps(done):
     [
         ({"n_inner": 8}, {"rsb1": 2, "rsb1_error": 2}),
         ({"tol": 1e-3}, {"rsb1": 2, "rsb1_error": 2}),
+        ({"s_max_rows": 3}, {"rsb1": 2, "rsb1_error": 2}),
         ({"batches": 2}, {"rsb1_error": 2}),
     ],
 )
@@ -312,11 +366,11 @@ def test_rsb1_points_in_the_store_and_the_table(done):
         a = rep.sel(sigma=s, lam=0.1, alpha=8.0)
         se = 8.0 * float(a["train_loss_se"])
         assert abs(float(a["rsb1_rs_objective"]) - float(a["objective"])) <= 0.2 * se, (s, a)
-        # the state reported (slrpipe.store.rsb1): s*, or the largest Φ of the converged physical rows
-        ok = (a["rsb1_scan_physical"] == 1) & (a["rsb1_scan_converged"] == 1)
-        if np.isfinite(float(a["rsb1_s_star"])):
-            assert float(a["rsb1_s_reported"]) == float(a["rsb1_s_star"]) and not bool(a["rsb1_lower_bound"])
-        elif bool(ok.any()):
+        # the state reported (slrpipe.theory.replica.rsb1.scan): s*, or the largest Φ of the converged
+        # rows, a lower bound (two rows, s_max_rows 2: no maximum can be bracketed)
+        ok = a["rsb1_scan_converged"] == 1
+        assert not bool(a["rsb1_bracketed"]) and np.isnan(float(a["rsb1_s_star"]))
+        if bool(ok.any()):
             assert float(a["rsb1_objective"]) == float(a["rsb1_scan_phi"].where(ok).max()), (s, a)
             assert bool(a["rsb1_lower_bound"])
         # the batch-means error of that state (rule rsb1_error: K = 4 batches of 128 outer samples)
@@ -332,7 +386,7 @@ def test_rsb1_points_in_the_store_and_the_table(done):
 
 
 def test_store_has_starts_trajectories_and_ground_state(done):
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     tree = open_store(done / "results" / "slr.zarr")
     opt = tree["erm/opt_L2"].to_dataset()
@@ -416,3 +470,5 @@ def test_population_only_config_end_to_end(workflow_dir):
     assert set(tree.children) == {"population"} and set(tree["population/p"]["sigma"].values) == {"bayes", "linear"}
     assert (workflow_dir / "results" / "figures" / "fig2.png").stat().st_size > 5_000
     assert not (workflow_dir / "results" / "validation.txt").exists()
+    # no comparison: each table one sentence saying so
+    assert (workflow_dir / "results" / "tables" / "verdicts.md").read_text().startswith("No point compared")

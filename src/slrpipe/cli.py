@@ -12,6 +12,8 @@ import importlib
 import logging
 import sys
 
+from slrpipe.provenance import record_command
+
 COMMANDS = {
     "generate": "slrpipe.commands.generate",
     "train": "slrpipe.commands.train",
@@ -25,6 +27,7 @@ COMMANDS = {
     "aggregate": "slrpipe.commands.aggregate",
     "figure": "slrpipe.commands.figure",
     "validate": "slrpipe.commands.validate",
+    "tables": "slrpipe.commands.tables",
     "install-profile": "slrpipe.commands.install_profile",
 }
 
@@ -47,6 +50,7 @@ def main(argv=None) -> int:
     status: 0, or 2 with a one-line error for bad parameters (a ValueError)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     argv = sys.argv[1:] if argv is None else list(argv)
+    record_command(argv)  # the history attribute of the files this step writes
     # a command imports its own module only (all twelve: ~0.6 s more per process, most of it the
     # imports a workflow job then needs anyway); the full parser for --help or a misspelt command
     only = argv[0] if argv and argv[0] in COMMANDS else None

@@ -245,7 +245,9 @@ class Rsb1Job:
     """The zero-temperature 1RSB ground state at one point (``slrpipe rsb1``; docs/theory.md §13):
     the data law, σ, λ, α; the outer samples (n_outer N₀, the RS fields of ``seed``) and inner
     samples (n_inner N₁ per outer sample, ``inner_seed``); the Parisi parameters scanned (s_grid,
-    ascending), the start δq = frac·(q − m²), the fixed-point tolerance and budget per s; ``rs``:
+    ascending; extended by the factor s_extend up to s_max_rows solves in all where no maximum of Φ
+    is bracketed, slrpipe.theory.replica.rsb1.scan; ``n0_check``: RS and the state reported solved
+    again at 2N₀, the convergence in N₀), the start δq = frac·(q − m²), the fixed-point tolerance and budget per s; ``rs``:
     the RS sweep file whose fixed point at (λ, α) starts the RS solve on these samples."""
 
     model: str
@@ -260,14 +262,19 @@ class Rsb1Job:
     seed: int
     inner_seed: int
     s_grid: tuple
+    s_extend: float
+    s_max_rows: int
     frac: float
-    tol: float
-    max_iter: int
+    tol: float | None
+    max_iter: int | None
     rs: str
+    n0_check: bool = False
 
     def __post_init__(self):
-        for name in ("nu", "delta", "lam", "alpha", "frac", "tol"):
+        for name in ("nu", "delta", "lam", "alpha", "frac", "s_extend"):
             object.__setattr__(self, name, float(getattr(self, name)))
+        if self.tol is not None:  # None: the solver's default (commands.rsb1.resolved)
+            object.__setattr__(self, "tol", float(self.tol))
         object.__setattr__(self, "L", length_law(self.L))
         object.__setattr__(self, "s_grid", _floats(self.s_grid))
 
@@ -281,11 +288,12 @@ class Rsb1ErrorJob:
 
     rsb1: str
     batches: int
-    tol: float
-    max_iter: int
+    tol: float | None
+    max_iter: int | None
 
     def __post_init__(self):
-        object.__setattr__(self, "tol", float(self.tol))
+        if self.tol is not None:  # None: the solver's default (commands.rsb1.resolved)
+            object.__setattr__(self, "tol", float(self.tol))
 
 
 #: the record each command consumes

@@ -1,8 +1,9 @@
 """The domain vocabulary of slrpipe, defined once: model, σ, init and optimiser names, seed offsets,
 the Bayes key scale c_ν, the range checks of (model, ν, Δ, L) and the key/value field projection.
 
-Everything else imports these names from here (this module imports nothing of slrpipe), so a new
-model or score function is added in one place. Source: docs/model.md §1–§3 and §5.
+Everything else imports these names from here. The σ names and their classes are read from the σ
+registry (:mod:`slrpipe.sigmas`, the only part of slrpipe this module imports): a new score
+function is a new module there (docs/extending.md). Source: docs/model.md §1–§3 and §5.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ import math
 
 import numpy as np
 
+from slrpipe import sigmas as _sigmas
+
 #: SLR variants (docs/model.md §2): spiked-SLR and max-SLR.
 MODELS = ("spiked", "max")
-#: score functions σ of the attention estimators (docs/model.md §3).
-SIGMAS = ("softmax", "linear", "erf", "softplus_norm")
-#: the σ the replica theory of ERM handles (erf would need its learned offset c as an order parameter).
-REPLICA_SIGMAS = ("softmax", "linear", "softplus_norm")
+#: score functions σ of the attention estimators (docs/model.md §3): the registry's, in its order.
+SIGMAS = _sigmas.names()
+#: the σ the replica theory of ERM handles (``Sigma.replica``; each σ's ``replica_note`` says why).
+REPLICA_SIGMAS = tuple(s for s in SIGMAS if _sigmas.get(s).replica)
 #: the population oracle's name next to the σ names (softmax at k = c_ν k*, v = v*).
 BAYES = "bayes"
 #: ERM initialisations (docs/model.md §5): k = c_ν k*, v = v* / N(0, I_D) / N(0, 10⁻⁴ I_D).
@@ -26,9 +29,9 @@ OPTIMIZERS = ("lbfgs", "gd", "adam", "sgd")
 #: the first-order optimisers: a step size lr, a step budget, trajectories that are dynamics in time.
 FIRST_ORDER = ("gd", "sgd", "adam")
 #: the σ whose scores are normalised over the sequence (a probability vector over tokens).
-NORMALISED_SIGMAS = ("softmax", "softplus_norm")
-#: the odd σ: f(−k, −v) = f(k, v), so every ERM minimum has a mirror image (−k, −v)
-ODD_SIGMAS = ("linear", "erf")
+NORMALISED_SIGMAS = tuple(s for s in SIGMAS if _sigmas.get(s).normalised)
+#: the odd σ: σ − 1 odd in χ (``Sigma.odd``); ERM's minima are compared with mirror images (−k, −v) too
+ODD_SIGMAS = tuple(s for s in SIGMAS if _sigmas.get(s).odd)
 #: the starts drawn at random (seeded by init_seed); the informed start is deterministic.
 RANDOM_INITS = ("random", "small")
 #: replica ansätze of the finite-α theory: replica-symmetric (docs/theory.md §2–§9) and zero-temperature
@@ -96,8 +99,9 @@ def check_choice(field: str, value, allowed) -> str:
 
 
 def check_sigma(sigma: str) -> str:
-    """``sigma`` if it names a score function (:data:`SIGMAS`); else ValueError."""
-    return check_choice("sigma", sigma, SIGMAS)
+    """``sigma`` if it names a registered score function (:func:`slrpipe.sigmas.names`, which
+    includes a σ registered for a block by :func:`slrpipe.sigmas.registered`); else ValueError."""
+    return check_choice("sigma", sigma, _sigmas.names())
 
 
 def check_model_nu(model: str, nu: float) -> float:

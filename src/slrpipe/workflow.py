@@ -216,6 +216,10 @@ def _check_rsb1(name: str, exp: dict) -> None:
     grid = opts["s_grid"]
     if any(b <= a for a, b in zip(grid, grid[1:])):
         raise ConfigError(f"config error: replica.{name}.rsb1.s_grid: {grid} must be strictly ascending")
+    if opts["s_max_rows"] < len(grid):
+        raise ConfigError(
+            f"config error: replica.{name}.rsb1.s_max_rows: {opts['s_max_rows']} is fewer than the {len(grid)} values of s_grid"
+        )
     if opts["n_outer"] % (2 * opts["batches"]):
         raise ConfigError(
             f"config error: replica.{name}.rsb1.batches: {opts['batches']} does not divide n_outer/2 = "
@@ -554,6 +558,9 @@ def _plan_rsb1(exp: dict, p: Plan, stem: str, members: tuple, law: dict, *, sigm
             seed=exp["seed"],
             inner_seed=o["inner_seed"],
             s_grid=o["s_grid"],
+            s_extend=o["s_extend"],
+            s_max_rows=o["s_max_rows"],
+            n0_check=o["n0_check"],
             frac=o["frac"],
             tol=o["tol"],
             max_iter=o["max_iter"],

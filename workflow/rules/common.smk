@@ -3,7 +3,7 @@ import json
 import shlex
 import sys
 
-from slrpipe.figures import DRAWS_SETTING_REPLICA, REGISTRY
+from slrpipe.figures import DRAWS_SETTING_REPLICA, READS_ROWS, REGISTRY
 from slrpipe.fingerprint import fingerprint
 from slrpipe.commands._config import plan_text
 from slrpipe.io import write_text
@@ -107,3 +107,4 @@ FIGURES = [
 
 # The ERM-vs-replica check runs when some replica experiment names an ERM experiment.
 VALIDATION = ["results/validation.txt"] if any(exp["erm"] for exp in config["replica"].values()) else []
+VALIDATION_ROWS = [p.removesuffix(".txt") + ".json" for p in VALIDATION]  # its rows (validation.json)

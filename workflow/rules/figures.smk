@@ -9,6 +9,8 @@ for _fig in FIGURE_INPUTS:
         input:
             store=ancient(STORE_DONE),  # the sentinel of results/slr.zarr (aggregate.smk)
             uses=figure_uses(_fig),
+            # the comparison's rows for a figure drawn from them (READS_ROWS): ancient, as the store
+            rows=[ancient(p) for p in VALIDATION_ROWS] if _fig in READS_ROWS else [],
         output:
             pdf=f"results/figures/{_fig}.pdf",
             png=report(f"results/figures/{_fig}.png", caption=f"../report/{_fig}.rst", category="Figures"),
@@ -20,6 +22,7 @@ for _fig in FIGURE_INPUTS:
         params:
             fig=_fig,
             experiments=",".join(FIGURE_INPUTS[_fig][1]),
+            rows=" ".join(f"--validation {p}" for p in VALIDATION_ROWS) if _fig in READS_ROWS else "",
         shell:
             f"{SLRPIPE} figure {{params.fig}} --store {STORE} --experiments {{params.experiments}}"
-            " --out results/figures/{params.fig} > {log} 2>&1"
+            " --out results/figures/{params.fig} {params.rows} > {log} 2>&1"

@@ -7,11 +7,12 @@ rule validate:
         store=STORE_DONE,  # the sentinel of results/slr.zarr (aggregate.smk)
         plan=PLAN_FILE,
     output:
-        "results/validation.txt",
+        txt="results/validation.txt",
+        rows="results/validation.json",  # every column of every row (slrpipe.analysis.validation.to_json)
     log:
         "results/logs/validate.log",
     benchmark:
         "results/benchmarks/validate.tsv"
     localrule: True
     shell:
-        f"{SLRPIPE} validate --store {STORE} --plan {{input.plan}} --out {{output}} > {{log}} 2>&1"
+        f"{SLRPIPE} validate --store {STORE} --plan {{input.plan}} --out {{output.txt}} > {{log}} 2>&1"

@@ -27,7 +27,7 @@ def run(args):
 
     Raises:
         ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
-    from slrpipe.store.aggregate import build_store
+    from slrpipe.analysis.aggregate import build_store
 
     config, members = load_plan(args, results=args.results or str(Path(args.out).parent))
     if args.workers < 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from slrpipe.figures import REGISTRY
+from slrpipe.figures import READS_ROWS, REGISTRY
 
 
 def add_arguments(p):
@@ -13,6 +13,10 @@ def add_arguments(p):
     p.add_argument("--store", required=True, help="the aggregated results/slr.zarr")
     p.add_argument("--experiments", required=True, help="comma-separated experiment names, one panel each")
     p.add_argument("--out", required=True, help="output path without extension (.pdf and .png are written)")
+    p.add_argument(
+        "--validation",
+        help=f"the comparison's rows (results/validation.json); required by the figures {sorted(READS_ROWS)}",
+    )
 
 
 def run(args):
@@ -20,17 +24,23 @@ def run(args):
 
     Raises:
         ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
-    from slrpipe.store.aggregate import open_store
+    from slrpipe.analysis.aggregate import open_store
 
     mod = importlib.import_module(f"slrpipe.figures.{args.name}")
     experiments = [e for e in args.experiments.split(",") if e]
     # the panels' own nodes are loaded, any other node a figure draws from is read where used
-    # (~0.5–1 s less per figure job); the replica figures read ERM nodes throughout, and lazy reads
-    # of those made the validation figure 1–2 s slower: they load the whole store
+    # (~0.5–1 s less per figure job); the replica figures read ERM nodes throughout: they load the
+    # whole store; a figure of the comparison's rows (READS_ROWS) opens no store
     kind = REGISTRY[args.name]
-    nodes = None if kind == "replica" else [f"{kind}/{e}" for e in experiments]
-    tree = open_store(args.store, nodes=nodes)
-    paths = mod.plot(tree, experiments, args.out)
+    if args.name in READS_ROWS:  # drawn from the comparison's rows, not the store's nodes
+        if not args.validation:
+            raise ValueError(f"figure {args.name}: --validation (results/validation.json) is required")
+        from slrpipe.analysis.rows import read_rows
+
+        paths = mod.plot(None, experiments, args.out, rows=read_rows(args.validation))
+    else:
+        nodes = None if kind == "replica" else [f"{kind}/{e}" for e in experiments]
+        paths = mod.plot(open_store(args.store, nodes=nodes), experiments, args.out)
     for p in paths:
         print(p)
     return 0

@@ -2,12 +2,15 @@
 
 Reads the RS sweep file ``--rs`` (``slrpipe replica``) for its fixed point at (λ, α), solves RS
 again on the 1RSB outer samples (soft then hard channel, ``rsb1.rs_on_samples``), scans the Parisi
-parameter over ``--s-grid`` and solves at s*, where the complexity crosses zero
-(``rsb1.rsb1_ground_state``; docs/theory.md §13). Writes one netCDF file (:func:`dataset`).
+parameter from ``--s-grid`` by the zero-temperature rule (``rsb1.rsb1_ground_state``,
+slrpipe.theory.replica.rsb1.scan: s* = argmax Φ where a maximum is bracketed, extending the grid by
+``--s-extend`` up to ``--s-max-rows`` solves, else a lower bound; docs/theory.md §13). Writes one
+netCDF file (:func:`dataset`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 
@@ -22,12 +25,13 @@ from slrpipe.vocabulary import MODELS, REPLICA_SIGMAS
 
 log = logging.getLogger(__name__)
 
-#: the per-s quantities of the scan (``rsb1._SUMMARY`` names), stored as ``scan_<name>``. Listed here,
-#: not derived from ``_SUMMARY``: the CLI imports every command module at start-up, and importing the
+#: the per-s quantities of the scan (``rsb1.ground.SUMMARY`` names), stored as ``scan_<name>``. Listed here,
+#: not derived from ``SUMMARY``: the CLI imports every command module at start-up, and importing the
 #: 1RSB theory (JAX, the prox) there would slow every job; a name missing from the scan's summaries
 #: fails the smoke workflow's rsb1 jobs (tests/test_workflow.py).
 SCAN = (
     "phi",
+    "phi_se",
     "sigma",
     "sigma_se",
     "energy_direct",
@@ -73,11 +77,22 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the outer samples")
     p.add_argument("--inner-seed", type=int, default=1, help="seed of the inner samples")
     p.add_argument("--s-grid", required=True, type=typed(parse_grid), help="comma-separated Parisi parameters s")
+    p.add_argument("--s-extend", required=True, type=float, help="factor by which the s grid is extended (> 1)")
+    p.add_argument("--s-max-rows", required=True, type=int, help="most s solved in all (grid and extensions)")
     p.add_argument("--frac", type=float, default=0.05, help="start δq = frac·(q − m²) from the RS state")
-    p.add_argument("--tol", type=float, default=2e-4, help="fixed-point tolerance")
-    p.add_argument("--max-iter", type=int, default=80, help="channel evaluations per s")
+    p.add_argument("--tol", type=float, help="fixed-point tolerance (default: Rsb1Options')")
+    p.add_argument("--max-iter", type=int, help="channel evaluations per s (default: Rsb1Options')")
+    p.add_argument("--n0-check", action="store_true", help="also solve RS and the state reported at 2N₀")
     p.add_argument("--rs", required=True, help="the RS sweep file (slrpipe replica) whose fixed point starts RS")
     p.add_argument("--out", required=True, help="output netCDF path")
+
+
+def resolved(job, options_cls):
+    """``job`` with a tol / max_iter not given (None) set to the solver's default (``options_cls``,
+    :class:`~slrpipe.theory.replica.rsb1.Rsb1Options`: the one declaration of those defaults besides
+    the config schema's)."""
+    fill = {k: getattr(options_cls, k) for k in ("tol", "max_iter") if getattr(job, k) is None}
+    return dataclasses.replace(job, **fill) if fill else job
 
 
 def rs_start(path, lam: float, alpha: float) -> dict:
@@ -98,68 +113,141 @@ def rs_start(path, lam: float, alpha: float) -> dict:
 
 
 def unsolved(job: Rsb1Job) -> dict:
-    """The result of a point with no RS fixed point to start from (the sweep did not converge
-    there): every number NaN, nothing converged, so the store and the validation read it as not
-    solved instead of the job failing."""
+    """The rows of a point with no RS fixed point to start from (the sweep did not converge there):
+    every number NaN, nothing converged, so the store and the validation read it as not solved
+    instead of the job failing. Returns ``{"rs": ..., "rows": ...}`` as :func:`record` does."""
     nan = math.nan
-    row = {**dict.fromkeys(SCAN, nan), "converged": False}
+    rows = [{**dict.fromkeys(SCAN, nan), "s": s, "converged": False, "refined": False} for s in job.s_grid]
     rs = {**dict.fromkeys(RS_KEYS, nan), "converged": False, "train_loss_se": nan}
-    return {"scan": [row] * len(job.s_grid), "rs": rs, "star": None, "n_outer": job.n_outer, "n_inner": job.n_inner}
+    return {"rs": rs, "rows": rows, "n_outer": job.n_outer, "n_inner": job.n_inner}
 
 
-def dataset(job: Rsb1Job, res: dict, scan_physical) -> xr.Dataset:
-    """The result of one point as an ``xarray.Dataset``.
+#: the point variables at the state reported: (name, scan summary name)
+REPORTED = (
+    ("objective", "phi"),
+    ("objective_se", "phi_se"),
+    ("test_error", "test_error"),
+    ("dq_k", "dq_k"),
+    ("dq_v", "dq_v"),
+    ("m_k", "m_k"),
+    ("m_v", "m_v"),
+    ("q1_k", "q1_k"),
+    ("q1_v", "q1_v"),
+)
+#: RS and the state reported solved again at 2N₀ outer samples (``--n0-check``), stored as ``n0x2_<name>``
+N0X2 = ("rs_objective", "rs_test_error", "objective", "test_error", "converged")
+#: the checks of s* (slrpipe.theory.replica.rsb1.scan.StarCheck), stored as ``star_<name>``
+CHECKS = ("sigma", "sigma_se", "sigma_fd", "sigma_fd_se", "de_ds")
 
-    Dims: s (the scan grid). Variables: ``scan_*`` on s (:data:`SCAN`: Φ(s), the complexity Σ(s) ±
-    s.e., the typical-state energy e(s) ± s.e. and test error, δq, m, q₁, V per column, the median
-    inner ESS, residual, converged, N₁ biases; ``scan_physical``: on the concave branch of Σ(e));
-    ``rs_*`` scalars (:data:`RS_KEYS`, RS on the same samples, hard channel; ``rs_objective_se`` its
-    outer Monte Carlo s.e.); at s* (where Σ crosses
-    zero; NaN where it does not): ``s_star``, ``objective`` (Φ(s*) = e_gs, min 𝓛/D of the ground
-    state) ± ``objective_se``, ``test_error`` (a typical ground-state minimum), ``dq_k``, ``dq_v``,
-    ``distance`` = 2(δq_k + δq_v) (the predicted (1/D)|W_a − W_b|² between two minima), ``m_k``,
-    ``m_v``, ``q1_k``, ``q1_v``, ``converged``. Coordinates: σ, the data law, λ, α; attributes: the
-    samples and solver options.
+
+def record(ground) -> dict:
+    """The plain record of a ``rsb1.GroundState`` that :func:`dataset` writes: rs, rows (``SCAN``
+    + s, refined), the scalars of the rule (bracketed, lower_bound, s_star, s_reported, refine, the
+    ``CHECKS`` and checked) and the reported state's row, de/ds and on_curve per row."""
+    from slrpipe.theory.replica.rsb1.scan import de_ds, on_curve
+
+    res = ground.scan
+    rows = [r | {"refined": bool(raw.get("refined", False))} for r, raw in zip(ground.rows, res.rows)]
+    rep = res.reported
+    out = {"rs": ground.rs, "rows": rows, "n_outer": ground.n_outer, "n_inner": ground.n_inner}
+    out.update(
+        bracketed=res.bracketed,
+        lower_bound=res.lower_bound,
+        s_star=res.s_star,
+        s_reported=rep["s"] if rep is not None else math.nan,
+        refine=res.refine,
+        reported=rep,
+        checked=res.bracketed and res.check.ok,
+        de_ds=de_ds(res.rows),
+        on_curve=on_curve(res.rows),
+        **{f"star_{k}": getattr(res.check, k) for k in CHECKS},
+    )
+    return out
+
+
+def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
+    """The result of one point as an ``xarray.Dataset`` (``res``: :func:`record` or :func:`unsolved`).
+
+    Dims: s (the s solved: the grid, its extensions and the solves that refine s*, ascending).
+    Variables: ``scan_*`` on s (:data:`SCAN`: Φ(s) ± s.e., the complexity Σ(s) ± s.e. (closed
+    form), the typical-state energy e(s) ± s.e. and test error, δq, m, q₁, V per column, the median
+    inner ESS, residual, converged, N₁ biases; ``scan_refined``: a solve refining s*; ``scan_de_ds``:
+    de/ds by finite differences over converged rows; ``scan_on_curve``: drawn on the complexity
+    curve Σ(e), converged with de/ds < 0 and Σ ≥ 0); ``rs_*`` scalars (:data:`RS_KEYS`, RS on the
+    same samples, hard channel; ``rs_objective_se`` its outer Monte Carlo s.e.); the rule's scalars
+    (slrpipe.theory.replica.rsb1.scan): ``bracketed`` (a maximum of Φ bracketed: s* found),
+    ``lower_bound`` (not bracketed: the objective is only a lower bound of e_gs), ``s_star`` (NaN
+    where not bracketed), ``s_reported``, ``checked`` (Σ(s*) ≈ 0 by both estimators and de/ds < 0)
+    and ``star_*`` (:data:`CHECKS`); at the state reported (s*, else the row of largest Φ; NaN where
+    no row converged): ``objective`` (Φ = e_gs, or its lower bound) ± ``objective_se``,
+    ``test_error`` (a typical minimum), ``dq_k``, ``dq_v``, ``distance`` = 2(δq_k + δq_v) (the
+    predicted (1/D)|W_a − W_b|² between two minima), ``m_k``, ``m_v``, ``q1_k``, ``q1_v``,
+    ``converged``. Coordinates: σ, the data law, λ, α; attributes: the samples, solver and scan
+    options, ``refine`` (how s* was placed); ``n0x2_*`` (:data:`N0X2`): RS and the state reported
+    (at s_reported, from that state) on 2N₀ outer samples (:func:`doubled`), NaN unless
+    ``n0_check``.
     """
-    grid = np.array(job.s_grid)
-    scan = res["scan"]
-    data = {f"scan_{RENAMED.get(k, k)}": ("s", np.array([r[k] for r in scan])) for k in SCAN}
-    data["scan_physical"] = ("s", np.asarray(scan_physical, bool))
+    rows = res["rows"]
+    nan = math.nan
+    data = {f"scan_{RENAMED.get(k, k)}": ("s", np.array([r[k] for r in rows], float)) for k in SCAN}
+    data["scan_converged"] = ("s", np.array([bool(r["converged"]) for r in rows]))
+    data["scan_refined"] = ("s", np.array([bool(r.get("refined", False)) for r in rows]))
+    data["scan_de_ds"] = ("s", np.asarray(res.get("de_ds", np.full(len(rows), nan)), float))
+    data["scan_on_curve"] = ("s", np.asarray(res.get("on_curve", np.zeros(len(rows), bool)), bool))
     data.update({f"rs_{k}": ((), res["rs"][k]) for k in RS_KEYS})
     data["rs_objective_se"] = ((), job.alpha * res["rs"]["train_loss_se"])  # the train loss's outer MC s.e.
-    star = res["star"]
-    nan = math.nan
-    at = (lambda k: star[k]) if star else (lambda k: nan)
+    rep = res.get("reported")
+    data.update({name: ((), float(rep[key]) if rep else nan) for name, key in REPORTED})
+    data["distance"] = ((), 2.0 * (float(rep["dq_k"]) + float(rep["dq_v"])) if rep else nan)
+    data["converged"] = ((), bool(rep["converged"]) if rep else False)
     data.update(
-        s_star=((), at("s")),
-        objective=((), at("phi")),
-        objective_se=((), at("energy_direct_se")),
-        test_error=((), at("test_error")),
-        dq_k=((), at("dq_k")),
-        dq_v=((), at("dq_v")),
-        distance=((), 2.0 * (at("dq_k") + at("dq_v"))),
-        m_k=((), at("m_k")),
-        m_v=((), at("m_v")),
-        q1_k=((), at("q1_k")),
-        q1_v=((), at("q1_v")),
-        converged=((), bool(star["converged"]) if star else False),
+        bracketed=((), bool(res.get("bracketed", False))),
+        lower_bound=((), bool(res.get("lower_bound", False))),
+        checked=((), bool(res.get("checked", False))),
+        s_star=((), float(res.get("s_star", nan))),
+        s_reported=((), float(res.get("s_reported", nan))),
+        **{f"star_{k}": ((), float(res.get(f"star_{k}", nan))) for k in CHECKS},
+        **{f"n0x2_{k}": ((), float(res.get("n0x2", {}).get(k, nan))) for k in N0X2},
     )
     L = next(iter(job.L))
-    coords = dict(
-        s=grid, sigma=job.sigma, model=job.model, nu=job.nu, L=L, delta=job.delta, lam=job.lam, alpha=job.alpha
-    )
+    s = np.array([r["s"] for r in rows], float)
+    coords = dict(s=s, sigma=job.sigma, model=job.model, nu=job.nu, L=L, delta=job.delta, lam=job.lam, alpha=job.alpha)
     attrs = dict(
         theory="one-step replica-symmetry breaking, zero temperature (docs/theory.md §13)",
+        rule="e_gs = max_s Φ(s) = Φ(s*), Σ(s*) = 0 (slrpipe.theory.replica.rsb1.scan)",
+        refine=res.get("refine", ""),
         n_outer=res["n_outer"],
         n_inner=res["n_inner"],
         seed=job.seed,
         inner_seed=job.inner_seed,
+        s_grid=list(job.s_grid),
+        s_extend=job.s_extend,
+        s_max_rows=job.s_max_rows,
         frac=job.frac,
         tol=job.tol,
         max_iter=job.max_iter,
         rs_start=job.rs,
     )
     return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def doubled(task, job: Rsb1Job, init: dict, reported: dict | None, options) -> dict:
+    """RS and the 1RSB state reported solved again on 2N₀ outer samples (a draw of 2N₀ with the
+    point's seeds), at the reported s from the reported state: ``N0X2`` (the state's NaN
+    where none is reported), for the convergence in N₀ (slrpipe.store.verdict)."""
+    from slrpipe.theory.replica import rsb1
+
+    draw = rsb1.Rsb1Draw(2 * job.n_outer, job.n_inner, job.seed, job.inner_seed)
+    fields, inner = draw.samples(task)
+    _, hard = rsb1.rs_on_samples(task, job.lam, job.alpha, fields, init)
+    out = {"rs_objective": hard["objective"], "rs_test_error": hard["test_error"]}
+    out |= {"objective": math.nan, "test_error": math.nan, "converged": False}
+    if reported is not None:
+        x = np.array([reported[k] for k in rsb1.STATE1])
+        r = rsb1.solve_rsb1(task, job.lam, job.alpha, reported["s"], samples=(fields, inner), init=x, options=options)
+        out |= {"objective": r["phi"], "test_error": r["test_error"], "converged": bool(r["converged"])}
+    log.info("at 2N₀ = %d: %s", 2 * job.n_outer, out)
+    return out
 
 
 def run(args) -> int:
@@ -170,7 +258,7 @@ def run(args) -> int:
         line and exits with 2)."""
     from slrpipe.theory.replica import ReplicaTask, rsb1
 
-    job = from_namespace(Rsb1Job, args)
+    job = resolved(from_namespace(Rsb1Job, args), rsb1.Rsb1Options)
     if len(job.L) != 1:
         raise ValueError(f"L: the replica solver needs a fixed length, got {text(job.L)}")
     task = ReplicaTask(job.sigma, job.model, job.nu, next(iter(job.L)), job.delta).normalised()
@@ -179,7 +267,7 @@ def run(args) -> int:
     init = rs_start(job.rs, job.lam, job.alpha)
     if not all(math.isfinite(v) for v in init.values()):
         log.warning("no RS fixed point at (λ, α) = (%g, %g) in %s: 1RSB not solved (NaN)", job.lam, job.alpha, job.rs)
-        ds = dataset(job, unsolved(job), np.zeros(len(job.s_grid), bool))
+        ds = dataset(job, unsolved(job))
         ds.attrs.update(provenance(command="rsb1", nu_text=text(job.nu), unsolved="no RS fixed point to start from"))
         write_netcdf(ds, args.out)
         return 0
@@ -191,10 +279,14 @@ def run(args) -> int:
         hard["test_error"],
         hard["converged"],
     )
+    scan = rsb1.ScanOptions(extend=job.s_extend, max_rows=job.s_max_rows)
     res = rsb1.rsb1_ground_state(
-        task, job.lam, job.alpha, draw=draw, s_grid=job.s_grid, frac=job.frac, rs=hard, options=options
+        task, job.lam, job.alpha, draw=draw, s_grid=job.s_grid, frac=job.frac, rs=hard, options=options, scan=scan
     )
-    ds = dataset(job, res, rsb1.physical(res["scan"]))
+    rec = record(res)
+    if job.n0_check:
+        rec["n0x2"] = doubled(task, job, init, rec["reported"], options)
+    ds = dataset(job, rec)
     ds.attrs.update(provenance(command="rsb1", nu_text=text(job.nu)))
     write_netcdf(ds, args.out)
     return 0

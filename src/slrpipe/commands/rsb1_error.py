@@ -1,11 +1,11 @@
 """The batch-means Monte Carlo error of one 1RSB point's reported state (docs/theory.md §13).
 
-Reads a ``slrpipe rsb1`` result (``--rsb1``), takes the state it reports (slrpipe.store.rsb1:
-s* on the physical part, else the physical row of largest Φ), draws the same outer and inner
+Reads a ``slrpipe rsb1`` result (``--rsb1``), takes the state it reports (s* where a maximum of Φ
+is bracketed, else the row of largest Φ, a lower bound; slrpipe.theory.replica.rsb1.scan), draws the same outer and inner
 samples, cuts the outer samples into ``--batches`` K antithetic-closed batches and solves the 1RSB
 saddle on each at the reported s from the reported state
 (slrpipe.theory.replica.batch_means). Writes one netCDF file (:func:`dataset`): the per-batch values
-and the standard error sd/√K and finite-N₀ bias of the objective Φ, the test error and 2 tr δQ.
+and the standard error sd/√K and finite-N₀ bias of the objective Φ, the test error, 2 tr δQ and the overlaps m_k, m_v, q₁_k, q₁_v.
 """
 
 from __future__ import annotations
@@ -23,7 +23,15 @@ from slrpipe.provenance import provenance
 log = logging.getLogger(__name__)
 
 #: quantities of the reported state whose error is measured: (name in the rsb1 file, solve_rsb1 key)
-QUANTITIES = (("objective", "phi"), ("test_error", "test_error"), ("distance", "distance"))
+QUANTITIES = (
+    ("objective", "phi"),
+    ("test_error", "test_error"),
+    ("distance", "distance"),
+    ("m_k", "m_k"),
+    ("m_v", "m_v"),
+    ("q1_k", "q1_k"),
+    ("q1_v", "q1_v"),
+)
 #: the two columns of the 1RSB state, in slrpipe.theory.replica.rsb1.STATE1 order (m, q₀, δq, V each)
 _COLUMNS = ("k", "v")
 #: the coordinates of a point, copied from its rsb1 file
@@ -34,21 +42,21 @@ def add_arguments(p) -> None:
     """The options of ``slrpipe rsb1-error`` (added to its subparser ``p``)."""
     p.add_argument("--rsb1", required=True, help="the point's result file (slrpipe rsb1)")
     p.add_argument("--batches", type=int, default=4, help="K batches of the outer samples (N₀/2 a multiple of K)")
-    p.add_argument("--tol", type=float, default=2e-4, help="fixed-point tolerance of each batch solve")
-    p.add_argument("--max-iter", type=int, default=80, help="channel evaluations per batch solve")
+    p.add_argument("--tol", type=float, help="fixed-point tolerance of each batch solve (default: Rsb1Options')")
+    p.add_argument("--max-iter", type=int, help="channel evaluations per batch solve (default: Rsb1Options')")
     p.add_argument("--out", required=True, help="output netCDF path")
 
 
 def start_state(ds: xr.Dataset, s: float) -> np.ndarray:
-    """(8,) state (``rsb1.STATE1`` order) of the converged physical scan row nearest s in ``ds`` (a
-    ``slrpipe rsb1`` result): the reported row itself, or the start of the solve at s*.
+    """(8,) state (``rsb1.STATE1`` order) of the converged scan row nearest s in ``ds`` (a
+    ``slrpipe rsb1`` result): the reported row itself (s* is a row of the scan).
 
     Raises:
-        ValueError: no converged physical row.
+        ValueError: no converged row.
     """
-    ok = ds["scan_physical"].values.astype(bool) & ds["scan_converged"].values.astype(bool)
+    ok = ds["scan_converged"].values.astype(bool)
     if not ok.any():
-        raise ValueError("rsb1: no converged physical row of the s scan to start from")
+        raise ValueError("rsb1: no converged row of the s scan to start from")
     rows = np.flatnonzero(ok)
     i = int(rows[np.argmin(np.abs(ds["s"].values[rows] - s))])
     x = []
@@ -62,7 +70,7 @@ def dataset(src: xr.Dataset, job: Rsb1ErrorJob, s: float, values: dict, full: di
     """The errors of one point as an ``xarray.Dataset``.
 
     Dims: batch (K). Variables: ``batch_<q>`` (K,) the values solved on each batch and
-    ``batch_converged``, and for q in objective (Φ), test_error, distance (2 tr δQ): ``<q>_batch_se``
+    ``batch_converged``, and for q in objective (Φ), test_error, distance (2 tr δQ), m_k, m_v, q1_k, q1_v: ``<q>_batch_se``
     (sd/√K: the s.e. of the full-sample value, K − 1 degrees of freedom) and ``<q>_batch_bias``
     ((mean − full)/(K − 1): its finite-N₀ bias where that scales as 1/N₀); ``batches_converged``.
     Coordinates: the point's (σ, the data law, λ, α); attributes: s, K, the solver options, the rsb1
@@ -102,15 +110,15 @@ def run(args) -> int:
 
     Raises:
         ValueError: K < 2 or not dividing N₀/2 (the CLI prints it as one line and exits with 2)."""
-    from slrpipe.store.rsb1 import reported
+    from slrpipe.commands.rsb1 import resolved
     from slrpipe.theory.replica import ReplicaTask, rsb1
     from slrpipe.theory.replica.batch_means import antithetic_batches, batch_values, subset
 
-    job = from_namespace(Rsb1ErrorJob, args)
+    job = resolved(from_namespace(Rsb1ErrorJob, args), rsb1.Rsb1Options)
     src = read_netcdf(job.rsb1)
     n_outer = int(src.attrs["n_outer"])
     antithetic_batches(n_outer, job.batches)  # the sizes, before any solve
-    rep = reported(src)
+    rep = src
     s = float(rep["s_reported"])
     if not math.isfinite(s):
         log.warning("%s reports no 1RSB state: no error to measure (NaN)", job.rsb1)

@@ -20,7 +20,7 @@ def run(args):
 
     Raises:
         ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
-    from slrpipe.store.validation import ValidationFailed, validate_store
+    from slrpipe.analysis.validation import ValidationFailed, validate_store
 
     config, _ = load_plan(args)
     try:

@@ -23,10 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from slrpipe import __version__
+from slrpipe.cf import variable_attrs
 from slrpipe.data.sampling import Chunk, SLRTask, sample_chunk
 from slrpipe.data.teacher import make_teacher
 from slrpipe.io import atomic_dir
 from slrpipe.lengths import format_L
+from slrpipe.provenance import provenance
 from slrpipe.vocabulary import JAX, NUMPY, SAMPLERS, check_choice
 
 FORMAT = "slrpipe-dataset-1"
@@ -191,8 +193,9 @@ def write_dataset(path, dataset: SLRDataset) -> SLRDataset:
     """Write ``dataset`` to a zarr v3 store at ``path`` atomically, one chunk at a time.
 
     Arrays (dims): X float32 (sample, token, dim), mask bool (sample, token), y float64 (sample),
-    eps int64 (sample), lengths int64 (sample), k_star / v_star float64 (dim); the attributes are
-    ``dataset.attrs()``. No compression (Gaussian floats do not compress). Returns a handle that
+    eps int64 (sample), lengths int64 (sample), k_star / v_star float64 (dim), each with its CF
+    ``units`` and ``long_name`` (:mod:`slrpipe.cf`); the group's attributes are ``dataset.attrs()``
+    and the provenance with the CF globals (:func:`slrpipe.provenance.provenance`). No compression (Gaussian floats do not compress). Returns a handle that
     reads from the new store.
     """
     import zarr
@@ -201,7 +204,7 @@ def write_dataset(path, dataset: SLRDataset) -> SLRDataset:
     src = dataset.regenerated() if dataset.path is None else dataset
     with atomic_dir(path) as tmp:
         g = zarr.open_group(str(tmp), mode="w", zarr_format=3)
-        g.attrs.update(dataset.attrs())
+        g.attrs.update(provenance() | dataset.attrs())
         spec = {
             "X": ((t.L_max, t.D), "float32", ("token", "dim")),
             "mask": ((t.L_max,), "bool", ("token",)),
@@ -217,11 +220,12 @@ def write_dataset(path, dataset: SLRDataset) -> SLRDataset:
                 dtype=dt,
                 compressors=None,
                 dimension_names=("sample", *dims),
+                attributes=variable_attrs(name, np.dtype(dt)),
             )
             for name, (tail, dt, dims) in spec.items()
         }
         for name, vec in zip(("k_star", "v_star"), dataset.teacher):
-            g.create_array(name, data=vec, dimension_names=("dim",))
+            g.create_array(name, data=vec, dimension_names=("dim",), attributes=variable_attrs(name, vec.dtype))
         for i in range(dataset.n_chunks):
             a, b = dataset.bounds(i)
             ch = src.chunk(i)

@@ -22,3 +22,7 @@ REGISTRY = {
 #: (model, ν, L, Δ; figures/optimization.py): their rules list that node's result files as well, so
 #: that a changed replica result redraws them (workflow/rules/common.smk, ``figure_uses``)
 DRAWS_SETTING_REPLICA = frozenset({"optimization"})
+
+#: figures drawn from the comparison's rows (results/validation.json, slrpipe.analysis.validation)
+#: instead of the store: their rules read those rows and pass them as ``plot(…, rows=…)``
+READS_ROWS = frozenset({"validation"})

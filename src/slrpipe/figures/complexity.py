@@ -3,11 +3,12 @@ ERM's minima placed on it (docs/theory.md §13).
 
 One panel per (replica experiment, σ, λ, α) where 1RSB was solved (``ansatz: [rs, rsb1]``; the
 store's ``rsb1_scan_*``): the parametric curve (e(s), Σ(s)) of the s scan — e the energy of a
-typical state, 𝓛/D — filled where converged and on the physical branch (de/ds ≤ 0, Σ concave in
-e), triangles where converged past its turn, open where not converged (the axes fit the physical
-branch, the first point past its turn and the references: the rest of the unphysical branch, up to
-Σ ~ 30, and a solve far off are clipped); the ground state s*
-(Σ = 0) as a star; RS on the same samples as a grey square at Σ = 0. ERM's minima of the linked
+typical state, 𝓛/D — filled on the complexity curve (converged, de/ds < 0 and Σ ≥ 0;
+slrpipe.theory.replica.rsb1.scan.on_curve), triangles where converged off it, open where not
+converged (the axes fit the curve, the first point past it and the references: the rest of the
+branch, up to Σ ~ 30, and a solve far off are clipped); the ground state Φ(s*) at a bracketed
+s* = argmax Φ as a star, or, where no maximum is bracketed, the largest Φ (a lower bound of e_gs)
+as a '>'; RS on the same samples as a grey square at Σ = 0. ERM's minima of the linked
 experiment as vertical lines: the informed start, the random starts (mean over restarts) and the
 ground state over all starts (where there are random starts), each the objective α·J (= 𝓛/D)
 averaged over seeds — extrapolated to D → ∞ (a ± s.e. band) where the experiment has a D ladder,
@@ -21,7 +22,7 @@ import json
 import numpy as np
 import xarray as xr
 
-from slrpipe.store.ladder import point_ladder
+from slrpipe.analysis.ladder import point_ladder
 
 from .style import COLORS, LABELS, legend_below, ordered, panels, save, setting_title
 
@@ -34,7 +35,7 @@ SHADES = {"informed": "#2ca02c", "random": "#ff7f0e", "ground state": "#d62728"}
 def erm_energies(node: xr.Dataset, sigma: str, lam: float, alpha: float) -> dict:
     """{name: (value, s.e., label)} of the objective 𝓛/D = α·J of ERM's informed start, random
     starts (mean over restarts per seed) and ground state over all starts (L-BFGS runs), seed
-    means: the D → ∞ limit (slrpipe.store.ladder.point_ladder) where ``node`` has a D ladder, else
+    means: the D → ∞ limit (slrpipe.analysis.ladder.point_ladder) where ``node`` has a D ladder, else
     the value at its largest D. Names whose runs the node lacks are left out."""
     pt = node.sel(sigma=sigma, lam=lam).sel(alpha=alpha, method="nearest")
     if "optimizer" in pt.dims and "lbfgs" in pt["optimizer"].values:
@@ -84,9 +85,10 @@ def draw_point(ax, rep: xr.Dataset, sigma: str, lam: float, alpha: float, erm: d
     e, sig = pt["rsb1_scan_energy"].values, pt["rsb1_scan_complexity"].values
     sig_se, s = pt["rsb1_scan_complexity_se"].values, pt["s"].values
     conv = pt["rsb1_scan_converged"].values == 1
-    phys = pt["rsb1_scan_physical"].values == 1
+    phys = pt["rsb1_scan_on_curve"].values == 1
     c = COLORS.get(sigma)
-    for mask, fmt, lab in ((conv & phys, "o", "1RSB (e(s), Σ(s)) ± s.e., de/ds ≤ 0"), (conv & ~phys, "^", "de/ds > 0")):
+    curve = (conv & phys, "o", "1RSB (e(s), Σ(s)) ± s.e., de/ds < 0, Σ ≥ 0")
+    for mask, fmt, lab in (curve, (conv & ~phys, "^", "off the curve (de/ds ≥ 0 or Σ < 0)")):
         if mask.any():
             ax.errorbar(
                 e[mask], sig[mask], yerr=sig_se[mask], fmt=fmt, color=c, ms=3, elinewidth=0.6, capsize=2, label=lab
@@ -100,9 +102,12 @@ def draw_point(ax, rep: xr.Dataset, sigma: str, lam: float, alpha: float, erm: d
     for x, y, t in zip(e[ok], sig[ok], s[ok]):
         ax.annotate(f"s={t:g}", (x, y), textcoords="offset points", xytext=(3, 3), fontsize=6, annotation_clip=True)
     xs = [float(pt["rsb1_rs_objective"])]
-    if np.isfinite(float(pt["rsb1_s_star"])):
+    if float(pt["rsb1_bracketed"]) == 1:
         xs.append(float(pt["rsb1_objective"]))
-        ax.plot(xs[-1:], [0.0], "*", color="black", ms=9, label="ground state s* (Σ = 0)")
+        ax.plot(xs[-1:], [0.0], "*", color="black", ms=9, label="ground state Φ(s*), s* = argmax Φ")
+    elif float(pt["rsb1_lower_bound"]) == 1:
+        xs.append(float(pt["rsb1_objective"]))
+        ax.plot(xs[-1:], [0.0], ">", color="black", ms=6, label="max Φ on the scan (e_gs ≥ it: no s* bracketed)")
     ax.plot(xs[:1], [0.0], "s", color="grey", ms=5, label="RS, same samples")
     for name, (val, se, where) in erm.items():
         ax.axvline(val, color=SHADES[name], lw=1, ls=":", label=f"ERM {name} ({where})")
@@ -111,8 +116,8 @@ def draw_point(ax, rep: xr.Dataset, sigma: str, lam: float, alpha: float, erm: d
             xs += [val - se, val + se]
         xs.append(val)
     ax.axhline(0.0, color="black", lw=0.6)
-    # the scale fits the physical branch, the first point past its turn and the references; points
-    # farther along the unphysical branch (Σ up to ~30 at s = 16) would squash the branch near Σ = 0
+    # the scale fits the curve, the first point past it and the references; points farther along
+    # the branch off the curve (Σ up to ~30 at s = 16) would squash the curve near Σ = 0
     shown = ok & conv & phys
     past = np.flatnonzero(ok & conv & ~phys & (s > (s[shown].max() if shown.any() else -np.inf)))
     if past.size:

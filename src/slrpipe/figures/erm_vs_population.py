@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from slrpipe.store.ground import reference
-from slrpipe.store.ladder import largest_D
+from slrpipe.analysis.ground import reference
+from slrpipe.analysis.ladder import largest_D
+from slrpipe.analysis.seeds import mean_se
 
 from .style import (
     COLORS,
@@ -21,12 +20,6 @@ from .style import (
 )
 
 LAM_FILL = {0: "full", 1: "none", 2: "left", 3: "bottom"}
-
-
-def mean_se(da, dim="seed"):
-    """Mean over seeds and its standard error (NaN-aware: failed runs are left out)."""
-    n = da.count(dim)
-    return da.mean(dim), da.std(dim, ddof=1) / np.sqrt(n.where(n > 0))
 
 
 def draw_erm(ax, erm, lam_styles=True, label_suffix="", var="test_error"):

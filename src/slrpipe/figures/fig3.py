@@ -20,9 +20,9 @@ point where it is unstable (``rs_stable`` 0) — there the replica-symmetric pre
 exact. λ values are told apart by line width (legend), not by dashes.
 
 With a λ grid (two or more λ), each σ is also drawn at its best λ per α, as the paper's figure is
-(:mod:`slrpipe.store.tuning`): the theory's minimum over the grid as a wide translucent band, ERM
+(:mod:`slrpipe.analysis.tuning`): the theory's minimum over the grid as a wide translucent band, ERM
 at the λ of lowest validation (finite-test-set) error as stars; the fixed-λ lines stay on top.
-For an ERM experiment with a D ladder the markers are its largest D (slrpipe.store.ladder).
+For an ERM experiment with a D ladder the markers are its largest D (slrpipe.analysis.ladder).
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ import json
 
 import numpy as np
 
-from slrpipe.store.ground import reference
-from slrpipe.store.ladder import largest_D
-from slrpipe.store.tuning import at_best_lam
-from slrpipe.store.validation import max_theory_rel_sd
+from slrpipe.analysis.ground import reference
+from slrpipe.analysis.ladder import largest_D
+from slrpipe.analysis.seeds import mean_se
+from slrpipe.analysis.tuning import at_best_lam
+from slrpipe.analysis.validation import max_theory_rel_sd
 
-from .erm_vs_population import draw_erm, mean_se
+from .erm_vs_population import draw_erm
 from .style import COLORS, LABELS, legend_below, log_alpha_axis, log_error_axis, ordered, panels, save, setting_title
 
 #: line width of the i-th λ of the grid (dashes are reserved for RS-unstable stretches)
@@ -156,17 +157,19 @@ def _draw_replica_line(ax, rep, s: str, lam, lw: float, rel_sd: float) -> bool:
 
 
 def _draw_rsb1(ax, rep) -> None:
-    """The test error of the 1RSB state reported (a typical minimum at s*, else at the largest Φ of
-    the physical part of the s scan: slrpipe.store.rsb1, docs/theory.md §13) where the node has 1RSB
-    points: per (σ, λ) large open squares, joined by a dotted line only between neighbours on the α
-    grid (nothing is drawn across an α without 1RSB), and small open circles for RS on the same
-    (outer) samples where 1RSB was not solved (no converged physical row)."""
+    """The test error of the 1RSB ground state (a typical minimum at a bracketed s* = argmax Φ:
+    slrpipe.theory.replica.rsb1.scan, docs/theory.md §13) where the node has 1RSB points: per (σ, λ)
+    large open squares, joined by a dotted line only between neighbours on the α grid (nothing is
+    drawn across an α without one), and small open circles for RS on the same (outer) samples where
+    1RSB has no ground state (not solved, or no maximum of Φ bracketed: a lower bound only)."""
     if "rsb1_test_error" not in rep:
         return
     alpha = rep["alpha"].values
     for s in ordered(rep["sigma"].values):
         for lam in rep["lam"].values:
             gs = rep["rsb1_test_error"].sel(sigma=s, lam=lam)
+            if "rsb1_bracketed" in rep:
+                gs = gs.where(rep["rsb1_bracketed"].sel(sigma=s, lam=lam) == 1)
             solved = rep["rsb1_rs_test_error"].sel(sigma=s, lam=lam).notnull()
             name = f"{LABELS.get(s, s)}, λ = {lam:g}"
             if bool(gs.notnull().any()):
@@ -179,7 +182,7 @@ def _draw_rsb1(ax, rep) -> None:
                     ms=6,
                     fillstyle="none",
                     color=COLORS.get(s),
-                    label=f"1RSB (s*, else max Φ) {name}",
+                    label=f"1RSB (s*) {name}",
                 )
             none = (solved & gs.isnull()).values
             if none.any():

@@ -8,20 +8,35 @@ import json
 import matplotlib.pyplot as plt
 import numpy as np
 
+from slrpipe.sigmas import get as get_sigma
+from slrpipe.vocabulary import BAYES
+
 from .style import COLORS, LABELS, MARKERS, ordered, save
 
 _NU_STYLES = ["-", "--", ":", "-."]
 
 
+def _law(sigma: str) -> str:
+    """The law fitted to σ's target ν: "log" for the Bayes risk, else the registry's ``length_law``
+    (ValueError for a σ not registered)."""
+    return "log" if sigma == BAYES else get_sigma(sigma).length_law
+
+
 def fit_laws(L: np.ndarray, nu_target: dict) -> dict:
-    """Least-squares laws of the target ν against L (over L ≥ 10): a + b ln L for Bayes/softmax and
-    erf, c·L^p (log-log) for linear. Returns {σ: (text, callable)}."""
+    """Least-squares laws of the target ν against L (over L ≥ 10), per σ's ``length_law``
+    (:mod:`slrpipe.sigmas`): "log", a + b ln L (Bayes, softmax, erf, softplus_norm), or "power",
+    c·L^p in log-log (linear). Returns {σ: (text, callable)}.
+
+    Raises:
+        ValueError: a σ that is neither registered nor "bayes".
+    """
     out = {}
     for s, nt in nu_target.items():
+        law = _law(s)
         ok = (L >= 10) & np.isfinite(nt) & (nt > 0)
         if ok.sum() < 2:
             continue
-        if s == "linear":
+        if law == "power":
             p, lc = np.polyfit(np.log(L[ok]), np.log(nt[ok]), 1)
             out[s] = (f"ν ≈ {np.exp(lc):.3g}·L^{p:.3f}", lambda x, p=p, lc=lc: np.exp(lc) * x**p)
         else:

@@ -11,11 +11,11 @@ adam) panel (b).
     risk at α = ∞ from the population sweep, dotted). The error is the population risk at the
     learned weights where the store has it (``test_error_pop``), else the finite-test-set error.
 (b) population risk R(σ; Gram_t) along the first-order trajectories (``traj_test_error_pop``,
-    slrpipe.store.trajectory) from every random start, at the smallest and largest α of those runs,
+    slrpipe.analysis.trajectory) from every random start, at the smallest and largest α of those runs,
     one panel each; horizontal lines: the informed start's final value (dashed) and the replica
     value (dotted).
 (c) fraction of random starts whose final objective is within ``RTOL`` (relative) of the informed
-    start's or below it (slrpipe.store.ground.reached), over restarts and seeds, vs α.
+    start's or below it (slrpipe.analysis.ground.reached), over restarts and seeds, vs α.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from slrpipe.store.ground import reached, reference
-from slrpipe.store.ladder import largest_D
+from slrpipe.analysis.ground import reached, reference
+from slrpipe.analysis.ladder import largest_D
+from slrpipe.analysis.replica import replica_at, replica_node, setting
+from slrpipe.analysis.seeds import mean_se
 from slrpipe.vocabulary import FIRST_ORDER
 
 from .style import COLORS, LABELS, MARKERS, legend_below, log_alpha_axis, ordered, panels, save, setting_title
@@ -33,49 +35,6 @@ from .style import COLORS, LABELS, MARKERS, legend_below, log_alpha_axis, ordere
 #: above the spread of J at one minimum (|∇J| < 1e-5: relative changes ≲ 1e-6) and below the gaps
 #: between distinct minima seen at small α (≳ 5·10⁻³ relative)
 RTOL = 1e-3
-SETTING = ("model", "nu", "L", "delta")
-
-
-def _setting(ds) -> tuple:
-    return tuple(str(ds[k].values) if k in ds.coords else None for k in SETTING)
-
-
-def _replica(tree, setting):
-    """The stored replica node of this data setting, or None."""
-    for node in (tree.get("replica") or {}).values():
-        ds = node.to_dataset()
-        if _setting(ds) == setting:
-            return ds
-    return None
-
-
-#: realised α = n/D differs from the nominal grid by rounding (0.4994 for 0.5 at D = 849): a point
-#: this close (relative) to the replica grid's ends still reads the end value
-ALPHA_RTOL = 0.01
-
-
-def replica_at(rep, sigma, lam, alpha, var="test_error") -> float:
-    """``var`` of the replica node at (σ, λ), interpolated in log α to ``alpha``; NaN where the node
-    lacks σ or λ or ``alpha`` lies outside its α grid (beyond ``ALPHA_RTOL``)."""
-    if (
-        rep is None
-        or var not in rep
-        or sigma not in rep["sigma"].values
-        or not np.isclose(rep["lam"].values, lam).any()
-    ):
-        return np.nan
-    r = rep[var].sel(sigma=sigma).isel(lam=int(np.argmax(np.isclose(rep["lam"].values, lam))))
-    grid = rep["alpha"].values
-    if not grid.min() * (1 - ALPHA_RTOL) <= alpha <= grid.max() * (1 + ALPHA_RTOL):
-        return np.nan
-    return float(np.interp(np.log(alpha), np.log(grid), r.values))
-
-
-def mean_se(da: xr.DataArray, dim="seed"):
-    """Mean over ``dim`` and its standard error (s.d. with ddof 1 / √count; NaN where fewer than
-    two values), both DataArrays without ``dim``; NaN values are skipped."""
-    n = da.count(dim)
-    return da.mean(dim), (da.std(dim, ddof=1) / np.sqrt(n)).where(n > 1)
 
 
 def best_random(node: xr.Dataset, var: str, optimizer: str) -> xr.DataArray:
@@ -109,7 +68,7 @@ def plot(tree, experiments, out_stem):
     dyn = [
         ds for ds in nodes if any(o in FIRST_ORDER for o in ds["optimizer"].values) and "random" in ds["init"].values
     ]
-    rep = _replica(tree, _setting(nodes[0]))
+    rep = replica_node(tree, setting(nodes[0]))
     fig, axes = panels(4, width=3.3, height=2.9)
     ax_a, ax_b1, ax_b2, ax_c = axes
     _panel_starts(ax_a, sweeps, rep, _bayes_risk(tree, experiments))
@@ -132,10 +91,10 @@ def _one_setting(tree, experiments) -> list[xr.Dataset]:
     nodes = [largest_D(tree[f"erm/{name}"].to_dataset()) for name in experiments]  # largest D of a ladder
     if not nodes:
         raise ValueError("experiments: the optimization figure needs at least one erm experiment")
-    setting = _setting(nodes[0])
+    first = setting(nodes[0])
     for name, ds in zip(experiments, nodes):
-        if _setting(ds) != setting:
-            raise ValueError(f"experiments: {name} has setting {_setting(ds)}, not {setting}; one setting per figure")
+        if setting(ds) != first:
+            raise ValueError(f"experiments: {name} has setting {setting(ds)}, not {first}; one setting per figure")
     return nodes
 
 
@@ -241,7 +200,7 @@ def _draw_trajectories(ax, pt, s: str, opt: str, replica: float) -> None:
 
 def _panel_reached(ax, sweeps) -> None:
     """Panel (c): per L-BFGS sweep (first λ), the fraction of random starts whose final J is within
-    ``RTOL`` of the informed start's (slrpipe.store.ground.reached) vs α, per σ."""
+    ``RTOL`` of the informed start's (slrpipe.analysis.ground.reached) vs α, per σ."""
     for ds in sweeps:
         ds = ds.sel(lam=ds["lam"].values[0])
         hit = reached(ds, RTOL).sel(init="random", optimizer="lbfgs")

@@ -1,4 +1,5 @@
-"""Shared look of all figures: one colour per σ, labels with symbols, atomic PDF + PNG output."""
+"""Shared look of all figures: one colour per σ (from the σ registry, :mod:`slrpipe.sigmas`), labels
+with symbols, atomic PDF + PNG output."""
 
 from __future__ import annotations
 
@@ -11,25 +12,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from slrpipe.io import atomic_file
+from slrpipe.sigmas import get as get_sigma
 from slrpipe.vocabulary import BAYES, NORMALISED_SIGMAS, SIGMAS
 
-COLORS = {
-    "softmax": "#1f77b4",
-    "linear": "#d62728",
-    "erf": "#2ca02c",
-    "softplus_norm": "#ff7f0e",
-    "bayes": "black",
-    "bayes_optimal": "black",
-}
-LABELS = {
-    "softmax": "softmax",
-    "linear": "linear",
-    "erf": "element-wise erf",
-    "softplus_norm": "softplus (normalised)",
-    "bayes": "Bayes risk",
-    "bayes_optimal": "Bayes-optimal",
-}
-MARKERS = {"softmax": "o", "linear": "s", "erf": "^", "softplus_norm": "D"}
+#: colour, label and marker per σ: the registry's (``Sigma.colour``, ``label``, ``marker``), plus the Bayes
+#: risk and the Bayes-optimal error
+COLORS = {**{s: get_sigma(s).colour for s in SIGMAS}, "bayes": "black", "bayes_optimal": "black"}
+LABELS = {**{s: get_sigma(s).label for s in SIGMAS}, "bayes": "Bayes risk", "bayes_optimal": "Bayes-optimal"}
+MARKERS = {s: get_sigma(s).marker for s in SIGMAS}
 #: legend order: the Bayes risk, the normalised scores, then the element-wise ones (erf before linear)
 ORDER = [BAYES, *NORMALISED_SIGMAS, *(s for s in reversed(SIGMAS) if s not in NORMALISED_SIGMAS)]
 
@@ -49,8 +39,9 @@ plt.rcParams.update(
 
 
 def ordered(sigmas):
-    """The σ names as str, in the figures' fixed order (``ORDER``: bayes, softmax, softplus_norm,
-    erf, linear; unknown names last)."""
+    """The σ names as str, in the figures' fixed order (``ORDER``: bayes, the normalised σ in
+    registry order, then the others in reverse registry order: bayes, softmax, softplus_norm, erf,
+    linear; names not in it last)."""
     sigmas = [str(s) for s in sigmas]
     return sorted(sigmas, key=lambda s: ORDER.index(s) if s in ORDER else len(ORDER))
 

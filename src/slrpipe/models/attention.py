@@ -13,6 +13,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from slrpipe.scores import score
+from slrpipe.sigmas import get as get_sigma
 from slrpipe.vocabulary import RANDOM_INITS, check_sigma, project
 
 INITS = (*RANDOM_INITS, "zeros")
@@ -32,9 +33,9 @@ def attention_apply(params: dict, X, mask, sigma: str, xp=jnp):
     """f(X) = Σ_ℓ σ(χ)_ℓ z_ℓ for a batch.
 
     Args:
-        params: {"k": (D,), "v": (D,)} plus "c": () for σ = erf (missing c means 0).
+        params: {"k": (D,), "v": (D,)} plus "c": () for σ with an offset, erf (missing c means 0).
         X: (n, L, D) tokens; mask: bool (n, L) (True = real token) or None.
-        sigma: one of ``slrpipe.scores.SIGMAS``.
+        sigma: one of ``slrpipe.vocabulary.SIGMAS`` or registered, :mod:`slrpipe.sigmas`.
         xp: ``jax.numpy`` (default; differentiable, jit-able) or ``numpy`` (host evaluation).
 
     Returns:
@@ -58,8 +59,8 @@ class Attention(nnx.Module):
 
     Args:
         D: token dimension ≥ 1.
-        sigma: score function name (``slrpipe.scores.SIGMAS``); erf adds a learned scalar c
-            (initialised at 0, unpenalised in ERM).
+        sigma: score function name (``slrpipe.vocabulary.SIGMAS`` or registered, :mod:`slrpipe.sigmas`); a σ with an offset
+            (``Sigma.offset``, erf) adds a learned scalar c (initialised at 0, unpenalised in ERM).
         rngs: ``nnx.Rngs`` used by the random initialisations (may be None for the others).
         init: "random" (k, v ~ N(0, I_D)), "small" (k, v ~ N(0, scale² I_D)), "zeros", or a
             tuple (k, v) of (D,) arrays (e.g. the informed k = c_ν k*, v = v*).
@@ -94,7 +95,7 @@ class Attention(nnx.Module):
             if k.shape != (D,) or v.shape != (D,):
                 raise ValueError(f"init: explicit k, v must have shape ({D},), got {k.shape}, {v.shape}")
         self.k, self.v = nnx.Param(k), nnx.Param(v)
-        self.c = nnx.Param(jnp.zeros((), dtype)) if sigma == "erf" else None
+        self.c = nnx.Param(jnp.zeros((), dtype)) if get_sigma(sigma).offset else None
 
     def params(self) -> dict:
         """Parameters as a plain dict {"k", "v"[, "c"]} (what ``attention_apply`` takes)."""

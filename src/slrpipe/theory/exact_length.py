@@ -43,7 +43,7 @@ import numpy as np
 from scipy.special import erfc, log_ndtr, ndtr, owens_t, roots_legendre
 
 from slrpipe.scores import log_softplus
-from slrpipe.vocabulary import NORMALISED_SIGMAS
+from slrpipe.sigmas import get as get_sigma
 
 _X_HALF = 12.0  # Gaussian mass beyond ±12: 3.6e-33
 _X_STEP = 1.5
@@ -51,8 +51,6 @@ _U_BREAKS = np.array([-36.0, -32, -28, -24, -20, -16, -12, -8, -6, -4, -3, -2, -
 _V_BREAKS = np.array([-8.0, -4, -2, -1, 0, 1, 2, 4, 8])
 _U_LO, _U_HI = -36.0, 4.0
 _N_X, _N_S = 10, 10  # Gauss–Legendre nodes per panel at level 0
-
-NORMALISED = NORMALISED_SIGMAS
 
 
 @lru_cache(maxsize=16)
@@ -168,10 +166,38 @@ def _mix(h0: np.ndarray, Ls: np.ndarray, coef: np.ndarray, k: int) -> np.ndarray
     return pw @ coef
 
 
+#: the log-score maps λ of the normalised reductions: (finite m, m = ∞); softmax's limit, the argmax,
+#: is handled in closed form (``None``)
+_NORMALISED_KINDS = {"normalised_exp": ("exp", None), "normalised_softplus": ("softplus", "relu")}
+#: the per-token reductions (σ = 1 + χ, σ = 1 + erf(c + χ))
+_TOKEN_REDUCTIONS = ("token_linear", "token_erf")
+
+
+def _reduction(sigma: str) -> str | None:
+    """The exact-in-L reduction σ declares (``Sigma.exact_length``), None where it has none.
+
+    Raises:
+        ValueError: σ not registered, or a reduction this module does not implement.
+    """
+    red = get_sigma(sigma).exact_length
+    if red is not None and red not in _NORMALISED_KINDS and red not in _TOKEN_REDUCTIONS:
+        raise ValueError(f"sigma: {sigma!r} declares exact_length {red!r}, which slrpipe.theory.exact_length lacks")
+    return red
+
+
 def _kind(sigma: str, m: float) -> str:
-    if math.isinf(m):
-        return "relu"  # softplus_norm limit (softmax's limit is handled in closed form)
-    return "exp" if sigma == "softmax" else "softplus"
+    """The log-score map λ ("exp", "softplus" or "relu") of normalised σ at key overlap m.
+
+    Raises:
+        ValueError: σ declares no normalised reduction (or m = ∞ for one whose limit is closed-form).
+    """
+    red = _reduction(sigma)
+    if red not in _NORMALISED_KINDS:
+        raise ValueError(f"sigma: {sigma!r} has no normalised exact-in-L reduction (exact_length={red!r})")
+    kind = _NORMALISED_KINDS[red][math.isinf(m)]
+    if kind is None:
+        raise ValueError(f"sigma: the m = ∞ limit of {sigma!r} is handled in closed form, not by a log-score map")
+    return kind
 
 
 def _gauss_rule(mu: float, level: float, hi: float = math.inf, breaks=()) -> tuple[np.ndarray, np.ndarray]:
@@ -207,7 +233,7 @@ def _spiked_normalised(sigma, nu, Ls, ps, m, level) -> tuple[float, float]:
     mu = math.sqrt(nu)
     if m == 0.0:
         return float((ps / Ls).sum()), float((ps / Ls).sum())
-    if math.isinf(m) and sigma == "softmax":  # argmax: A = P(spike token leads), B = 1
+    if math.isinf(m) and _reduction(sigma) == "normalised_exp":  # argmax: A = P(spike token leads), B = 1
         x, w = _gauss_rule(mu, level)
         return float((w * _argmax_mix(x, Ls, ps)).sum()), float(ps.sum())
     kind = _kind(sigma, m)
@@ -226,7 +252,7 @@ def _max_B(sigma, Ls, ps, m, level) -> float:
     """B = E|σ|² in max-SLR (no location weights): L ∫ ds E h₂ (1 − E h₀)^{L−1}."""
     if m == 0.0:
         return float((ps / Ls).sum())
-    if math.isinf(m) and sigma == "softmax":
+    if math.isinf(m) and _reduction(sigma) == "normalised_exp":  # argmax: B = 1
         return float(ps.sum())
     kind = _kind(sigma, m)
     s, ws = _s_rule(kind, m, 0.0, 0.0, level)
@@ -276,11 +302,19 @@ def _erf_sq_mean(mu: float, m: float, c: float) -> float:
 
 # ------------------------------------------------------------------------------------------ API
 def supported(sigma: str, model: str, nu: float, m: float) -> bool:
-    """Whether :func:`ab_exact` has a reduction for these arguments (else the caller falls back)."""
-    if model == "spiked" or sigma in ("linear", "erf"):
+    """Whether :func:`ab_exact` has a reduction for these arguments (else the caller falls back):
+    never for a σ that declares none (``Sigma.exact_length`` None).
+
+    Raises:
+        ValueError: σ not registered, or it declares a reduction this module lacks.
+    """
+    red = _reduction(sigma)
+    if red is None:
+        return False
+    if model == "spiked" or red in _TOKEN_REDUCTIONS:
         return True
     # max-SLR, normalised σ: B always; A only at ν = 0 (p uniform) or ν = m (softmax: A = B)
-    return nu == 0.0 or m == 0.0 or (sigma == "softmax" and m == nu)
+    return nu == 0.0 or m == 0.0 or (red == "normalised_exp" and m == nu)
 
 
 def ab_exact(
@@ -292,18 +326,23 @@ def ab_exact(
     a law can be split between methods). m = inf: the limit score up to a positive factor (as
     population._sigma_limit): argmax for softmax, relu-normalised for softplus_norm, χ* for
     linear, 1 + sign χ* for erf. ``c``: erf offset. ``level``: node counts × 1.5^level.
-    Returns None where no reduction is implemented (max-SLR, softmax/softplus_norm at 0 < ν ≠ m);
-    arguments are assumed checked by the caller. Cost independent of L for fixed L; a law adds a
-    (nodes × lengths) matrix product.
+    The reduction is the one σ declares (``Sigma.exact_length``: normalised_exp, normalised_softplus,
+    token_linear, token_erf). Returns None where none is implemented (a σ that declares none;
+    max-SLR, normalised σ at 0 < ν ≠ m); the other arguments are assumed checked by the caller.
+    Cost independent of L for fixed L; a law adds a (nodes × lengths) matrix product.
+
+    Raises:
+        ValueError: σ not registered, or it declares a reduction this module lacks.
     """
     if not supported(sigma, model, nu, m):
         return None
+    red = _reduction(sigma)
     law = {int(L): 1.0} if not isinstance(L, dict) else L
     Ls = np.array(list(law), dtype=np.int64)
     ps = np.array(list(law.values()), dtype=float)
     mass, EL = float(ps.sum()), float((ps * Ls).sum())
     mu = math.sqrt(nu) if model == "spiked" else 0.0
-    if sigma == "linear":
+    if red == "token_linear":
         if model == "spiked":
             if math.isinf(m):  # σ = χ*
                 return mu * mass, EL + nu * mass
@@ -311,7 +350,7 @@ def ab_exact(
         if math.isinf(m):
             return _max_tilted_mean(lambda x: x, nu, Ls, ps, level), EL
         return mass + m * _max_tilted_mean(lambda x: x, nu, Ls, ps, level), EL * (1.0 + m * m)
-    if sigma == "erf":
+    if red == "token_erf":
         if math.isinf(m):  # σ = 1 + sign χ* = 2·1{χ* > 0}
             if model == "spiked":
                 return 2 * ndtr(mu) * mass, 4 * (ndtr(mu) * mass + 0.5 * (EL - mass))

@@ -114,7 +114,6 @@ def _variable_length(ds, sigma, model, delta, var, quad):
     )
     ds = ds.assign_coords(nu_var=vn)
     ds["risk_var"] = ("nu_var", rv)
-    ds["risk_var"].attrs["description"] = f"optimal risk, L ~ Uniform{{1..{var_L_max}}}, shared (k, v)"
     ds.attrs["var_L_max"] = int(var_L_max)
     return ds
 
@@ -163,11 +162,9 @@ def length_sweep(
     if o.target_risk is not None:
         nt = np.array([nu_for_risk(sigma, model, int(L), o.target_risk, quad=quad) for L in Ls])
         ds["nu_target"] = ("L", nt)
-        ds["nu_target"].attrs["description"] = f"ν at which the optimal excess risk R* − Δ² equals {o.target_risk:g}"
         ds.attrs["target_risk"] = float(o.target_risk)
     if o.var_L_max is not None:
         ds = _variable_length(ds, sigma, model, delta, (o.var_L_max, o.var_nus), quad)
-    ds["risk_err"].attrs["description"] = "quadrature error estimate (change under 1.5x refinement); NaN for bayes"
     ds.attrs.update(
         {"method": "population optimum vs L, exact-in-L reductions (docs/theory.md §12)", "quad_spec": repr(quad)}
     )

@@ -33,6 +33,7 @@ from scipy.special import erf
 
 from slrpipe.lengths import format_L, length_law
 from slrpipe.scores import score
+from slrpipe.sigmas import get as get_sigma
 from slrpipe.theory import exact_length
 from slrpipe.theory.quadrature import FieldRule, QuadSpec, field_rule
 from slrpipe.vocabulary import BAYES, c_nu
@@ -82,18 +83,13 @@ def _rowdot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _sigma_limit(sigma: str, chi_star: np.ndarray) -> np.ndarray:
-    """lim_{m→∞} σ(m χ*) up to a positive factor (A²/B is invariant under σ → aσ)."""
-    L = chi_star.shape[-1]
-    hard = np.eye(L)[np.argmax(chi_star, axis=-1)]
-    if sigma == "softmax":
-        return hard
-    if sigma == "linear":
-        return chi_star
-    if sigma == "erf":
-        return 1.0 + np.sign(chi_star)
-    relu = np.maximum(chi_star, 0.0)  # softplus_norm: relu-normalised, argmax if all fields < 0
-    tot = relu.sum(axis=-1, keepdims=True)
-    return np.where(tot > 0, relu / np.where(tot > 0, tot, 1.0), hard)
+    """lim_{m→∞} σ(m χ*) up to a positive factor (A²/B is invariant under σ → aσ): the registry's
+    ``Sigma.limit``.
+
+    Raises:
+        ValueError: σ not registered.
+    """
+    return get_sigma(sigma).limit(chi_star)
 
 
 def _ab_rule(sigma: str, rule: FieldRule, m_k: float, s: float, c: float) -> np.ndarray:
@@ -133,7 +129,7 @@ def _exact_args(sigma, model, nu, m_k, q_k, spec):
 def _slow_exact(sigma, model, nu) -> bool:
     """max-SLR at finite ν with a per-token σ: the reduction integrates over the normaliser of p
     for each token law, ~10× the L = 3 tensor rule's cost (docs/theory.md §12, Cost)."""
-    return model == "max" and 0 < nu < math.inf and sigma in ("linear", "erf")
+    return model == "max" and 0 < nu < math.inf and not get_sigma(sigma).normalised
 
 
 def _exact_lengths(sigma, model, nu, spec, law) -> dict:
@@ -359,9 +355,16 @@ def _erf_gain_grad(model, nu, law, spec, x) -> tuple[float, np.ndarray]:
     return -A * A / B, -np.array([gm / (1.0 - u) ** 2, gc])
 
 
-def _opt_erf(model, nu, law, spec) -> tuple[float, float, float]:
-    """max over (u, c) ∈ [0, 0.999] × [−20, 20] of the erf gain: 9 × 9 grid, then L-BFGS-B with the
-    analytic gradient from the 2 best grid points (grid on the coarse rule)."""
+def _opt_offset(sigma, model, nu, law, spec) -> tuple[float, float, float]:
+    """max over (u, c) ∈ [0, 0.999] × [−20, 20] of the gain of a σ with a learned offset: 9 × 9
+    grid, then L-BFGS-B with the analytic gradient from the 2 best grid points (grid on the coarse
+    rule). The gradient is erf's (:func:`_erf_gain_grad`).
+
+    Raises:
+        ValueError: σ other than erf (no gradient for its offset here).
+    """
+    if sigma != "erf":
+        raise ValueError(f"sigma: the population optimum over an offset c is implemented for erf only, got {sigma!r}")
     uu, cc = np.linspace(0.0, 0.9, 9), np.linspace(-3.0, 3.0, 9)
     coarse = _coarse(spec, law)
     g = np.array([[_gain("erf", model, nu, law, coarse, u, c) for c in cc] for u in uu])
@@ -434,8 +437,8 @@ def optimal_risk(sigma, model, nu, L, delta=0.0, *, quad: QuadSpec | None = None
     delta = _check_delta(delta)
     law = length_law(L)
     spec = quad or QuadSpec()
-    if sigma == "erf":
-        u, c, gain = _opt_erf(model, nu, law, spec)
+    if get_sigma(sigma).offset:
+        u, c, gain = _opt_offset(sigma, model, nu, law, spec)
         if u == 0.0:
             c = 0.0  # m_k = 0: σ is the same constant on every token, the gain does not depend on c
     else:
@@ -443,7 +446,7 @@ def optimal_risk(sigma, model, nu, L, delta=0.0, *, quad: QuadSpec | None = None
     m_k = _u_to_m(u)
     a, b = _ab_law(sigma, model, nu, law, m_k, m_k**2, c, spec).mean(axis=1)
     m_v = float(a / b)
-    if math.isinf(m_k) and sigma in ("linear", "erf"):
+    if math.isinf(m_k) and get_sigma(sigma).limit_up_to_scale:
         m_v = math.nan  # the limit score is only defined up to scale: no finite representative
     out = {
         "risk": delta**2 + 1.0 - gain,
@@ -551,11 +554,6 @@ def population_sweep(
         {k: ("nu", out[k]) for k in keys},
         coords={"nu": nus, "sigma": sigma, "model": model, "delta": delta, "L": format_L(law)},
     )
-    ds["risk_err"].attrs["description"] = (
-        "quadrature error estimate of risk at the returned overlaps: change under ~1.5x refinement "
-        "(tensor rules) or standard error over independent Sobol scramblings (qmc)"
-    )
-    ds["m_k"].attrs["description"] = "key overlap k·k*/D; inf = infimum reached as m_k → ∞"
     ds.attrs.update(
         {
             "method": "population optimum over overlaps (model.md §4)",

@@ -83,9 +83,7 @@ class IterateOptions:
     evaluations.  patience: evaluations without a new best residual that end the solve.
     far_patience: while the best residual is ≥ ``far_below`` (10⁻²: far from any fixed point),
     evaluations allowed without halving it before the solve gives up (None: no such cap;
-    docs/theory.md §9); far_below = 0 applies the cap at every residual.  far_stall: while the
-    residual is ≥ ``far_below``, evaluations allowed without a new best residual (the
-    ``patience`` of the far phase; None: ``patience``).
+    docs/theory.md §9); far_below = 0 applies the cap at every residual.
     full_every: passes between full multi-start prox searches.  cheap_finish: near the root the
     passes stay cheap (centre + warm starts) and convergence is that of the cheap map (for
     intermediate continuation points, which only provide warm starts; docs/theory.md §9)."""
@@ -98,7 +96,6 @@ class IterateOptions:
     patience: int = 40
     far_patience: int | None = None
     far_below: float = 1e-2
-    far_stall: int | None = None
     full_every: int = 5
     cheap_finish: bool = False
 
@@ -115,8 +112,6 @@ class IterateOptions:
         _pos_int("full_every", self.full_every)
         if self.far_patience is not None:
             _pos_int("far_patience", self.far_patience)
-        if self.far_stall is not None:
-            _pos_int("far_stall", self.far_stall)
         if not self.far_below >= 0:
             raise ValueError(f"far_below: must be ≥ 0, got {self.far_below}")
 
@@ -182,15 +177,11 @@ class SweepOptions:
     not polished.  step_patience: ``patience`` of the intermediate points (None: the solver's).
     cold_far_patience: ``far_patience`` of the cold starts (:func:`..sweep._cold_start`: a start
     outside every basin is given up early, the next one of the ladder tried; None: the solver's).
-    reuse_warm: pass the prox warm starts of the last converged point on to the next α.
     step_cheap: the intermediate points and probes finish on cheap prox passes (``cheap_finish``).
     step_full_every: ``full_every`` of the intermediate points and probes (None: the solver's).
-    probe: retry a grid point from an intermediate point with the intermediate options first, and
-    solve it in full only from a probe that reached step_tol (past a fold every retry fails).
-    probe_first: the first try of a continuation step (from the last converged grid point) is such
-    a probe too.  probe_far_patience: ``far_patience`` of the probes (None, the default: the
-    solver's). A cap of 10 saves ~20 % at softmax λ = 0.01 but stops linear λ = 0.01, α = 5 from
-    converging (its probes approach slowly from far; docs/theory.md §9): off.
+    Every try of a grid point, the first included, is a probe with the intermediate options,
+    solved in full only from a probe that reached step_tol (past a fold every try fails), and every
+    solve starts from the prox warm starts of the last converged point (docs/theory.md §9).
     stability: compute the RS stability outputs at every reported converged point (docs/theory.md
     §11; about one channel evaluation each); False leaves them NaN."""
 
@@ -199,12 +190,8 @@ class SweepOptions:
     step_tol: float | None = 1e-4
     step_patience: int | None = 15
     cold_far_patience: int | None = 30
-    reuse_warm: bool = True
-    probe: bool = True
-    probe_first: bool = True
     step_cheap: bool = True
     step_full_every: int | None = 10
-    probe_far_patience: int | None = None
     stability: bool = True
 
     def __post_init__(self):
@@ -215,8 +202,6 @@ class SweepOptions:
             _pos_int("step_patience", self.step_patience)
         if self.cold_far_patience is not None:
             _pos_int("cold_far_patience", self.cold_far_patience)
-        if self.probe_far_patience is not None:
-            _pos_int("probe_far_patience", self.probe_far_patience)
         if self.step_full_every is not None:
             _pos_int("step_full_every", self.step_full_every)
 
@@ -232,11 +217,6 @@ class SweepOptions:
         if self.step_full_every is not None:
             flat.update(full_every=self.step_full_every)
         return opts.replace(**flat) if flat else opts
-
-    def probing(self, opts: SolverOptions) -> SolverOptions:
-        """The solver options of a probe: the intermediate ones with ``probe_far_patience``."""
-        mid = self.intermediate(opts)
-        return mid if self.probe_far_patience is None else mid.replace(far_patience=self.probe_far_patience)
 
     def cold(self, opts: SolverOptions) -> SolverOptions:
         """The solver options of a cold start (class docstring)."""

@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from slrpipe.scores import score
+from slrpipe.sigmas import get as get_sigma
 from slrpipe.theory.replica.linalg import (
     _UNROLL_MAX,
     backward,
@@ -54,17 +55,20 @@ from slrpipe.theory.replica.linalg import (
     inverse_diagonal,
 )
 from slrpipe.threads import threads_allowed
-from slrpipe.vocabulary import NORMALISED_SIGMAS, REPLICA_SIGMAS
+from slrpipe.vocabulary import REPLICA_SIGMAS
 
 PROX_SIGMAS = REPLICA_SIGMAS
-_NORMALISED = NORMALISED_SIGMAS
 _STEPS = jnp.array([1.0, 0.5, 0.25, 0.125, 1 / 16, 1 / 64, 1 / 256, 0.0])
 
 
 def check_sigma(sigma: str) -> None:
-    """Raise ValueError unless σ is supported by the replica solver (erf needs a learned offset c)."""
-    if sigma not in PROX_SIGMAS:
-        raise ValueError(f"sigma: replica theory supports {', '.join(PROX_SIGMAS)}, got {sigma!r}")
+    """Raise ValueError unless σ is registered and the replica solver supports it (``Sigma.replica``;
+    the message gives the σ's ``replica_note``, e.g. erf's learned offset c)."""
+    declared = get_sigma(sigma)
+    if not declared.replica:
+        raise ValueError(
+            f"sigma: replica theory supports {', '.join(PROX_SIGMAS)}, got {sigma!r} ({declared.replica_note})"
+        )
 
 
 def _psi(chi, wk, wv, y, Vk, Vv, sigma):
@@ -117,7 +121,7 @@ def _starts(wk, wv, y, Vk, Vv, sigma, max_dirs=MAX_DIRECTIONS):
     L = wk.shape[0]
     R = jnp.sqrt(2 * Vk * _psi(wk, wk, wv, y, Vk, Vv, sigma))
     eye = jnp.eye(L)
-    if sigma in _NORMALISED:
+    if get_sigma(sigma).normalised:
         u = eye - 1.0 / L
         u = u / jnp.maximum(jnp.linalg.norm(u, axis=1, keepdims=True), 1e-12)
         dirs = jnp.concatenate([0.5 * u, u]) if L > 1 else u

@@ -214,16 +214,12 @@ def _damped_next(mem: _Memory, x, f, resid):
 
 def _gives_up(mem: _Memory, o, it: int, new_best: bool) -> bool:
     """Whether the solve ends here: ``patience`` evaluations without a new best residual, or,
-    far from any fixed point (residual ≥ ``far_below``), ``far_stall`` of them or ``far_patience``
-    without halving it (module docstring)."""
+    far from any fixed point (residual ≥ ``far_below``), ``far_patience`` without halving it
+    (module docstring)."""
     if not new_best and it - mem.it_best >= o.patience:
         log.debug("no progress in %d iterations: giving up", o.patience)
         return True
     far = mem.lowest >= o.far_below
-    if o.far_stall is not None and far and it - mem.it_best >= o.far_stall:
-        # far from any fixed point and no progress at all: a start outside every basin
-        log.debug("residual ≥ %.0e without a new best in %d iterations: giving up", o.far_below, o.far_stall)
-        return True
     if o.far_patience is not None and far and it - mem.it_far >= o.far_patience:
         # far from any fixed point and not getting closer: this start is outside every basin
         log.debug("residual ≥ %.0e not halved in %d iterations: giving up", o.far_below, o.far_patience)

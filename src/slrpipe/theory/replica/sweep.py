@@ -191,8 +191,8 @@ def _cold_start(setup: _Setup, lam, alpha, top: bool = False) -> dict:
 
 def _step(setup: _Setup, lam, a_from, a_to, start) -> tuple[dict, float]:
     """Continuation from the converged solve at α = a_from to α = a_to; ``start`` = (its order
-    parameters, its prox warm starts) (:func:`_resume`; the warm starts are used with
-    ``sw.reuse_warm``). A failed step is
+    parameters, its prox warm starts) (:func:`_resume`; every solve starts from the warm starts of
+    the last converged one). A failed step is
     retried from the last converged α at half the remaining distance, halving down to
     2^-``MAX_HALVINGS`` of |a_to − a_from|. After each success the nearest intermediate α that
     failed beyond it is retried from there (the halving restarts at it), and once none is left
@@ -200,30 +200,28 @@ def _step(setup: _Setup, lam, a_from, a_to, start) -> tuple[dict, float]:
     between grid points without trying α beyond a failure that the branch has not passed (at a
     fold every such try fails; ~25 evaluations each at linear L = 16). The intermediate points only
     provide warm starts: they are solved to ``sw.step_tol`` without polish (``SweepOptions``), and
-    with ``sw.probe`` a_to is retried from them the same cheap way before a full solve (with
-    ``sw.probe_first`` its first try from a_from too). Returns (result at
+    every try of a_to, from a_from or from them, is such a cheap probe first, solved in full only
+    from a probe that converged. Returns (result at
     a_to, with ``iterations`` and ``wall_time`` summed over all the solves; the α nearest a_to
     reached on the branch)."""
     sw, opts = setup.sw, setup.opts
-    mid_opts, probe_opts = sw.intermediate(opts), sw.probing(opts)
+    mid_opts = sw.intermediate(opts)
     cost = [0, 0.0]  # channel evaluations and seconds of every solve of this step
 
     def solve(a, o, ini, w):
-        r = setup.solve(lam, a, o, ini, w if sw.reuse_warm else None)
+        r = setup.solve(lam, a, o, ini, w)
         cost[0], cost[1] = cost[0] + r["iterations"], cost[1] + r["wall_time"]
         return r
 
-    def attempt(ini, w, probe):
-        # a_to from (ini, w); with ``probe`` a cheap solve first, finished in full from its state
-        # only if it reached step_tol: past a fold every attempt fails, and a failed full solve
-        # (patience, polish) costs ~5× a failed probe
-        if not probe:
-            return solve(a_to, opts, ini, w)
-        p = solve(a_to, probe_opts, ini, w)
+    def attempt(ini, w):
+        # a_to from (ini, w): a cheap probe first, finished in full from its state only if it
+        # reached step_tol: past a fold every attempt fails, and a failed full solve (patience,
+        # polish) costs ~5× a failed probe
+        p = solve(a_to, mid_opts, ini, w)
         return solve(a_to, opts, *_resume(p)) if p["converged"] else p
 
     init, warm = start
-    r = attempt(init, warm, sw.probe and sw.probe_first)
+    r = attempt(init, warm)
     a, h, h_min = a_from, a_to - a_from, abs(a_to - a_from) * 2.0**-MAX_HALVINGS * (1 - 1e-9)
     failed = []  # the intermediate α that failed
     while not r["converged"]:
@@ -241,8 +239,8 @@ def _step(setup: _Setup, lam, a_from, a_to, start) -> tuple[dict, float]:
             # a nearer α failed from farther back: it is retried (from here) before anything beyond
             h = 2 * (min(beyond, key=lambda f: abs(f - a)) - a)
             continue
-        retry = attempt(init, warm, sw.probe)
-        if retry["converged"] or not sw.probe:
+        retry = attempt(init, warm)
+        if retry["converged"]:
             r = retry
         h = a_to - a
     iters, wall = cost
@@ -425,30 +423,6 @@ def _record_point(setup: _Setup, res: _Results, ij, lam, alpha, passes) -> None:
         res.mc_mean[ij], res.mc_sd[ij] = _mc_sd(setup, lam, alpha, pick)
 
 
-def _describe(ds: xr.Dataset, mc_seeds: int) -> None:
-    """The descriptions of the sweep's own outputs (attrs of their variables)."""
-    ds["branch"].attrs["description"] = "pass the reported fixed point came from: 0 down (from large α), 1 up"
-    ds["key_scale"].attrs["description"] = (
-        "key scale c of the cold start at the largest α (1: the default init, 0: the α → 0 start V_a = 1/λ, -1 / -2: the population optimum, own / balanced proportions)"
-    )
-    for p, word in (("down", "from large α"), ("up", "from small α")):
-        ds[f"alpha_reached_{p}"].attrs["description"] = (
-            f"α nearest this point to which the {p} pass ({word}) followed its branch: alpha itself where "
-            "it converged here, the branch's last converged α where it did not or where the pass stopped "
-            "at a fold before this point, NaN where the pass converged nowhere before"
-        )
-    ds["test_error_mc_sd"].attrs["description"] = (
-        f"seed-to-seed s.d. of test_error over {mc_seeds} draws of the common random numbers"
-        if mc_seeds > 1
-        else "not measured (mc_seeds = 1)"
-    )
-    ds["test_error_seed_mean"].attrs["description"] = (
-        f"mean of test_error over the {mc_seeds} draws (MC error test_error_mc_sd/√{mc_seeds})"
-        if mc_seeds > 1
-        else "not measured (mc_seeds = 1)"
-    )
-
-
 def _dataset(setup: _Setup, res: _Results, lams, alphas) -> xr.Dataset:
     """The Dataset of :func:`replica_sweep` from its filled-in results."""
     sigma, model, nu, L, delta = setup.task
@@ -464,7 +438,6 @@ def _dataset(setup: _Setup, res: _Results, lams, alphas) -> xr.Dataset:
         ds[f"alpha_reached_{p}"] = (dims, res.reached[p])
     ds["test_error_mc_sd"] = (dims, res.mc_sd)
     ds["test_error_seed_mean"] = (dims, res.mc_mean)
-    _describe(ds, int(sw.mc_seeds))
     # the best λ of the grid at each α, among the converged points
     te = np.where(res.data["converged"], res.data["test_error"], np.inf)
     best = np.argmin(te, axis=0)
@@ -564,18 +537,17 @@ def replica_sweep(
 
 def _mc_sd(setup: _Setup, lam, alpha, r0) -> tuple[float, float]:
     """(mean, s.d.) of test_error over seeds seed, …, seed + mc_seeds − 1 (the others
-    warm-started from r0, the seed-``seed`` solution; with ``sw.probe`` through a cheap probe
-    first, as a continuation step); NaN if any of them does not converge."""
+    warm-started from r0, the seed-``seed`` solution, through a cheap probe first, as a
+    continuation step); NaN if any of them does not converge."""
     sw, opts, seed = setup.sw, setup.opts, setup.draw.seed
     init = {k: r0[k] for k in STATE}
     errs = [r0["test_error"]]
     for s in range(seed + 1, seed + int(sw.mc_seeds)):
         f = setup.draw_fields(s)
         start, warm = init, None
-        if sw.probe:
-            p = setup.solve(lam, alpha, sw.probing(opts), init, fields=f)
-            if p["converged"]:
-                start, warm = _resume(p)
+        p = setup.solve(lam, alpha, sw.intermediate(opts), init, fields=f)
+        if p["converged"]:
+            start, warm = _resume(p)
         r = setup.solve(lam, alpha, opts, start, warm, fields=f)
         if not r["converged"]:
             return math.nan, math.nan

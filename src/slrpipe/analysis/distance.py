@@ -2,9 +2,9 @@
 §13): d = (1/D)(|k_a − k_b|² + |v_a − v_b|²) between a run and the informed start of the same
 (σ, λ, α, D, seed, optimiser) (``dist_informed``), and between a run and the ground state found on
 the same data, the run of lowest final objective over every start and optimiser
-(``dist_ground``; slrpipe.store.ground). It needs no theory: where the training objective has one minimum
+(``dist_ground``; slrpipe.analysis.ground). It needs no theory: where the training objective has one minimum
 (replica symmetry) d → 0 as D → ∞; between two states of a one-step RSB phase it tends to
-2 tr(Q₁ − Q₀). For odd σ (``ODD_SIGMAS``: f(−k, −v) = f(k, v)) the distance is to the nearer of
+2 tr(Q₁ − Q₀). For odd σ (``Sigma.odd``: σ − 1 odd in χ) the distance is to the nearer of
 (k_b, v_b) and its mirror image (−k_b, −v_b).
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from slrpipe.store.ground import RUN_DIMS
-from slrpipe.vocabulary import ODD_SIGMAS
+from slrpipe.analysis.ground import RUN_DIMS
+from slrpipe.sigmas import get as get_sigma
 
 #: the run coordinates that distinguish two starts on the same data
 START_KEYS = ("init", "restart")
@@ -25,20 +25,20 @@ def weight_distance(sigma: str, a, b) -> float:
     (D,); for odd σ the smaller of that and the distance to (−k_b, −v_b).
 
     Raises:
-        ValueError: the four arrays do not share one shape (D,).
+        ValueError: σ not registered, or the four arrays do not share one shape (D,).
     """
     (ka, va), (kb, vb) = ((np.asarray(x, float) for x in w) for w in (a, b))
     if not (ka.ndim == 1 and ka.shape == va.shape == kb.shape == vb.shape):
         raise ValueError(f"weights: need four arrays of one shape (D,), got {ka.shape, va.shape, kb.shape, vb.shape}")
     d = (np.sum((ka - kb) ** 2) + np.sum((va - vb) ** 2)) / ka.size
-    if sigma in ODD_SIGMAS:
+    if get_sigma(sigma).odd:
         d = min(d, (np.sum((ka + kb) ** 2) + np.sum((va + vb) ** 2)) / ka.size)
     return float(d)
 
 
 def to_informed(runs) -> list[float]:
     """``dist_informed`` of each run: runs = [(index, (k, v))] with index the run's coordinates
-    (``slrpipe.store.aggregate._erm_index``: one-element lists); the distance to the informed start
+    (``slrpipe.analysis.aggregate._erm_index``: one-element lists); the distance to the informed start
     (restart 0) with the same other coordinates — 0 for that run itself, NaN where there is none."""
     key = lambda index: _data_key(index, START_KEYS)
     informed = {key(i): w for i, w in runs if i["init"] == ["informed"] and i["restart"] == [0]}
@@ -49,7 +49,7 @@ def to_ground(runs) -> list[float]:
     """``dist_ground`` of each run: runs = [(index, (k, v), J)] with J the run's final training
     objective (``train_loss``); the distance to the run of lowest finite J among those with the
     same coordinates but (init, restart, optimizer) — the ground state of
-    ``slrpipe.store.ground.add_ground_state`` (on an exact tie of J, the first such run here) —
+    ``slrpipe.analysis.ground.add_ground_state`` (on an exact tie of J, the first such run here) —
     0 for that run itself, NaN where no run of the group has a finite J."""
     best: dict = {}
     for index, w, loss in runs:

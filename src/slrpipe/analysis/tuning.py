@@ -1,7 +1,7 @@
 """Regularisation tuned per α on a λ grid, as the paper's finite-α figure is drawn.
 
 Theory: the minimum of the replica test error over the λ grid (``test_error_opt_lam`` / ``lam_opt``
-of the replica node, :mod:`slrpipe.store.aggregate`). ERM: for each (σ, α) the λ of the grid whose
+of the replica node, :mod:`slrpipe.analysis.aggregate`). ERM: for each (σ, α) the λ of the grid whose
 runs have the lowest mean finite-test-set error over seeds — the test set is drawn independently of
 the training set, so it serves as the validation set of a grid search — and reported there by
 ``report`` (by default the population risk at the learned weights, which the selection never saw).

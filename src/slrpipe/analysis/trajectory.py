@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.data import SLRTask
+from slrpipe.sigmas import get as get_sigma
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
 from slrpipe.threads import map_threads
 from slrpipe.vocabulary import FIRST_ORDER
@@ -26,14 +27,14 @@ def risk_along(sigma: str, task: SLRTask, traj: dict) -> np.ndarray:
     """R(σ; Gram_t) at every recorded step t (docs/model.md §4), shape (steps,); NaN where a step's
     overlaps are missing (steps another run recorded, in a combined store) or not finite.
 
-    ``traj``: {overlap name: (steps,) array} for every name of ``OVERLAPS``. The erf offset c is not
-    recorded along a trajectory, so σ = erf is refused.
+    ``traj``: {overlap name: (steps,) array} for every name of ``OVERLAPS``. A learned offset c
+    (``Sigma.offset``: erf) is not recorded along a trajectory, so such a σ is refused.
 
     Raises:
-        ValueError: σ = erf, or an overlap missing from ``traj``.
+        ValueError: σ not registered or with an offset, or an overlap missing from ``traj``.
     """
-    if sigma == "erf":
-        raise ValueError("sigma: erf needs its offset c at each step, which the trajectory does not record")
+    if get_sigma(sigma).offset:
+        raise ValueError(f"sigma: {sigma} needs its offset c at each step, which the trajectory does not record")
     missing = [k for k in OVERLAPS if k not in traj]
     if missing:
         raise ValueError(f"traj: missing overlaps {missing}")
@@ -47,7 +48,7 @@ def risk_along(sigma: str, task: SLRTask, traj: dict) -> np.ndarray:
 
 def add_trajectory_risk(node: xr.Dataset, task: SLRTask, workers: int = 1) -> xr.Dataset:
     """``traj_test_error_pop`` (dims of the runs + ``step``): :func:`risk_along` for every run of a
-    first-order optimiser (``DYNAMICS``) of an ERM node (slrpipe.store.aggregate); NaN elsewhere.
+    first-order optimiser (``DYNAMICS``) of an ERM node (slrpipe.analysis.aggregate); NaN elsewhere.
     ``workers``: threads evaluating runs side by side (:func:`map_threads`)."""
     need = [f"traj_{k}" for k in OVERLAPS]
     if "step" not in node.dims or any(v not in node for v in need) or "optimizer" not in node.dims:
@@ -61,7 +62,7 @@ def add_trajectory_risk(node: xr.Dataset, task: SLRTask, workers: int = 1) -> xr
         if str(node["optimizer"].values[sel["optimizer"]]) not in DYNAMICS:
             continue
         sigma = str(node["sigma"].values[sel["sigma"]])
-        if sigma == "erf":
+        if get_sigma(sigma).offset:  # no offset recorded along the trajectory
             continue
         traj = {k: stacked[f"traj_{k}"].isel(sel).values for k in OVERLAPS}
         if np.isfinite(traj["m_k"]).any():
@@ -69,7 +70,4 @@ def add_trajectory_risk(node: xr.Dataset, task: SLRTask, workers: int = 1) -> xr
     for (idx, *_), risk in zip(runs, map_threads(lambda r: risk_along(r[1], task, r[2]), runs, workers), strict=True):
         out[tuple(idx)] = risk
     node["traj_test_error_pop"] = out
-    node["traj_test_error_pop"].attrs["description"] = (
-        "population risk R(σ; Gram) at the overlaps recorded at each step (docs/model.md §4); gd/sgd/adam runs"
-    )
     return node

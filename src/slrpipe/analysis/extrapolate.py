@@ -95,7 +95,7 @@ def _check(D, y, se):
 
 def _stats():
     """``scipy.stats``, imported only where a p-value or a t quantile is computed: importing it
-    takes ~1 s, which every figure job importing this module (through slrpipe.store.ladder) paid."""
+    takes ~1 s, which every figure job importing this module (through slrpipe.analysis.ladder) paid."""
     from scipy import stats
 
     return stats

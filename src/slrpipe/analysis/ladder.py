@@ -1,9 +1,9 @@
 """ERM over a D ladder in the store: the largest rung, and the D → ∞ limit of one point.
 
 An ERM experiment with ``D: [D₁, D₂, …]`` (slrpipe.workflow.ladder) is aggregated with a ``D``
-dim (slrpipe.store.aggregate.erm_node). Figures draw its largest D (:func:`largest_D`); the
-validation table (slrpipe.store.validation) also gets, per (σ, λ, α), the per-D seed means and
-their extrapolation D → ∞ (:func:`point_ladder`, by slrpipe.store.extrapolate: a + b/D or
+dim (slrpipe.analysis.aggregate.erm_node). Figures draw its largest D (:func:`largest_D`); the
+validation table (slrpipe.analysis.validation) also gets, per (σ, λ, α), the per-D seed means and
+their extrapolation D → ∞ (:func:`point_ladder`, by slrpipe.analysis.extrapolate: a + b/D or
 a + b/√D, the lower χ², error bar Birge-inflated ⊕ the law-choice systematic). Source:
 docs/validation.md §2 (the D ladders).
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from slrpipe.store.extrapolate import Extrapolation, extrapolate, ladder_means
+from slrpipe.analysis.extrapolate import Extrapolation, extrapolate, ladder_means
 
 
 def largest_D(node: xr.Dataset) -> xr.Dataset:
@@ -26,7 +26,7 @@ def largest_D(node: xr.Dataset) -> xr.Dataset:
 @dataclass(frozen=True)
 class PointLadder:
     """One quantity of one (σ, λ, α) point over the ladder: per-D seed mean and s.e. (t-corrected,
-    slrpipe.store.extrapolate.ladder_means) and the extrapolation (None when fewer than 2 rungs
+    slrpipe.analysis.extrapolate.ladder_means) and the extrapolation (None when fewer than 2 rungs
     have ≥ 2 finite seeds)."""
 
     D: np.ndarray  # (k,) rungs with ≥ 2 finite seeds, ascending

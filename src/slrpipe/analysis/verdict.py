@@ -22,17 +22,25 @@ Each (setting, σ, λ, α) point gets one of ``VERDICTS``, decided in this order
      ``max_iter`` or on a stalled line search). RS and 1RSB describe minima of the training objective, so
      neither is tested there (e.g. linear σ at its interpolation peak, λ = 0.01, α = 2, in float32
      at 1000 iterations; docs/theory.md §13);
-  5. ``1RSB agrees``: not 1–4, one-step RSB was solved at the point (the state reported: s* on
-     the physical part of the s scan, else its largest Φ; slrpipe.store.rsb1, docs/theory.md §13)
-     and an ERM value (ground state or informed start, at the largest D
-     or extrapolated) agrees with its test error by the same rules (its Monte Carlo error not
-     measured: the relative clause carries it);
-  6. ``RS unstable``: not 1–4, 1RSB not solved there, and the RS fixed point is unstable
+  5. ``1RSB agrees``: not 1–4, one-step RSB was solved at the point with a maximum of Φ(s)
+     bracketed (s* found; slrpipe.theory.replica.rsb1.scan, docs/theory.md §13), and ERM agrees
+     with the 1RSB state on every quantity of :class:`Rsb1Evidence` — the test error (ground state
+     or informed start), the objective and the overlaps q₁_k, q₁_v, m_k, m_v (ERM's ground state),
+     each at the largest D or extrapolated, by the rules of 1–2 with the 1RSB value's own Monte
+     Carlo s.e. (batch means) in z;
+  6. ``1RSB not judged``: not 1–4, 1RSB solved but no maximum of Φ bracketed (its objective only a
+     lower bound of e_gs), or every quantity of 5 that is measured on both sides (its 1RSB s.e. and
+     an ERM value) agrees but some are not: no claim either way;
+  6b. ``Monte Carlo not converged``: not 1–4, 1RSB solved and checked at 2N₀ outer samples
+     (``n0_check``), and RS or the 1RSB state moved from N₀ to 2N₀ by more than half the 1RSB
+     correction (1RSB − RS) of the objective or the test error: no 1RSB verdict on that evidence;
+  7. ``RS unstable``: not 1–4, 1RSB not solved there, and the RS fixed point is unstable
      (``rs_stable`` False, docs/theory.md §11): the replica-symmetric prediction is not expected
      to be exact there;
-  7. ``1RSB does not close the gap``: not 1–5 where 1RSB was solved: RS instability alone no
-     longer explains the gap (the validation table's 1RSB section gives the numbers);
-  8. ``unexplained``: none of the above — a bug until shown otherwise.
+  8. ``1RSB does not close the gap``: s* bracketed and a quantity of 5 measured on both sides
+     disagrees: RS instability alone no longer explains the gap (the validation table's 1RSB
+     section gives the numbers);
+  9. ``unexplained``: none of the above — a bug until shown otherwise.
 ``theory missing`` (not one of ``VERDICTS``) is returned where the theory has no converged
 value: nothing is compared there; ``theory MC error not measured`` where the point would be
 ``unexplained`` but the theory's Monte Carlo error is unknown (one draw, ``mc_seeds`` = 1): a gap
@@ -46,6 +54,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 VERDICTS = (
     "agrees",
@@ -53,6 +62,8 @@ VERDICTS = (
     "ERM not at its ground state",
     "ERM not at a minimum",
     "1RSB agrees",
+    "1RSB not judged",
+    "Monte Carlo not converged",
     "RS unstable",
     "1RSB does not close the gap",
     "unexplained",
@@ -111,6 +122,31 @@ class Rule:
     rel_tol: float = REL_TOL
 
 
+class Compared(NamedTuple):
+    """One quantity of the 1RSB state against ERM (rule 5): its ``name``, the 1RSB ``value`` ± its
+    Monte Carlo s.e. ``se`` and the ERM measurements it may agree with (any one suffices)."""
+
+    name: str
+    value: float
+    se: float
+    erm: tuple
+
+
+@dataclass(frozen=True)
+class Rsb1Evidence:
+    """The 1RSB state of a point for rules 5–6: whether a maximum of Φ was bracketed (s* found),
+    its test error ± Monte Carlo s.e. (compared with the ground state and the informed start given
+    to :func:`verdict`) and the other quantities that must agree (:class:`Compared`: the
+    objective and the overlaps q₁_k, q₁_v, m_k, m_v); ``mc_converged``: whether RS and the state
+    moved by at most half the 1RSB correction from N₀ to 2N₀ outer samples (None: not checked)."""
+
+    bracketed: bool
+    test_error: float
+    test_error_se: float
+    others: tuple = ()
+    mc_converged: bool | None = None
+
+
 #: defaults of :func:`verdict`: nothing measured (the ground state of a point with one start) and
 #: the rule of config/validation.yaml's enforcement
 NOT_MEASURED, DEFAULT_RULE = Measurement(), Rule()
@@ -134,7 +170,7 @@ def verdict(
         erm: ERM from the informed start (largest D, and its D → ∞ limit where there is a ladder).
         ground: the same for the ERM ground state (default: not measured).
         rs_stable: True/False (or 1/0) from the replica output (NaN/None: not checked).
-        rsb1: test error of the 1RSB state reported (slrpipe.store.rsb1; NaN/None: not solved).
+        rsb1: :class:`Rsb1Evidence` of the 1RSB state reported (None, or a NaN test error: not solved).
         converged: (informed, ground): the fractions of the seeds whose informed run and whose
             ground-state run at the largest D ended by the gradient test (NaN/None: not recorded).
         rule: the agreement rule.
@@ -157,17 +193,30 @@ def verdict(
         return VERDICTS[2]
     if not_at_minimum(*converged):
         return VERDICTS[3]
-    if _finite(rsb1):
-        closes = any(
-            agrees(m.value, m.se, rsb1, 0.0, max_abs_z=max_abs_z, rel_tol=rel_tol)
-            or _limit_agrees(m, rsb1, 0.0, max_abs_z)
-            for m in (ground, erm)
-        )
-        return VERDICTS[4] if closes else VERDICTS[6]
+    if rsb1 is not None and _finite(rsb1.test_error):
+        return _rsb1_verdict(rsb1, erm, ground, rule)
     stable = None if rs_stable is None or (isinstance(rs_stable, float) and math.isnan(rs_stable)) else bool(rs_stable)
     if stable is False:
+        return VERDICTS[7]
+    return VERDICTS[9] if _finite(theory_se) else UNMEASURED
+
+
+def _rsb1_verdict(ev: Rsb1Evidence, erm: Measurement, ground: Measurement, rule: Rule) -> str:
+    """Rules 5, 6, 6b and 8 at a point where 1RSB was solved."""
+    if ev.mc_converged is False:
+        return VERDICTS[6]
+    if not ev.bracketed:
         return VERDICTS[5]
-    return VERDICTS[7] if _finite(theory_se) else UNMEASURED
+    quantities = (Compared("test_error", ev.test_error, ev.test_error_se, (ground, erm)), *ev.others)
+    both = lambda q: _finite(q.value, q.se) and any(_finite(m.value) or _finite(m.limit) for m in q.erm)
+    measured = [q for q in quantities if both(q)]
+    z, rel = rule.max_abs_z, rule.rel_tol
+    close = lambda q, m: (
+        agrees(m.value, m.se, q.value, q.se, max_abs_z=z, rel_tol=rel) or _limit_agrees(m, q.value, q.se, z)
+    )
+    if not all(any(close(q, m) for m in q.erm) for q in measured):
+        return VERDICTS[8]
+    return VERDICTS[4] if len(measured) == len(quantities) else VERDICTS[5]
 
 
 def not_at_minimum(informed, ground=None) -> bool:

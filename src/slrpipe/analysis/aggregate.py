@@ -14,10 +14,10 @@ experiment's config entry and provenance as attributes):
   formula evaluated at the learned overlaps (computed here, so a theory edit does not rerun training;
   the training job's own ``test_error_theory`` is not kept); ``dist_informed`` and ``dist_ground``,
   the distance of each run's weights to the informed start's and to the ground state's on the same
-  data (slrpipe.store.distance);
+  data (slrpipe.analysis.distance);
   trajectories ``traj_*`` on dim ``step`` with ``traj_test_error_pop`` for gd/sgd/adam runs
-  (slrpipe.store.trajectory); and the ground state over the starts, ``*_ground`` and ``ground_init/restart/optimizer`` (slrpipe.store.ground).
-  ``slrpipe.store.ground.reference`` selects the informed start (the dims (sigma, lam, alpha, seed)).
+  (slrpipe.analysis.trajectory); and the ground state over the starts, ``*_ground`` and ``ground_init/restart/optimizer`` (slrpipe.analysis.ground).
+  ``slrpipe.analysis.ground.reference`` selects the informed start (the dims (sigma, lam, alpha, seed)).
 - ``/replica/<exp>``: dims (sigma, lam, alpha) — replica prediction (model.md §6), plus
   ``test_error_opt_lam`` / ``lam_opt`` (minimum over the λ grid) and ``bayes_optimal_*`` (dim alpha);
   with ``ansatz: [rs, rsb1]`` the 1RSB points as ``rsb1_*`` (their s scans ``rsb1_scan_*`` on dim s;
@@ -25,7 +25,8 @@ experiment's config entry and provenance as attributes):
   reported, ``rsb1_<q>_batch_se`` / ``rsb1_<q>_batch_bias`` for q in objective, test_error,
   distance and ``rsb1_batches_converged`` (slrpipe.commands.rsb1_error.dataset).
 
-The root carries the config (JSON), package version, git commit and creation time.
+The root carries the config (JSON), package version, git commit and the CF globals (``Conventions``,
+``history``, ``date_created``); every variable its CF ``units`` and ``long_name`` (slrpipe.cf).
 """
 
 from __future__ import annotations
@@ -38,15 +39,15 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from slrpipe.analysis.distance import to_ground, to_informed
+from slrpipe.analysis.ground import add_ground_state
+from slrpipe.analysis.trajectory import DYNAMICS, add_trajectory_risk
 from slrpipe.data import SLRTask
 from slrpipe.io import atomic_dir, write_zarr
 from slrpipe.io import read_netcdf as _read_netcdf
 from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
-from slrpipe.store.distance import to_ground, to_informed
-from slrpipe.store.ground import add_ground_state
-from slrpipe.store.rsb1 import reported
-from slrpipe.store.trajectory import DYNAMICS, add_trajectory_risk
+from slrpipe.sigmas import get as get_sigma
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
 from slrpipe.threads import map_processes, map_threads
 from slrpipe.vocabulary import TEACHER_SEED_OFFSET
@@ -142,7 +143,7 @@ def erm_node(files, by_D: bool = False) -> xr.Dataset:
     (sigma, lam, alpha, D, seed, init, restart, optimizer). Scalar variables, n (and D where it is
     not a dim), the step size ``lr`` (NaN for L-BFGS), ``dist_informed`` and ``dist_ground`` (the
     distance of the run's weights to the informed start's and to the ground state's on the same
-    data, slrpipe.store.distance) and the trajectories
+    data, slrpipe.analysis.distance) and the trajectories
     ``traj_*`` on a ``step`` dim (the union of the recorded steps; NaN where a run recorded no such
     step)."""
     parts, order, weights = [], {}, []
@@ -190,14 +191,11 @@ def add_population_prediction(node: xr.Dataset, task: SLRTask, workers: int = 1)
     def risk(idx):
         ov = {v: float(node[v].values[idx]) for v in OVERLAPS}
         sigma = str(node["sigma"].values[idx[0]])
-        c = float(node["c"].values[idx]) if "c" in node and sigma == "erf" else 0.0
+        c = float(node["c"].values[idx]) if "c" in node and get_sigma(sigma).offset else 0.0
         return risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, ov, c)  # NaN if not finite
 
     pred = np.array(map_threads(risk, list(np.ndindex(shape)), workers), dtype=float).reshape(shape)
     node["test_error_pop"] = (node["m_k"].dims, pred)
-    node["test_error_pop"].attrs["description"] = (
-        "population risk R(σ; Gram) at the learned overlaps (docs/model.md §4)"
-    )
     return node
 
 
@@ -210,11 +208,11 @@ def _erm_task(files) -> SLRTask:
 
 def _rsb1_part(ds: xr.Dataset) -> xr.Dataset:
     """One 1RSB point's file (``slrpipe rsb1``) as ``rsb1_*`` variables on (sigma, lam, alpha),
-    the scan on (sigma, lam, alpha, s), the point variables at the state reported
-    (:func:`slrpipe.store.rsb1.reported`: s* on the physical part of the scan, else its largest Φ);
-    flags as floats (1/0, NaN where a point was not solved)."""
+    the scan on (sigma, lam, alpha, s), the point variables at the state the file reports (s*, else
+    a lower bound; slrpipe.commands.rsb1.dataset); flags as floats (1/0, NaN where a point was not
+    solved)."""
     key = {d: [ds[d].values.item()] for d in ("sigma", "lam", "alpha")}
-    ds = reported(ds).reset_coords(drop=True)
+    ds = ds.reset_coords(drop=True)
     ds = ds.assign({v: ds[v].astype(float) for v in ds.data_vars if ds[v].dtype == bool})
     return ds.rename({v: f"rsb1_{v}" for v in ds.data_vars}).expand_dims(key)
 
@@ -319,6 +317,9 @@ def _node(job) -> tuple[str, xr.Dataset]:
         node = add_ground_state(add_trajectory_risk(add_population_prediction(erm_node(files, by_D), task), task))
     else:
         node = replica_node(files)
+    # when and by which command its files were written is theirs, not the node's (the store's own are
+    # at its root); kept by the merges only where every file agreed, e.g. files written in one second
+    node.attrs = {k: v for k, v in node.attrs.items() if k not in ("date_created", "history")}
     # the parameters the node holds as coordinates are not repeated as attributes: one form each
     node.attrs.update({k: json.dumps(v) for k, v in exp.items() if k not in ON_COORDINATES})
     node.attrs["experiment"] = name

@@ -1,7 +1,7 @@
 """The ground state of the training objective over the starts of an ERM experiment, and the
 reference (informed) start.
 
-An ERM node (slrpipe.store.aggregate) has one run per (σ, λ, α, seed, init, restart, optimizer).
+An ERM node (slrpipe.analysis.aggregate) has one run per (σ, λ, α, seed, init, restart, optimizer).
 For each (σ, λ, α, seed), the *ground state* is the run with the lowest final training objective
 J = 𝓛/n over every init, restart and optimiser — the best minimum training found, which is what
 the replica theory (the global minimum of the objective, docs/theory.md §1) predicts. The
@@ -62,11 +62,7 @@ def add_ground_state(node: xr.Dataset) -> xr.Dataset:
     out["ground_init"] = xr.where(has, picked["init"].drop_vars(["run", *RUN_DIMS], errors="ignore"), "")
     out["ground_restart"] = xr.where(has, picked["restart"].drop_vars(["run", *RUN_DIMS], errors="ignore"), -1)
     out["ground_optimizer"] = xr.where(has, picked["optimizer"].drop_vars(["run", *RUN_DIMS], errors="ignore"), "")
-    node = node.assign(out)
-    node["train_loss_ground"].attrs["description"] = (
-        "lowest final training objective J = L/n over inits, restarts and optimisers (the ground state found)"
-    )
-    return node
+    return node.assign(out)
 
 
 def reached(node: xr.Dataset, rtol: float) -> xr.DataArray:

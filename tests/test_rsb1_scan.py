@@ -1,0 +1,181 @@
+"""The zero-temperature 1RSB rule (slrpipe.theory.replica.rsb1.scan) on the random energy model,
+whose 1RSB potential is known in closed form (Derrida 1981; Mézard–Montanari, *Information,
+Physics, and Computation*, ch. 5 and 19): 2^N levels of energy N·e with e ~ N(0, 1/(2N)) have the
+complexity Σ(e) = ln 2 − e² per N, so
+
+    Φ(s) = min_e [e − Σ(e)/s] = −s/4 − ln 2/s,  Σ(s) = s² Φ′(s) = ln 2 − s²/4,  e(s) = −s/2,
+
+maximal at s* = 2√ln 2 with e_gs = Φ(s*) = −√ln 2 (the REM ground state), de/ds = −1/2 < 0.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from slrpipe.theory.replica.rsb1.scan import (
+    FALL_Z,
+    ScanOptions,
+    bracket,
+    diff_se,
+    on_curve,
+    paired_se,
+    scan_potential,
+)
+
+LN2 = math.log(2.0)
+S_STAR, E_GS = 2 * math.sqrt(LN2), -math.sqrt(LN2)
+
+
+def rem(phi_se=1e-3, sigma_se=1e-2, rng=None, calls=None):
+    """``solve(s, near)`` of the REM: exact values, plus Gaussian noise of sd ``phi_se`` on Φ (and
+    ``sigma_se`` on Σ) where ``rng`` is given; the s.e. reported are those sds."""
+
+    def solve(s, near):
+        if calls is not None:
+            calls.append(s)
+        phi, sig = -s / 4 - LN2 / s, LN2 - s * s / 4
+        if rng is not None:
+            phi, sig = phi + phi_se * rng.standard_normal(), sig + sigma_se * rng.standard_normal()
+        row = {"s": s, "phi": phi, "phi_se": phi_se, "sigma": sig, "sigma_se": sigma_se}
+        return row | {"energy_direct": -s / 2, "converged": True}
+
+    return solve
+
+
+def phi_bound(lo, hi):
+    """e_gs − Φ(s) ≤ ½ max|Φ″| (hi − lo)² for any s in [lo, hi] ∋ s* (Φ″ = −2 ln 2/s³)."""
+    return 0.5 * 2 * LN2 / lo**3 * (hi - lo) ** 2
+
+
+def test_rem_maximum_on_the_grid_is_bracketed_and_refined():
+    calls = []
+    res = scan_potential(rem(calls=calls), [0.5, 1.0, 2.0, 4.0, 8.0])
+    assert calls[:4] == [0.5, 1.0, 2.0, 4.0]  # stops once Φ(4) has fallen: 8 is never solved
+    assert res.bracketed and res.star["converged"] and not res.lower_bound
+    lo, hi = res.rows[res.bracket.lo], res.rows[res.bracket.hi]
+    assert lo["s"] < S_STAR < hi["s"] and res.rows[res.top]["phi"] - max(lo["phi"], hi["phi"]) >= FALL_Z * 1.4e-3
+    assert res.refine == "sigma root"  # Σ(1) = 0.44, Σ(2) = −0.31, both resolved (s.e. 0.01)
+    assert 1.0 < res.s_star < 2.0 and abs(res.s_star - S_STAR) < 0.02
+    # the refinement stops where its checks hold: Σ(s*) ≈ 0 (both estimators), de/ds < 0
+    assert res.check.ok and res.check.de_ds == pytest.approx(-0.5)
+    assert abs(res.check.sigma) <= FALL_Z * 1e-2
+    phi = res.reported["phi"]
+    assert phi <= E_GS and E_GS - phi <= phi_bound(1.0, 2.0)  # exact: Φ(s) ≤ max Φ = e_gs
+    assert E_GS - phi < 1e-4  # and here close: s* within 0.02, Φ″ ≈ −0.3
+    assert not any(r.get("solved", True) is False and r["s"] != 8.0 for r in res.rows)
+    # the complexity curve: every row has de/ds = −1/2; Σ ≥ 0 for s ≤ s* only
+    curve = on_curve(res.rows)
+    assert curve.tolist() == [r.get("converged", False) and r["s"] <= S_STAR for r in res.rows]
+
+
+def test_rem_scan_is_extended_up_until_the_maximum_is_bracketed():
+    calls = []
+    res = scan_potential(rem(calls=calls), [0.25, 0.5], ScanOptions(extend=2.0, max_rows=8))
+    assert calls[:5] == [0.25, 0.5, 1.0, 2.0, 4.0] and res.bracketed
+    assert abs(res.s_star - S_STAR) < 0.02 and 0 <= E_GS - res.reported["phi"] < 1e-4
+
+
+def test_rem_scan_is_extended_down_when_the_maximum_is_its_first_row():
+    calls = []
+    res = scan_potential(rem(calls=calls), [8.0, 16.0], ScanOptions(extend=2.0, max_rows=8))
+    assert calls[:5] == [8.0, 16.0, 4.0, 2.0, 1.0] and res.bracketed
+    assert abs(res.s_star - S_STAR) < 0.02 and 0 <= E_GS - res.reported["phi"] < 1e-4
+
+
+def test_rem_without_a_bracket_reports_a_lower_bound():
+    # Φ still rises on the grid and no row may be added: the largest Φ is a lower bound, no s*
+    res = scan_potential(rem(), [0.2, 0.4, 0.8], ScanOptions(max_rows=3))
+    assert not res.bracketed and res.lower_bound and res.star is None and math.isnan(res.s_star)
+    assert res.reported["s"] == 0.8 and res.reported["phi"] < E_GS
+    # the same beyond the maximum (Φ falling on the grid, nothing below it allowed)
+    res = scan_potential(rem(), [4.0, 8.0], ScanOptions(max_rows=2))
+    assert res.lower_bound and res.reported["s"] == 4.0 and res.reported["phi"] < E_GS
+
+
+def test_a_fall_just_below_two_standard_errors_does_not_bracket():
+    """Φ at s = 4 below the top by 1.9 (then 2.1) combined s.e.: not fallen, so the scan extends to
+    s = 8 (then fallen: the grid is enough)."""
+    se = 0.1
+    for z, extended in ((1.9, True), (2.1, False)):
+        table = {1.0: 0.0, 2.0: 1.0, 4.0: 1.0 - z * math.hypot(se, se), 8.0: -10.0}
+        calls = []
+
+        def solve(s, near, table=table, calls=calls):
+            calls.append(s)
+            return {"s": s, "phi": table.get(s, -20.0), "phi_se": se, "sigma": 0.0, "sigma_se": 1.0}
+
+        res = scan_potential(
+            lambda s, near, f=solve: f(s, near) | {"energy_direct": 0.0, "converged": True},
+            [1.0, 2.0, 4.0],
+            ScanOptions(max_rows=4, refine_max=1),
+        )
+        assert (8.0 in calls) is extended and res.bracketed
+
+
+def test_false_bracket_rate_on_a_flat_potential_is_that_of_the_two_se_rule():
+    """A flat Φ (no maximum) on three rows with iid Gaussian noise of the s.e. reported: a bracket
+    is claimed when the middle row lies ≥ 2 combined s.e. (√2 σ) above each other one, with
+    probability P(Z₁ ≥ 2, Z₂ ≥ 2), (Z₁, Z₂) the two normalised differences (bivariate normal,
+    correlation ½). The observed rate over 20000 scans lies within 4 binomial s.e. of it."""
+    p_one = multivariate_normal(mean=[0, 0], cov=[[1, 0.5], [0.5, 1]]).cdf([-FALL_Z, -FALL_Z])
+    rng, n, se = np.random.default_rng(7), 20000, 0.01
+    phi = se * rng.standard_normal((n, 3))
+    hits = 0
+    for p in phi:
+        rows = [{"s": s, "phi": v, "phi_se": se, "converged": True} for s, v in zip((1.0, 2.0, 3.0), p)]
+        hits += bracket(rows).found
+    sd = math.sqrt(p_one * (1 - p_one) / n)
+    assert abs(hits / n - p_one) < 4 * sd, (hits / n, p_one, sd)
+    assert p_one < 0.01  # the rule: a false maximum on three flat rows well under 1 %
+
+
+def test_rem_with_noise_of_known_se_finds_the_ground_state_within_its_errors():
+    """Noise of sd σ_Φ = 2·10⁻³ on Φ and σ_Σ = 10⁻² on Σ (the s.e. reported), 50 draws: the maximum
+    is bracketed on the grid every time (the true falls around it, ≥ 0.1, are ≫ 2 s.e.); the Φ
+    reported is the REM's at the s reported within 4 σ_Φ (its own noise); and where the closed-form
+    check Σ(s*) ≈ 0 holds (|Σ̂| ≤ 2 σ_Σ), s* lies within (2 + 4) σ_Σ / |Σ′(s*)| of the true one
+    (Σ′ = −s/2; 4 σ_Σ for Σ̂'s own noise), so Φ(s*) is within ½|Φ″| (s − s*)² of e_gs."""
+    sig_se = 1e-2
+    for seed in range(50):
+        res = scan_potential(rem(2e-3, sig_se, np.random.default_rng(seed)), [0.5, 1.0, 2.0, 4.0, 8.0])
+        assert res.bracketed and 1.0 < res.s_star < 4.0
+        s = res.reported["s"]
+        assert abs(res.reported["phi"] - (-s / 4 - LN2 / s)) <= 4 * 2e-3
+        if res.check.sigma_ok:
+            assert abs(s - S_STAR) <= (FALL_Z + 4) * sig_se / (S_STAR / 2), (seed, s)
+
+
+def test_scan_options_are_checked():
+    with pytest.raises(ValueError, match="extend"):
+        ScanOptions(extend=1.0)
+    with pytest.raises(ValueError, match="max_rows"):
+        ScanOptions(max_rows=0)
+    with pytest.raises(ValueError, match="s_grid"):
+        scan_potential(rem(), [])
+
+
+def test_rows_on_common_samples_bracket_by_the_se_of_their_difference():
+    """The rows of one scan share their outer samples: Φ(s) per outer sample = the REM's Φ(s) + a
+    noise common to every s (sd 1) + a part of its own (sd 0.01), N₀ = 2000. Each Φ has an s.e. of
+    ≈ 0.022, far above the falls around the maximum (Φ(1.7) − Φ(1.5) = 0.004, Φ(1.7) − Φ(1.9) =
+    0.007); their differences, paired over the samples, have an s.e. of ≈ 0.01·√2/√2000 = 3·10⁻⁴:
+    with the samples the maximum is bracketed, without them (the two s.e. combined as if
+    independent) it is not and the scan reports a lower bound."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    common = rng.standard_normal(n)
+
+    def solve(s, near, samples=True):
+        x = -s / 4 - LN2 / s + common + 0.01 * rng.standard_normal(n)
+        row = {"s": s, "phi": float(x.mean()), "phi_se": paired_se(x), "sigma": LN2 - s * s / 4, "sigma_se": 0.01}
+        return row | {"energy_direct": -s / 2, "converged": True} | ({"phi_samples": x} if samples else {})
+
+    grid, o = [1.5, 1.7, 1.9], ScanOptions(max_rows=3, refine_max=1)
+    res = scan_potential(solve, grid, o)
+    assert res.bracketed and 1.5 < res.s_star < 1.9
+    a, b = res.rows[0], res.rows[1]
+    assert a["phi_se"] > 0.02 and diff_se(a, b) == pytest.approx(0.01 * math.sqrt(2 / n), rel=0.1)
+    plain = scan_potential(lambda s, near: solve(s, near, samples=False), grid, o)
+    assert not plain.bracketed and plain.lower_bound

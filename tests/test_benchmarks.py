@@ -1,8 +1,9 @@
 """Every benchmark runs: each ``benchmarks/bench_*.py`` in its ``--quick`` mode (the same code path
-at tiny sizes), as a fresh process from the repository root, single-threaded as CI is.
+at tiny sizes), each mode of ``bench_erm.py`` (its ``MODES``) on its own, as a fresh process from
+the repository root, single-threaded as CI is.
 
-The cases are globbed, so a new benchmark without a quick mode (or without its key figures listed
-in ``FIGURES``) fails here. The figures are not checked against targets — a quick run times
+The cases are globbed, so a new benchmark or mode without a quick mode (or without its key figures
+listed in ``FIGURES``) fails here. The figures are not checked against targets — a quick run times
 compilation and start-up, not the method — only that each benchmark still prints them.
 
 The quick runs are single-threaded processes: they are started together, ``WORKERS`` at a time
@@ -25,7 +26,22 @@ import pytest
 from slrpipe.threads import thread_env
 
 REPO = Path(__file__).resolve().parents[1]
-BENCHMARKS = sorted(p.name for p in (REPO / "benchmarks").glob("bench_*.py"))
+
+
+def _erm_modes() -> list[str]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_erm", REPO / "benchmarks" / "bench_erm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(module.MODES)
+
+
+#: one case per benchmark file, bench_erm.py one per mode ("bench_erm.py MODE")
+BENCHMARKS = sorted(
+    [p.name for p in (REPO / "benchmarks").glob("bench_*.py") if p.name != "bench_erm.py"]
+    + [f"bench_erm.py {mode}" for mode in _erm_modes()]
+)
 WORKERS = 2
 TIMEOUT_S = 400
 #: longer limits: bench_replica's quick run times the solver at L = 3 and 16 too (fresh processes)
@@ -34,7 +50,7 @@ NUM = r"[-+\d.e]+"
 
 #: per benchmark: the lines its quick run must print (regular expressions, one match each)
 FIGURES = {
-    "bench_erm.py": [
+    "bench_erm.py eval": [
         rf"^reference: numpy copy of {NUM} MB: {NUM} ms = {NUM} GB/s",
         rf"^evaluation \(plain X\): {NUM} ms, X streamed at {NUM} GB/s",
         rf"^L-BFGS: {NUM} ms/iteration .* {NUM} line-search evaluations per iteration",
@@ -43,13 +59,42 @@ FIGURES = {
         rf"^  L-BFGS on the GPU: {NUM} min in all",
         rf"^  sampling on the host .* = {NUM} h of one core",
     ],
-    "bench_erm_starts.py": [
+    "bench_erm.py starts": [
         rf"^evaluation of J and ∇J: one start {NUM} ms, \d+ at once {NUM} ms \({NUM}× one\)",
         rf"^one after the other \(minimize\): {NUM} s CPU, iterations \[",
         rf"^as lanes \(slrpipe\.train\.lanes\): {NUM} s CPU \({NUM}× one after the other\), iterations \[",
         rf"^  lowest J over starts: {NUM} one after the other, {NUM} as lanes",
         rf"^all at once \(vmap of optax\.lbfgs\): {NUM} s CPU \({NUM}× one after the other\)",
         r"^  iterations \[.*\]; broadcasts of X or XT to \d+ lanes in the program: \d+",
+    ],
+    "bench_erm.py share": [
+        r"^share: batch \S+, its first training set: \d+ models \(.*linear.*softmax.*\), D = \d+",
+        rf"^one after the other \(optax\.lbfgs\): .* {NUM} ms CPU per model-iteration; passes over X .* ≥ \d+",
+        rf"^as lanes \(slrpipe\.train\.lanes\): .* {NUM} ms CPU per model-iteration; \d+ passes over X in \d+ "
+        rf"iterations = {NUM} per iteration",
+        rf"^per-model-iteration CPU: {NUM}× lower as lanes",
+    ],
+    "bench_erm.py scipy": [
+        rf"^this project \(lanes, float32\): {NUM} s wall, {NUM} s CPU",
+        rf"^research code \(scipy \S+ L-BFGS-B, float64, jitted JAX gradients\): {NUM} s wall, {NUM} s CPU",
+        rf"^ratio \(research / this project\): {NUM}× in CPU, {NUM}× in wall; same J .* at \d+ of \d+ starts",
+    ],
+    "bench_erm.py batch": [
+        r"^batch \S+: \d+ models, D = \d+, n = \d+",
+        rf"^wall {NUM} s: training sets {NUM} s, training {NUM} s \(\d+ iterations",
+        rf"^off the solve \(sampling \+ test evaluation\): {NUM}% of the wall time",
+        rf"^peak RSS {NUM} MB; law requests mem_mb = \d+",
+        r"^on a GPU node the law requests mem_mb = \d+ of the host and gpu_mem_mb = \d+ of the card",
+    ],
+    "bench_erm.py config": [
+        rf"^lanes: false: {NUM} s CPU, {NUM} s wall; lanes: true: {NUM} s CPU, {NUM} s wall \({NUM}×\)",
+        rf"^runs compared: J relative difference median {NUM}, max {NUM}; test error difference max {NUM} s\.e\.",
+    ],
+    "bench_erm.py job": [
+        r"^one ERM run of a train-batch job: softmax, D = 100",
+        rf"^L-BFGS block: compile or cache load +{NUM} +{NUM} +{NUM} +{NUM}$",
+        rf"^minimize \(\d+ iterations; programs in memory\) +{NUM}",
+        rf"^total \(after interpreter start\) +{NUM} +{NUM} +{NUM} +{NUM}$",
     ],
     "bench_machine.py": [
         rf"^python loop: {NUM} s \(\d+ iterations\)",
@@ -73,18 +118,6 @@ FIGURES = {
         rf"^\(11\) softmax L=3 N=\d+ α=5: compile {NUM} s CPU .* channel evaluations at {NUM} s wall",
         rf"^\(11\) softmax L=16: compile {NUM}× L = 3's \(target ≤ 2\); time per evaluation {NUM}× L = 3's",
     ],
-    "bench_train_batch.py": [
-        r"^batch \S+: \d+ models, D = \d+, n = \d+",
-        rf"^wall {NUM} s: training sets {NUM} s, training {NUM} s \(\d+ iterations",
-        rf"^off the solve \(sampling \+ test evaluation\): {NUM}% of the wall time",
-        rf"^peak RSS {NUM} MB; law requests mem_mb = \d+",
-    ],
-    "bench_train_job.py": [
-        r"^one ERM run of a train-batch job: softmax, D = 100",
-        rf"^L-BFGS block: compile or cache load +{NUM} +{NUM} +{NUM} +{NUM}$",
-        rf"^minimize \(\d+ iterations; programs in memory\) +{NUM}",
-        rf"^total \(after interpreter start\) +{NUM} +{NUM} +{NUM} +{NUM}$",
-    ],
     "bench_workflow.py": [  # the synthetic tree's known totals
         r"^train_erm +4 +44\.0 +11\.00 +14\.0 +39\.6$",
         r"^fig_\* +2 +5\.0 ",
@@ -93,7 +126,7 @@ FIGURES = {
     ],
 }
 #: the slowest first (one to three minutes of CPU each), so that two workers finish together
-FIRST = ("bench_replica.py", "bench_population.py")
+FIRST = ("bench_replica.py", "bench_erm.py share", "bench_erm.py scipy", "bench_population.py")
 
 
 def _quick(name: str) -> tuple[subprocess.CompletedProcess, float]:
@@ -104,8 +137,9 @@ def _quick(name: str) -> tuple[subprocess.CompletedProcess, float]:
         PYTHONUNBUFFERED="1",
     )
     t0 = time.perf_counter()
+    script, *mode = name.split()
     proc = subprocess.run(
-        [sys.executable, f"benchmarks/{name}", "--quick"],
+        [sys.executable, f"benchmarks/{script}", *mode, "--quick"],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -131,7 +165,7 @@ def quick_runs(request):
 
 def test_every_benchmark_has_its_figures_listed():
     assert BENCHMARKS, "no benchmarks found"
-    assert set(FIGURES) == set(BENCHMARKS), "FIGURES must name exactly the benchmarks/bench_*.py files"
+    assert set(FIGURES) == set(BENCHMARKS), "FIGURES: exactly the benchmarks/bench_*.py files and bench_erm.py's modes"
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)

@@ -101,3 +101,53 @@ def test_batched_lane_runs_are_written_with_their_lane_count_and_options_are_che
         SolverOptions(optimizer="gd", lanes=True)
     with pytest.raises(ValueError, match="params0"):
         minimize_lanes([], place_data(*(np.asarray(a) for a in ds.load()[:3]), np.float32), "softmax", LAM)
+
+
+#: representative points of the default config (spiked ν = 1, λ = 0.1, α = 2) and of
+#: config/validation_cpu.yaml (max-SLR ν = ∞, λ = 0.01 and 0.1, α = 5), at D = 256, L = 3
+MIXED_POINTS = [("spiked", 1.0, 2.0, (0.1,)), ("max", float("inf"), 5.0, (0.01, 0.1))]
+
+
+@pytest.mark.parametrize("model,nu,alpha,lams", MIXED_POINTS)
+def test_every_model_of_a_training_set_as_lanes_gets_its_numbers_alone(model, nu, alpha, lams):
+    # both σ, every λ and two starts in one solve (one product X·W), against each model as the
+    # only lane of its solve. In float64 to |∇J|₂ < tol = 1e-9 (``stalled`` at the rounding floor
+    # also allowed, |∇J|₂ < 1e-8): J's Hessian is at least the penalty's μ = λ/n there (the data
+    # term is convex near a minimum), so two such points of one minimum lie within 2·1e-8/μ in |θ|;
+    # overlaps (quadratic in θ, /D) and the test error (smooth in θ) then agree to twice that
+    # relative to |θ| (3e-4 at λ = 0.01, n = 1280; measured ≤ 1e-7), and J, stationary there, to
+    # (1e-8)²/μ relative to J (< 1e-10).
+    from slrpipe.train.metrics import OVERLAPS
+
+    ds = SLRDataset(SLRTask(model, nu, 3, 0.0, 256), int(alpha * 256), teacher_seed=0, data_seed=1)
+    opts = [
+        ERMOptions.of(
+            sigma,
+            lam,
+            init=init,
+            init_seed=seed,
+            n_test=1000,
+            max_iter=3000,
+            tol=1e-9,
+            dtype="float64",
+            theory=False,
+            bayes=False,
+            lanes=True,
+        )
+        for sigma in ("softmax", "linear")
+        for lam in lams
+        for init, seed in ((("informed", 0), ("random", 1)) if len(lams) == 1 else (("informed", 0),))
+    ]
+    together = [d for _, d in run_erm_batch(ds, opts)]
+    assert [int(d.attrs["lanes"]) for d in together] == [len(opts)] * len(opts)
+    for o, a in zip(opts, together):
+        ((_, b),) = run_erm_batch(ds, [o])
+        assert int(b.attrs["lanes"]) == 1 and (a.sigma.item(), a.lam.item()) == (o.sigma, o.lam)
+        for d in (a, b):
+            assert d.attrs["stop_reason"] in ("tol", "stalled") and d.gnorm.item() < 1e-8, (o, d.attrs["stop_reason"])
+        mu, theta = o.lam / ds.n, np.hypot(np.linalg.norm(b.k), np.linalg.norm(b.v))
+        rel = 2 * (2 * 1e-8 / mu) / theta
+        assert a.train_loss.item() == pytest.approx(b.train_loss.item(), rel=1e-10), o
+        for name in (*OVERLAPS, "test_error", "train_mse"):
+            scale = max(abs(b[name].item()), 1e-2)  # the cross overlaps are ~0: compare to 1e-2
+            assert abs(a[name].item() - b[name].item()) <= rel * scale, (o, name, rel)

@@ -346,7 +346,7 @@ def population_batches(population: dict, root: str) -> dict[str, PopulationBatch
     }
 
 
-#: resource law of one train-batch job (measured by benchmarks/bench_train_batch.py; docs/cluster.md):
+#: resource law of one train-batch job (measured by benchmarks/bench_erm.py batch; docs/cluster.md):
 #: peak memory = MEM_BASE_MB + MEM_PER_SET × (one training set X in its dtype) + the test chunks, the
 #: host memory of a CPU run (the sample, its JAX copy and the transposed copy XT: 3.2 sets measured at
 #: the paper's largest batch); a GPU run holds XT on the device and needs about half of it on the host;
@@ -409,10 +409,16 @@ def replica_resources(job: ReplicaJob) -> dict[str, int]:
 
 
 def rsb1_resources(job: Rsb1Job, *, s_points: int | None = None) -> dict[str, int]:
-    """Slurm request of one 1RSB point from the law above (``s_points``: the number of s solved,
-    default all of ``s_grid``): ``mem_mb`` (MiB) and ``runtime`` (minutes) of the first attempt."""
+    """Slurm request of one 1RSB point from the law above (``s_points``: the number of s solved;
+    default the most a scan may solve, ``s_max_rows`` rows of the extended grid plus the solves that
+    refine s*, ScanOptions.refine_max, and with ``n0_check`` two more at 2N₀): ``mem_mb`` (MiB) and
+    ``runtime`` (minutes) of the first attempt."""
+    from slrpipe.theory.replica.rsb1.scan import ScanOptions
+
     size = job.n_outer * job.n_inner / 2**15
-    n_s = len(job.s_grid) if s_points is None else s_points
+    n_s = max(len(job.s_grid), job.s_max_rows) + ScanOptions.refine_max if s_points is None else s_points
+    if job.n0_check and s_points is None:
+        n_s += 2 * 2  # RS and the reported state again, each at twice the samples
     return _request(JAX_BASE_MB + RSB1_MB * size, RSB1_START_S + RSB1_SEC_PER_S * size * n_s)
 
 
@@ -438,6 +444,43 @@ def first_attempt(family: str, record) -> dict[str, int]:
         raise KeyError(f"no resource law for rule {family!r}; allowed: {sorted(LAWS)}")
     req = LAWS[family](record)
     return {**req, "runtime": max(req["runtime"], MIN_RUNTIME_MIN)}
+
+
+#: GPU nodes (``batch_gpu_resources``): the host holds the interpreter, JAX and the test chunks
+#: (MEM_BASE_MB + TEST_CHUNK_MB; measured 1372 MB at the paper's largest batch, sampler jax), plus
+#: with the numpy sampler HOST_SETS_NUMPY training sets drawn on the host (measured 2661 MB). The card
+#: holds one training set X in its dtype (no transposed copy off the CPU), GPU_CHUNK_MB of chunks in
+#: flight (a set being drawn, a test chunk with its predictions), the lanes (``lanes_device_mb``) and
+#: GPU_BASE_MB: the CUDA context, XLA's workspace and the allocator's pool, set so that the one
+#: measurement of the card's memory (docs/cluster.md: 8.9 GB at 1.12 GB of X) is covered 1.1×
+HOST_SETS_NUMPY, GPU_CHUNK_MB, GPU_BASE_MB = 1.5, 512.0, 8192.0
+
+
+def lanes_device_mb(S: int, n: int, L: int, D: int, itemsize: int = 4, memory_size: int = 10) -> float:
+    """Device memory (MiB) of S models trained together as lanes (``slrpipe.train.lanes``) on a
+    training set of n sequences of L tokens of dimension D, beside X: each lane's L-BFGS state and
+    line search (2·memory_size + 12 vectors of (k, v), 2D numbers each) and the evaluation's
+    temporaries (8 arrays of the product's n·L·2S numbers)."""
+    return (S * 2 * D * (2 * memory_size + 12) + 8 * n * L * 2 * S) * itemsize / 2**20
+
+
+def batch_gpu_resources(batch: TrainBatchJob) -> dict[str, int]:
+    """Request of one training batch on a GPU node (constants above): ``mem_mb`` (MiB of host
+    memory) and ``gpu_mem_mb`` (MiB of the card: one training set at a time, its models as lanes),
+    so that batches whose ``gpu_mem_mb`` sum to at most the card's memory can share it. The
+    runtime is ``batch_resources``'s (the CPU law, an upper bound)."""
+    m = batch.members[0]
+    itemsize = 8 if any(j.dtype == "float64" for j in batch.members) else 4
+    x_mb = m.n * max(m.L) * m.D * itemsize / 2**20
+    per_set: dict = {}
+    for j in batch.members:
+        per_set[(j.teacher_seed, j.data_seed)] = per_set.get((j.teacher_seed, j.data_seed), 0) + 1
+    S = max(per_set.values())
+    host = (
+        MEM_BASE_MB + TEST_CHUNK_MB + (HOST_SETS_NUMPY * x_mb if any(j.sampler != "jax" for j in batch.members) else 0)
+    )
+    gpu = GPU_BASE_MB + x_mb + GPU_CHUNK_MB + lanes_device_mb(S, m.n, max(m.L), m.D, itemsize)
+    return {"mem_mb": int(math.ceil(host)), "gpu_mem_mb": int(math.ceil(gpu))}
 
 
 def plan(config: dict, results: str = "results") -> Plan:

@@ -6,8 +6,9 @@ Runs that share a training set (same law, D, n, seeds) load it once and are meas
 over their test set; runs of one shape reuse the compiled programs of the first (JAX's in-process
 cache), so a batch pays Python, JAX and compilation start-up once. Each run is the computation ``slrpipe train`` does for it alone (same programs, same
 inputs): its result file is the same, up to the wall-time attributes — except with ``lanes``,
-where the members that share a training set and differ only in their start are trained together
-(``slrpipe.train.lanes``) and each one's numbers are those of its group.
+where the members that share a training set (every σ, λ and start) are trained together
+(``slrpipe.train.lanes``) and each one's numbers are those it gets as the only lane, to the
+solver's tolerance.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 def _project(W, X, XT):
     """X @ W for X (n, L, D), W (D, 2), with the backward pass XT @ δ on a stored transpose
     XT = X.reshape(-1, D).T: XLA's CPU kernel for the row-reducing product Xᵀδ is ~4× slower than
-    the forward one, the same product on XT is as fast (benchmarks/bench_erm.py)."""
+    the forward one, the same product on XT is as fast (benchmarks/bench_erm.py eval)."""
     return X @ W
 
 
@@ -310,7 +310,7 @@ def place_data(X, mask, y, dtype, transpose: bool | None = None) -> _DeviceData:
     Numpy inputs are converted on the host, so that no XLA program is compiled for a cast or a
     transpose. The runs of one training set share one (``minimize``'s ``data``): at D = 1024,
     n = 20 480 placing it costs 0.95 s of CPU from host arrays (the numpy sampler) and ~0.2 s from
-    device arrays (benchmarks/bench_train_job.py), which each run used to pay again."""
+    device arrays (benchmarks/bench_erm.py job), which each run used to pay again."""
     np_dtype = np.dtype(dtype)
     if not isinstance(X, jax.Array):
         X = np.asarray(X, np_dtype)

@@ -101,11 +101,12 @@ def run_erm(train: SLRDataset, options: ERMOptions, loaded=None) -> tuple[Attent
 
 def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> list[tuple[Attention, xr.Dataset]]:
     """:func:`run_erm` for several runs on one training set: each trained in turn (one compiled
-    program per shape, reused), or, where ``solver.lanes``, the runs that differ only in their start
-    trained together (``slrpipe.train.lanes``); then every run measured on one pass over each
-    distinct test set (runs of the same ``(test_seed, n_test)`` share its draw and the Bayes
-    oracle's error). Each run's numbers are those :func:`run_erm` gives it alone (the same programs
-    on the same inputs), except lane runs: theirs are those of their group of lanes.
+    program per shape, reused), or, where ``solver.lanes``, the runs of one dtype and solver
+    settings trained together whatever their σ, λ and start (``slrpipe.train.lanes``: one pass over
+    X per evaluation for all of them); then every run measured on one pass over each distinct test
+    set (runs of the same ``(test_seed, n_test)`` share its draw and the Bayes oracle's error). Each
+    run's numbers are those :func:`run_erm` gives it alone (the same programs on the same inputs),
+    except lane runs: theirs are those the run gets as the only lane, to the solver's tolerance.
 
     Returns:
         [(module, dataset)] in the order of ``options``.
@@ -125,23 +126,29 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
         with _precision(o.dtype):
             jdtype = jnp.float64 if o.dtype == "float64" else jnp.float32
             log.info(
-                "ERM %s/%s λ=%g on %s (n=%d, D=%d), device %s%s",
-                o.sigma,
+                "ERM %s/%s λ=%s on %s (n=%d, D=%d), device %s%s",
+                "+".join(dict.fromkeys(options[i].sigma for i in group)),
                 o.solver.optimizer,
-                o.lam,
+                "+".join(f"{lam:g}" for lam in dict.fromkeys(options[i].lam for i in group)),
                 train.task,
                 train.n,
                 train.task.D,
                 jax.devices()[0].platform,
-                f", {len(group)} starts as lanes" if o.solver.lanes else "",
+                f", {len(group)} models as lanes" if o.solver.lanes else "",
             )
             models = [
                 init_model(
-                    train, o.sigma, options[i].init, options[i].init_seed, jdtype, o.c_inf, options[i].init_scale
+                    train,
+                    options[i].sigma,
+                    options[i].init,
+                    options[i].init_seed,
+                    jdtype,
+                    options[i].c_inf,
+                    options[i].init_scale,
                 )
                 for i in group
             ]
-            for i, model, out in zip(group, models, _train(models, train, o, loaded, placed)):
+            for i, model, out in zip(group, models, _train(models, train, [options[i] for i in group], loaded, placed)):
                 trained[i] = (model, *out)
     t_train = time.perf_counter() - t0 - t_sample
     for key in dict.fromkeys((s, o.n_test) for s, o in zip(seeds_of, options)):
@@ -149,7 +156,7 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
         measured = _test_errors([trained[i][0] for i in runs], train, [options[i] for i in runs], *key)
         for i, (test, bayes) in zip(runs, measured):
             trained[i][2].test, trained[i][2].bayes = test, bayes
-    # one parseable line per training set (benchmarks/bench_train_batch.py reads it)
+    # one parseable line per training set (benchmarks/bench_erm.py batch reads it)
     log.info(
         "timing: %d runs, training set %.2f s, training %.2f s, test sets %.2f s",
         len(options),
@@ -167,20 +174,22 @@ def _host_params(model: Attention) -> dict:
 
 
 def _lane_groups(options: list[ERMOptions]) -> list[list[int]]:
-    """Indices of ``options`` trained together: the runs with ``solver.lanes`` that differ only in
-    their start (init, init_seed, init_scale) form one group, every other run is its own."""
+    """Indices of ``options`` trained together: the runs with ``solver.lanes`` of one dtype and
+    solver settings form one group whatever their σ, λ and start (an erf run, whose parameters hold
+    the offset c, only with erf runs); every other run is its own."""
     groups: dict = {}
     for i, o in enumerate(options):
-        key = (o.sigma, o.lam, o.dtype, o.c_inf, o.solver) if o.solver.lanes else i
+        key = (o.dtype, o.solver, o.sigma == "erf") if o.solver.lanes else i
         groups.setdefault(key, []).append(i)
     return list(groups.values())
 
 
-def _train(models: list[Attention], train: SLRDataset, o: ERMOptions, loaded, placed: dict) -> list:
-    """Minimise J over each module's parameters (updated in place): one run, or the starts of a
-    lane group together (``o.solver.lanes``). Returns [(ERMResult, _Errors with the training MSE)].
-    ``placed``: {(dtype, transpose): the training set on the device}, the last one placed, kept
+def _train(models: list[Attention], train: SLRDataset, opts: list[ERMOptions], loaded, placed: dict) -> list:
+    """Minimise J over each module's parameters (updated in place; ``opts``: each one's options):
+    one run, or the models of a lane group together (``solver.lanes``). Returns [(ERMResult,
+    _Errors with the training MSE)]. ``placed``: {(dtype, transpose): the training set on the device}, the last one placed, kept
     for the next run of the same dtype."""
+    o = opts[0]
     states = [nnx.split(model, nnx.Param)[1] for model in models]
     data = loaded
     transpose = keeps_transpose(o.solver.transpose)
@@ -190,7 +199,8 @@ def _train(models: list[Attention], train: SLRDataset, o: ERMOptions, loaded, pl
         placed[key] = place_data(data.X, data.mask, data.y, np.dtype(o.dtype), transpose)
     starts = [nnx.to_pure_dict(state) for state in states]
     if o.solver.lanes:
-        results = minimize_lanes(starts, placed[key], o.sigma, o.lam, o.solver, teacher=train.teacher)
+        sigmas, lams = [p.sigma for p in opts], [p.lam for p in opts]
+        results = minimize_lanes(starts, placed[key], sigmas, lams, o.solver, teacher=train.teacher)
     else:
         (start,) = starts
         results = [
@@ -199,7 +209,7 @@ def _train(models: list[Attention], train: SLRDataset, o: ERMOptions, loaded, pl
             )
         ]
     out = []
-    for model, state, res in zip(models, states, results):
+    for model, state, res, o in zip(models, states, results, opts):
         nnx.replace_by_pure_dict(state, res.params)
         nnx.update(model, state)
         log.info(

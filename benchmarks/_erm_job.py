@@ -1,5 +1,7 @@
-"""Benchmark: where the time of one ERM run goes in a training job (imports, data, compilation,
-L-BFGS, test set, output), with JAX's persistent compilation cache cold and warm (workflow/rules/train.smk).
+"""Mode ``job`` of benchmarks/bench_erm.py: where the time of one ERM run goes in a training job.
+
+Imports, data, compilation, L-BFGS, test set, output, with JAX's persistent compilation cache cold
+and warm (workflow/rules/train.smk).
 
 The workflow trains ERM in batches (``slrpipe train-batch``, one process per batch): the first run
 of a batch pays the imports and the compilation (or the cache load), the later runs of the same
@@ -8,12 +10,12 @@ process (as a batch job is) that walks through the steps of one run of
 ``slrpipe.train.experiment.run_erm_batch`` (training set, initial module, ``minimize`` with its
 programs, test errors of the run and the Bayes oracle, the result Dataset and its netCDF) with a
 timer around each; wall and CPU (user + sys of this process) seconds are printed per step.
-benchmarks/bench_train_batch.py measures a whole batch (wall, peak memory, against the resource
+Mode ``batch`` measures a whole batch (wall, peak memory, against the resource
 law). Default run: the default config's spiked-SLR L = 3, ν = 1, softmax, λ = 0.1, α = 1
 (D = n = 600), 20 000 test sequences. On a shared machine compare the CPU column.
 ``--quick`` (CI): the same two processes at D = n = 100 and 2000 test sequences.
 
-Usage: python benchmarks/bench_train_job.py [--sigma softmax --D 600 --n 600 --n-test 20000] [--quick]
+Usage: python benchmarks/bench_erm.py job [--sigma softmax --D 600 --n 600 --n-test 20000] [--quick]
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def child(a):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="bench_erm.py job", description=__doc__.splitlines()[0])
     p.add_argument("--sigma", default="softmax")
     p.add_argument("--D", type=int, default=600)
     p.add_argument("--n", type=int, default=600)

@@ -1,5 +1,7 @@
-"""Benchmark: peak memory and time of one training batch (``slrpipe train-batch``) as the workflow
-submits it, against the resource law the Slurm profile requests from (slrpipe.workflow.batch_resources).
+"""Mode ``batch`` of benchmarks/bench_erm.py: peak memory and time of one training batch.
+
+One ``slrpipe train-batch`` job as the workflow submits it, against the resource law the Slurm
+profile requests from (slrpipe.workflow.batch_resources; on a GPU node batch_gpu_resources).
 
 The batch is taken from a config's plan (default: the paper config's α = 0.5 batch of spiked-SLR
 ν = 1, D = 14 142, n = 7071, every model it holds: softmax and linear), optionally with fewer
@@ -11,7 +13,7 @@ ru_maxrss), the time spent drawing training sets, training and on the test sets 
 measurement. ``--quick`` (CI): the smoke config's α = 8 batch, softmax models (spiked L = 2, D = 40, n = 320,
 4 models) with max_iter 50 and 500 test sequences: seconds, nearly all start-up and compilation.
 
-Usage: python benchmarks/bench_train_batch.py [--config config/paper.yaml --alpha 0.5 --sigma softmax
+Usage: python benchmarks/bench_erm.py batch [--config config/paper.yaml --alpha 0.5 --sigma softmax
        --setting spiked_L3_nu1 --max-iter 200 --members 7 --platform cpu|gpu] [--quick]
 """
 
@@ -35,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def pick_batch(a):
-    from slrpipe.workflow import batch_resources, plan, sizes, validate
+    from slrpipe.workflow import batch_gpu_resources, batch_resources, plan, sizes, validate
 
     cfg = validate(yaml.safe_load((REPO / a.config).read_text()))
     exp = cfg["erm"][a.setting]
@@ -55,11 +57,12 @@ def pick_batch(a):
     over = {k: v for k, v in (("max_iter", a.max_iter), ("n_test", a.n_test), ("sampler", a.sampler)) if v is not None}
     members = [dataclasses.replace(m, data=None, **over) for m in members]  # drawn in the job
     batch = dataclasses.replace(batch, members=tuple(members))
-    return name, batch, batch_resources(batch)
+    gpu = batch_gpu_resources(batch)
+    return name, batch, {**batch_resources(batch), "gpu_node_mem_mb": gpu["mem_mb"], "gpu_mem_mb": gpu["gpu_mem_mb"]}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="bench_erm.py batch", description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="config/paper.yaml")
     ap.add_argument("--setting", default="spiked_L3_nu1")
     ap.add_argument("--alpha", type=float, default=0.5)
@@ -140,8 +143,9 @@ def main(argv=None) -> int:
             f"peak RSS {peak_mb:.0f} MB; law requests mem_mb = {law['mem_mb']} ({law['mem_mb'] / peak_mb:.2f}x the "
             f"peak), runtime = {law['runtime']} min ({law['runtime'] * 60 / wall:.1f}x the wall)"
         )
+        if "gpu_mem_mb" in law:  # a --batch file written before the GPU law lacks it
+            print(
+                f"on a GPU node the law requests mem_mb = {law['gpu_node_mem_mb']} of the host and gpu_mem_mb = "
+                f"{law['gpu_mem_mb']} of the card ({law['gpu_node_mem_mb'] / peak_mb:.2f}x the host peak here)"
+            )
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,9 +1,10 @@
-"""Benchmark: the starts of one training set trained one after the other (as ``slrpipe train-batch``
-does by default) against all at once — as lanes (``slrpipe.train.lanes``, the workflow's
-``lanes: true``) and by ``jax.vmap`` over the solver's own L-BFGS block (optax.lbfgs with its zoom
+"""Mode ``starts`` of benchmarks/bench_erm.py: the starts of one training set, one by one or at once.
+
+The starts trained one after the other (as ``slrpipe train-batch`` does by default) against all
+at once — as lanes (``slrpipe.train.lanes``, the workflow's ``lanes: true``) and by ``jax.vmap`` over the solver's own L-BFGS block (optax.lbfgs with its zoom
 line search) — on JAX's default device (CPU in the measurements quoted).
 
-ERM streams X twice per evaluation (bench_erm.py), so ten starts sharing each pass over X could
+ERM streams X twice per evaluation (mode ``eval``), so ten starts sharing each pass over X could
 cost far less than ten passes: the batched evaluation of J and ∇J is printed first. Whether L-BFGS
 keeps that gain under ``vmap`` is the question: each start keeps its own iterations (a lane stops
 at its own tolerance), but every ``lax.cond`` of the line search with a per-lane predicate runs both
@@ -15,7 +16,7 @@ the lowest J over starts, and the broadcasts. All are timed after their compilat
 Default: spiked ν = 1, L = 3, softmax, λ = 0.01, D = 256, α = 20 (n = 5120), informed + 9 random
 starts. ``--quick`` (CI): D = 32, α = 5, 3 starts, at most 30 iterations: seconds, not a measurement.
 
-Usage: python benchmarks/bench_erm_starts.py [--D 256 --alpha 20 --starts 10 --max-iter 1000] [--quick]
+Usage: python benchmarks/bench_erm.py starts [--D 256 --alpha 20 --starts 10 --max-iter 1000] [--quick]
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import time
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="bench_erm.py starts", description=__doc__.splitlines()[0])
     p.add_argument("--D", type=int, default=256)
     p.add_argument("--alpha", type=float, default=20.0)
     p.add_argument("--starts", type=int, default=10)
@@ -120,7 +121,3 @@ def main(argv=None):
     print(f"all at once (vmap of optax.lbfgs): {t_vmap:.1f} s CPU ({t_vmap / t_seq:.2f}× one after the other)")
     print(f"  iterations {step.tolist()}; broadcasts of X or XT to {a.starts} lanes in the program: {copies}")
     print(f"  optax {optax.__version__}, jax {jax.__version__}")
-
-
-if __name__ == "__main__":
-    main()

@@ -7,7 +7,7 @@ back. Printed: the CPU seconds of the batch processes (user + sys) and their wal
 variant, and the runs compared file by file (every training set drawn in its batch,
 ``store_data: false``: the same samples as a stored set): J's relative difference, the test
 error's difference in units of its standard error, and the runs whose stop reason or minimum (J
-beyond 10⁻⁴ relative) differ. ``--quick`` (CI): config/smoke.yaml.
+beyond 10⁻⁴ relative) differ. ``--quick`` (CI): the first two batches of config/smoke.yaml.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import time
 from pathlib import Path
 
 
-def run_variant(cfg: dict, lanes: bool, root: Path) -> tuple[float, float, dict]:
-    """(CPU s, wall s, {result path: its numbers}) of every batch of ``cfg`` with ``lanes``."""
+def run_variant(cfg: dict, lanes: bool, root: Path, max_batches: int | None = None) -> tuple[float, float, dict]:
+    """(CPU s, wall s, {result path: its numbers}) of every batch of ``cfg`` (the first
+    ``max_batches`` where given) with ``lanes``."""
     import xarray as xr
 
     from slrpipe.jobs import argv as job_argv
@@ -43,13 +44,14 @@ def run_variant(cfg: dict, lanes: bool, root: Path) -> tuple[float, float, dict]
         JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
     )
     before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    for batch in p.train_batches.values():
+    batches = list(p.train_batches.values())[:max_batches]
+    for batch in batches:
         cmd = [sys.executable, "-m", "slrpipe", "train-batch", *job_argv(batch), "--no-theory"]
         subprocess.run(cmd, env=env, cwd=root, check=True, capture_output=True)
     wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     out = {}
-    for path in p.erm:
+    for path in (m.out for batch in batches for m in batch.members):
         with xr.open_dataset(root / path) as d:
             out[path] = {
                 k: float(d[k]) for k in ("train_loss", "test_error", "test_error_se", "iterations", "gnorm")
@@ -60,17 +62,18 @@ def run_variant(cfg: dict, lanes: bool, root: Path) -> tuple[float, float, dict]
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="bench_erm.py config", description=__doc__.splitlines()[0])
     p.add_argument("--config", default="config/config.yaml")
-    p.add_argument("--quick", action="store_true", help="config/smoke.yaml (CI)")
+    p.add_argument("--quick", action="store_true", help="the first two batches of config/smoke.yaml (CI)")
+    p.add_argument("--max-batches", type=int, default=None, help="run only the first N training batches")
     a = p.parse_args(argv)
     if a.quick:
-        a.config = "config/smoke.yaml"
+        a.config, a.max_batches = "config/smoke.yaml", 2
     import yaml
 
     cfg = yaml.safe_load(Path(a.config).read_text())
     res = {}
     for lanes in (False, True):
         with tempfile.TemporaryDirectory() as tmp:
-            res[lanes] = run_variant(cfg, lanes, Path(tmp))
+            res[lanes] = run_variant(cfg, lanes, Path(tmp), a.max_batches)
     (c0, w0, r0), (c1, w1, r1) = res[False], res[True]
     print(f"config {a.config}: {len(r0)} ERM runs, every batch a fresh process on one thread, JAX cache cold")
     print(

@@ -164,8 +164,6 @@ def test_every_figure_has_one_readme_line_and_a_caption():
 
 #: a dated entry (a run log) or a history marker; reference text has none
 DATED = re.compile(r"20\d\d-[01]\d-[0-3]\d|Status then|[Ss]uperseded")
-#: docs still being rewritten elsewhere (remove a name once its file is clean)
-DATED_PENDING = {"cluster.md"}
 
 
 def test_no_dated_entries_in_readme_docs_and_config():
@@ -174,7 +172,7 @@ def test_no_dated_entries_in_readme_docs_and_config():
     paths = [ROOT / "README.md", *sorted((ROOT / "config").glob("*")), *sorted((ROOT / "docs").glob("*.md"))]
     hits = []
     for path in paths:
-        if path.name in DATED_PENDING or not path.is_file():
+        if not path.is_file():
             continue
         for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             if DATED.search(line):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from slrpipe.figures import READS_ROWS, REGISTRY
+from slrpipe.figures import READS_ROWS, REGISTRY, ROWS_ONLY
 
 
 def add_arguments(p):
@@ -30,17 +30,20 @@ def run(args):
     experiments = [e for e in args.experiments.split(",") if e]
     # the panels' own nodes are loaded, any other node a figure draws from is read where used
     # (~0.5–1 s less per figure job); the replica figures read ERM nodes throughout: they load the
-    # whole store; a figure of the comparison's rows (READS_ROWS) opens no store
+    # whole store; a figure of the comparison's rows alone (ROWS_ONLY) opens no store
     kind = REGISTRY[args.name]
-    if args.name in READS_ROWS:  # drawn from the comparison's rows, not the store's nodes
+    kw = {}
+    if args.name in READS_ROWS:  # the comparison's rows, as the analysis wrote them
         if not args.validation:
             raise ValueError(f"figure {args.name}: --validation (results/validation.json) is required")
         from slrpipe.analysis.rows import read_rows
 
-        paths = mod.plot(None, experiments, args.out, rows=read_rows(args.validation))
+        kw["rows"] = read_rows(args.validation)
+    if args.name in ROWS_ONLY:
+        tree = None
     else:
-        nodes = None if kind == "replica" else [f"{kind}/{e}" for e in experiments]
-        paths = mod.plot(open_store(args.store, nodes=nodes), experiments, args.out)
+        tree = open_store(args.store, nodes=None if kind == "replica" else [f"{kind}/{e}" for e in experiments])
+    paths = mod.plot(tree, experiments, args.out, **kw)
     for p in paths:
         print(p)
     return 0

@@ -23,6 +23,8 @@ REGISTRY = {
 #: that a changed replica result redraws them (workflow/rules/common.smk, ``figure_uses``)
 DRAWS_SETTING_REPLICA = frozenset({"optimization"})
 
-#: figures drawn from the comparison's rows (results/validation.json, slrpipe.analysis.validation)
-#: instead of the store: their rules read those rows and pass them as ``plot(…, rows=…)``
-READS_ROWS = frozenset({"validation"})
+#: figures that read the comparison's rows (results/validation.json, slrpipe.analysis.validation):
+#: their rules read those rows and pass them as ``plot(…, rows=…)``
+READS_ROWS = frozenset({"validation", "complexity"})
+#: of those, the figures drawn from the rows alone (no store is opened: ``plot(None, …)``)
+ROWS_ONLY = frozenset({"validation"})

@@ -12,7 +12,11 @@ as a '>'; RS on the same samples as a grey square at Σ = 0. ERM's minima of the
 experiment as vertical lines: the informed start, the random starts (mean over restarts) and the
 ground state over all starts (where there are random starts), each the objective α·J (= 𝓛/D)
 averaged over seeds — extrapolated to D → ∞ (a ± s.e. band) where the experiment has a D ladder,
-else at its largest D. Panels in rows of ``NCOLS``.
+else at its largest D. Beside each, the state's overlaps m_k, m_v, q₁_k, q₁_v (1RSB ± its
+batch-means s.e., and RS at the same (σ, λ, α) of the sweep) divided by ERM's ground-state overlaps
+(D → ∞ where fitted), all read from the comparison's rows (results/validation.json,
+slrpipe.analysis.validation) and the store; 1 is agreement, the band ERM's own relative s.e.
+Panels in rows of ``NCOLS`` (two per point).
 """
 
 from __future__ import annotations
@@ -23,11 +27,20 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.analysis.ladder import point_ladder
+from slrpipe.analysis.rows import Row
 
 from .style import COLORS, LABELS, legend_below, ordered, panels, save, setting_title
 
 #: panels per row (config/rsb1.yaml has 27 points)
 NCOLS = 4
+#: the 1RSB overlaps drawn beside each curve and the ERM (and RS sweep) names they are compared with
+#: (slrpipe.analysis.validation.OVERLAP_PAIRS: q₁ is the self-overlap of one minimum)
+OVERLAPS = (
+    ("m_k", "m_k", "$m_k$"),
+    ("m_v", "m_v", "$m_v$"),
+    ("q1_k", "q_k", "$q_{1,k}$"),
+    ("q1_v", "q_v", "$q_{1,v}$"),
+)
 #: colours of ERM's minima
 SHADES = {"informed": "#2ca02c", "random": "#ff7f0e", "ground state": "#d62728"}
 
@@ -129,6 +142,72 @@ def draw_point(ax, rep: xr.Dataset, sigma: str, lam: float, alpha: float, erm: d
     ax.set_title(f"{setting_title(rep)}\n{LABELS.get(sigma, sigma)}, λ = {lam:g}, α = {alpha:g}", fontsize=8)
 
 
+def find_row(rows, experiment: str, sigma: str, lam: float, alpha: float) -> Row | None:
+    """The 1RSB row of ``rows`` at (experiment, σ, λ, α) (α: ERM's realised n/D, within 2 % of the
+    replica grid's), or None."""
+    for r in rows:
+        if (
+            r.has_rsb1
+            and r.experiment == experiment
+            and r.sigma == sigma
+            and np.isclose(r.lam, lam)
+            and abs(np.log(r.alpha / alpha)) < 0.02
+        ):
+            return r
+    return None
+
+
+def draw_overlaps(ax, rep: xr.Dataset, sigma: str, lam: float, alpha: float, row: Row | None) -> None:
+    """The overlap panel of one point (module docstring): 1RSB's and RS's m_k, m_v, q₁_k, q₁_v
+    over ERM's ground state's. An overlap whose ERM value is not measured, or within 2 s.e. of 0
+    (no ratio), is left out and named in the panel."""
+    x = np.arange(len(OVERLAPS))
+    skipped = []
+    pt = rep.sel(sigma=sigma, lam=lam, alpha=alpha)
+    for i, (mine, erm, label) in enumerate(OVERLAPS):
+        ref = np.nan if row is None else getattr(row, f"erm_{erm}")
+        ref_se = np.nan if row is None else getattr(row, f"erm_{erm}_se")
+        if not np.isfinite(ref) or (np.isfinite(ref_se) and abs(ref) < 2 * ref_se):
+            skipped.append(label)
+            continue
+        if np.isfinite(ref_se):
+            ax.fill_between(
+                [i - 0.3, i + 0.3],
+                1 - ref_se / abs(ref),
+                1 + ref_se / abs(ref),
+                color=SHADES["ground state"],
+                alpha=0.15,
+                lw=0,
+            )
+        v, v_se = getattr(row, f"rsb1_{mine}"), getattr(row, f"rsb1_{mine}_batch_se")
+        ax.errorbar(
+            [i + 0.08],
+            [v / ref],
+            yerr=[abs(v_se / ref)],
+            fmt="*",
+            color="black",
+            ms=7,
+            capsize=2,
+            label="1RSB state ± s.e. / ERM ground state",
+        )
+        if erm in pt:
+            ax.plot([i - 0.08], [float(pt[erm]) / ref], "s", color="grey", ms=5, label="RS (sweep) / ERM ground state")
+    ax.axhline(
+        1.0,
+        color=SHADES["ground state"],
+        lw=1,
+        ls=":",
+        label=f"ERM ground state ({'' if row is None else row.erm_overlaps_ref})",
+    )
+    ax.set_xticks(x, [lab for *_, lab in OVERLAPS])
+    ax.set_xlim(-0.5, len(OVERLAPS) - 0.5)
+    ax.set_ylabel("overlap / ERM's")
+    note = "no ERM ground state" if row is None else (f"left out (ERM ≈ 0): {', '.join(skipped)}" if skipped else "")
+    if note:
+        ax.text(0.5, 0.02, note, transform=ax.transAxes, ha="center", va="bottom", fontsize=6)
+    ax.set_title(f"overlaps, {LABELS.get(sigma, sigma)}, λ = {lam:g}, α = {alpha:g}", fontsize=8)
+
+
 def _limits(ax, x, y, pad=0.08) -> None:
     """Axis limits around the finite values of ``x`` and ``y`` (converged points and references):
     a solve that did not converge may lie far off and is clipped rather than set the scale."""
@@ -141,21 +220,23 @@ def _limits(ax, x, y, pad=0.08) -> None:
             setter(lo - d, hi + d)
 
 
-def plot(tree, experiments, out_stem):
-    """The figure (module docstring): one panel per 1RSB point of the replica ``experiments``
-    (a single empty panel saying so where none has one). ``out_stem``: output path without
-    extension. Returns the written [pdf, png] paths. Raises KeyError for an experiment not in the
-    store."""
+def plot(tree, experiments, out_stem, *, rows: list[Row]):
+    """The figure (module docstring): two panels per 1RSB point of the replica ``experiments``, the
+    complexity curve and the overlaps (a single empty panel saying so where none has one). ``rows``:
+    the comparison's rows (slrpipe.analysis.rows.read_rows of results/validation.json).
+    ``out_stem``: output path without extension. Returns the written [pdf, png] paths. Raises
+    KeyError for an experiment not in the store."""
     jobs = []
     for name in experiments:
         rep = tree[f"replica/{name}"].to_dataset()
         erm_name = json.loads(rep.attrs.get("erm", "null"))
         node = tree[f"erm/{erm_name}"].to_dataset() if erm_name and erm_name in tree.get("erm", {}) else None
-        jobs += [(rep, p, node) for p in _points(rep)]
-    fig, axes = panels(max(len(jobs), 1), width=3.6, height=3.0, ncols=NCOLS)
-    for ax, (rep, (sigma, lam, alpha), node) in zip(axes, jobs):
+        jobs += [(name, rep, p, node) for p in _points(rep)]
+    fig, axes = panels(max(2 * len(jobs), 1), width=3.6, height=3.0, ncols=NCOLS)
+    for (ax, ax_o), (name, rep, (sigma, lam, alpha), node) in zip(zip(axes[::2], axes[1::2]), jobs):
         erm = erm_energies(node, sigma, lam, alpha) if node is not None and sigma in node["sigma"].values else {}
         draw_point(ax, rep, sigma, lam, alpha, erm)
+        draw_overlaps(ax_o, rep, sigma, lam, alpha, find_row(rows, name, sigma, lam, alpha))
     if not jobs:
         axes[0].text(0.5, 0.5, "no 1RSB point solved\n(replica ansatz: [rs, rsb1])", ha="center", va="center")
         axes[0].set_axis_off()

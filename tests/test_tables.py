@@ -47,6 +47,12 @@ RSB1 = {
     "gap_closed_test": NAN,
     "gap_closed_test_se": NAN,
     "gap_z_test": 1.0,
+    "rsb1_star_sigma": 0.004,
+    "rsb1_star_sigma_se": 0.01,
+    "rsb1_star_sigma_fd": -0.002,
+    "rsb1_star_sigma_fd_se": 0.012,
+    "rsb1_n0_drift_objective": 0.0031,
+    "rsb1_n0_drift_test": 0.0012,
 }
 
 
@@ -80,7 +86,8 @@ def test_the_command_writes_every_table_from_the_rows(tmp_path):
     assert "0.5000 ± 0.0100" in points[0]
     # the count per verdict, in the verdict module's order, and the total
     assert md["verdicts"].splitlines()[2:] == [f"| {VERDICTS[0]} | 1 |", f"| {VERDICTS[5]} | 2 |", "| all | 3 |"]
-    # the one 1RSB point: s*, Φ ± its batch-means s.e., Σ = 0 at s*, gap closed ± s.e., 'no gap' for the test error
+    # the one 1RSB point: s*, Φ ± its batch-means s.e., Σ = 0 at s*, gap closed ± s.e., 'no gap' for the test
+    # error, Σ(s*) by both estimators, the N₀ drift and the verdict
     lines = md["rsb1"].splitlines()
     assert len(lines) == 3
     cells = [c.strip() for c in lines[2].strip("|").split("|")]
@@ -94,6 +101,9 @@ def test_the_command_writes_every_table_from_the_rows(tmp_path):
         "0.12 ± 0.10",
         "no gap",
         "ground",
+        "0.0040 ± 0.0100 / -0.0020 ± 0.0120",
+        "0.0031 / 0.0012",
+        VERDICTS[5],
     ]
 
 
@@ -105,6 +115,7 @@ def test_a_largest_phi_state_is_a_lower_bound_with_its_complexity():
     )
     cells = [c.strip() for c in tables.rsb1([r]).splitlines()[2].strip("|").split("|")]
     assert cells[4:7] == ["largest Φ at 0.5 (lower bound)", "0.3012 ± 0.0020", "0.0123 ± 0.0040"]
+    assert cells[12] == "—"  # no Σ(s*) without a bracketed s*
     failed = _row(**RSB1 | {"rsb1_checked": 0.0})  # s* bracketed, a check of it failed
     assert tables.rsb1([failed]).splitlines()[2].split("|")[5].strip() == "s* = 2 (check failed)"
 

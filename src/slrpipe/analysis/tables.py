@@ -112,12 +112,29 @@ def _closed(r: Row, which: str) -> str:
     return pm(getattr(r, f"gap_closed_{which}"), getattr(r, f"gap_closed_{which}_se"), 2)
 
 
+def _star_sigma(r: Row) -> str:
+    """Σ(s*) ± s.e. by the closed form and by s² dΦ/ds, '—' without a bracketed s*."""
+    if r.rsb1_bracketed != 1 or not finite(r.rsb1_star_sigma):
+        return "—"
+    return f"{pm(r.rsb1_star_sigma, r.rsb1_star_sigma_se)} / {pm(r.rsb1_star_sigma_fd, r.rsb1_star_sigma_fd_se)}"
+
+
+def _drift(r: Row) -> str:
+    """The N₀ → 2N₀ drift of the objective and the test error (the larger of RS's and the state's),
+    '—' where not checked."""
+    if not finite(r.rsb1_n0_drift_objective):
+        return "—"
+    return f"{pm(r.rsb1_n0_drift_objective, None)} / {pm(r.rsb1_n0_drift_test, None)}"
+
+
 def rsb1(rows: list[Row]) -> str:
     """Per 1RSB point (a row whose replica experiment solved 1RSB there: RS on the 1RSB samples is
     finite) the state reported (:func:`_s_cell`), its objective Φ = min 𝓛/D ± s.e. (batch means,
     else the outer samples'), its complexity Σ ± s.e. (0 at s*), RS's objective on the same samples,
-    the ERM reference (``rsb1_erm_ref``) and the fraction of the RS–ERM gap closed ± s.e. for the
-    objective and the test error (docs/theory.md §13)."""
+    the ERM reference (``rsb1_erm_ref``), the fraction of the RS–ERM gap closed ± s.e. for the
+    objective and the test error, Σ(s*) by both estimators (the closed form and s² dΦ/ds; '—'
+    without a bracketed s*), the larger drift of RS and the state from N₀ to 2N₀ outer samples
+    (objective / test error; '—' without ``n0_check``) and the point's verdict (docs/theory.md §13)."""
     points = [r for r in rows if finite(r.rsb1_rs_objective)]
     if not points:
         return (
@@ -127,8 +144,9 @@ def rsb1(rows: list[Row]) -> str:
         )
     out = [
         "| setting | σ | λ | α | state (s) | Φ ± s.e. | Σ ± s.e. | RS objective | ERM objective | gap closed, "
-        "objective | gap closed, test error | ERM ref |",
-        "|" + "---|" * 12,
+        "objective | gap closed, test error | ERM ref | Σ(s*): closed form / s² dΦ/ds | N₀ → 2N₀ drift: "
+        "objective / test error | verdict |",
+        "|" + "---|" * 15,
     ]
     for r in points:
         se = r.rsb1_objective_batch_se
@@ -137,7 +155,8 @@ def rsb1(rows: list[Row]) -> str:
             f"| {r.experiment} | {r.sigma} | {r.lam:g} | {r.alpha:g} | {_s_cell(r)} | "
             f"{pm(r.rsb1_objective, se)} | {pm(r.rsb1_complexity, r.rsb1_complexity_se)} | "
             f"{pm(r.rsb1_rs_objective, None)} | {pm(r.rsb1_erm_objective, r.rsb1_erm_objective_se)} | "
-            f"{_closed(r, 'objective')} | {_closed(r, 'test')} | {r.rsb1_erm_ref or '—'} |"
+            f"{_closed(r, 'objective')} | {_closed(r, 'test')} | {r.rsb1_erm_ref or '—'} | {_star_sigma(r)} | "
+            f"{_drift(r)} | {r.verdict} |"
         )
     return "\n".join(out)
 

@@ -349,3 +349,23 @@ def test_a_config_left_to_its_defaults_plans_the_records_defaults():
     cfg["replica"]["r"]["bayes_optimal"] = True
     p = plan(validate(cfg))
     assert next(r for r in p.replica.values() if r.bayes_optimal).n_samples == BayesOptions().n_samples
+
+
+def test_a_field_the_generator_cannot_read_is_refused():
+    """A record field with no parser for its type, or a flag with no default, stops the parser's
+    construction instead of becoming an option that reads text as something else."""
+    import argparse
+
+    from slrpipe.jobs import add_arguments
+
+    @dataclasses.dataclass(frozen=True)
+    class Grid:
+        points: tuple
+
+    @dataclasses.dataclass(frozen=True)
+    class Flag:
+        on: bool
+
+    for cls, field in ((Grid, "points"), (Flag, "on")):
+        with pytest.raises(TypeError, match=f"{cls.__name__}.{field}"):
+            add_arguments(argparse.ArgumentParser(), cls)

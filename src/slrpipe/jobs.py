@@ -173,7 +173,8 @@ def add_arguments(p, cls, *, optional=()) -> None:
     :data:`NOT_ARGUMENTS` are left to the command.
 
     Raises:
-        TypeError: a field whose metadata names no parser and whose type has none in ``_PARSERS``.
+        TypeError: a field whose metadata names no parser and whose type has none in ``_PARSERS``;
+            a boolean without a default.
     """
     for f in dataclasses.fields(cls):
         if f.name in NOT_ARGUMENTS:
@@ -184,6 +185,8 @@ def add_arguments(p, cls, *, optional=()) -> None:
             continue
         help_ = meta.get("help", "")
         if f.type == "bool":
+            if default is MISSING:
+                raise TypeError(f"{cls.__name__}.{f.name}: a flag needs a default (the value its absence means)")
             flag = option(f.name) if default is not True else "--no-" + option(f.name)[2:]
             p.add_argument(flag, dest=f.name, action="store_false" if default is True else "store_true", help=help_)
             continue

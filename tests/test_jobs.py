@@ -303,7 +303,7 @@ def test_a_config_left_to_its_defaults_plans_the_records_defaults():
     from slrpipe.jobs import PopulationJob, Rsb1ErrorJob
     from slrpipe.theory.replica.bayes_optimal import BayesOptions
     from slrpipe.theory.replica.fields import Draw
-    from slrpipe.theory.replica.rsb1 import Rsb1Options, ScanOptions
+    from slrpipe.theory.replica.rsb1 import Rsb1Draw, Rsb1Options, ScanOptions
     from slrpipe.train.options import ERMOptions, SolverOptions
 
     law = {"model": "spiked", "L": 2, "nu": 1.0}
@@ -345,7 +345,8 @@ def test_a_config_left_to_its_defaults_plans_the_records_defaults():
         defaults(Rsb1Job)["s_extend"],
         defaults(Rsb1Job)["s_max_rows"],
     )
-    assert Draw().n_samples == defaults(ReplicaJob)["n_samples"]
+    assert (Draw().n_samples, Draw().seed) == (defaults(ReplicaJob)["n_samples"], defaults(ReplicaJob)["seed"])
+    assert (Rsb1Draw().seed, Rsb1Draw().inner_seed) == (defaults(Rsb1Job)["seed"], defaults(Rsb1Job)["inner_seed"])
     cfg["replica"]["r"]["bayes_optimal"] = True
     p = plan(validate(cfg))
     assert next(r for r in p.replica.values() if r.bayes_optimal).n_samples == BayesOptions().n_samples

@@ -159,7 +159,7 @@ class Draw(NamedTuple):
     Source: docs/theory.md §9 (variance reduction)."""
 
     n_samples: int = DEFAULTS["replica"]["n_samples"]
-    seed: int = 0
+    seed: int = DEFAULTS["replica"]["seed"]
     qmc: bool = True
 
     def fields(self, task) -> Fields:

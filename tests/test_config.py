@@ -266,10 +266,52 @@ def test_bad_config_cli_touches_nothing(workflow_dir):
 def test_schema_step_sizes_are_the_optimizer_defaults():
     """The config's default step sizes are the ones ``minimize`` uses when given none."""
     from slrpipe.train.options import DEFAULT_LR
-    from slrpipe.workflow import SCHEMA
+    from slrpipe.workflow import schema
 
-    lr = yaml.safe_load(SCHEMA.read_text())["$defs"]["erm"]["properties"]["lr"]["properties"]
+    lr = schema()["$defs"]["erm"]["properties"]["lr"]["properties"]
     assert {k: v["default"] for k, v in lr.items()} == DEFAULT_LR
+    names = [n for n, exp in SMOKE["erm"].items() if "lr" not in exp]
+    cfg = validate(copy.deepcopy(SMOKE))
+    assert names and all(cfg["erm"][n]["lr"] == DEFAULT_LR for n in names)
+
+
+def _shared(defaults, prefix=()):
+    """(section, property path) of every entry of slrpipe.vocabulary.DEFAULTS."""
+    for name, value in defaults.items():
+        if isinstance(value, dict):
+            yield from _shared(value, (*prefix, name))
+        else:
+            yield (*prefix, name)
+
+
+def test_a_shared_default_is_declared_once():
+    """A default that DEFAULTS holds is not in the schema file too (it is set there at load time),
+    and every one of them names a property the schema has."""
+    from slrpipe.vocabulary import DEFAULTS
+    from slrpipe.workflow import SCHEMA, schema
+
+    raw, full = yaml.safe_load(SCHEMA.read_text())["$defs"], schema()["$defs"]
+    for section, *path in _shared(DEFAULTS):
+        sections = [s for s in raw if path[0] in raw[s].get("properties", {})] if section == "law" else [section]
+        assert sections, path
+        for sec in sections:
+            node_raw, node_full = raw[sec], full[sec]
+            for name in path:
+                node_raw, node_full = node_raw["properties"][name], node_full["properties"][name]
+            assert "default" not in node_raw, f"{sec}.{'.'.join(path)}: default in the schema file and in DEFAULTS"
+            value = DEFAULTS[section]
+            for name in path:
+                value = value[name]
+            assert node_full["default"] == value
+    assert "default" not in raw["delta"]
+
+
+def test_a_default_for_an_unknown_property_is_refused(monkeypatch):
+    from slrpipe import workflow
+
+    monkeypatch.setitem(workflow.DEFAULTS, "rsb1", {**workflow.DEFAULTS["rsb1"], "n_outr": 64})
+    with pytest.raises(KeyError, match="n_outr"):
+        workflow.schema()
 
 
 def test_plan_expands_inits_restarts_optimizers():

@@ -4,6 +4,7 @@ that record, and the command rebuilds the very same record from the command line
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 import math
@@ -14,7 +15,19 @@ import pytest
 import yaml
 
 from slrpipe.cli import build_parser
-from slrpipe.jobs import DataJob, ReplicaJob, TrainBatchJob, TrainJob, argv, from_namespace, text
+from slrpipe.jobs import (
+    RECORDS,
+    DataJob,
+    ReplicaJob,
+    Rsb1ErrorJob,
+    Rsb1Job,
+    TrainBatchJob,
+    TrainJob,
+    argv,
+    defaults,
+    from_namespace,
+    text,
+)
 from slrpipe.workflow import plan, validate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,6 +79,10 @@ def test_every_planned_record_round_trips_through_its_command_line(name):
     for batch in p.train_batches.values():
         args = _parser().parse_args(["train-batch", *argv(batch)])
         assert members(args.members) == list(batch.members)
+    for record in p.rsb1.values():
+        assert from_namespace(Rsb1Job, _parse("rsb1", record)) == record
+    for record in p.rsb1_error.values():
+        assert from_namespace(Rsb1ErrorJob, _parse("rsb1-error", record)) == record
 
 
 def test_population_batches_do_not_depend_on_the_order_of_the_config():
@@ -165,3 +182,191 @@ def test_a_command_imports_its_own_module_only(capsys):
     assert "invalid choice: 'figur'" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # the one-step parser knows no other step
         build_parser("figure").parse_args(["validate"])
+
+
+#: the options of each record command that are not fields of its record: where the result goes,
+#: and how (not what) it is computed
+NOT_RECORD = {
+    "generate": {"--out", "--chunk-size"},
+    "train": {"--out", "--chunk-size", "--alpha", "--batch-size", "--sgd-seed", "--log-every", "--no-theory"},
+    "train-batch": {"--batch-size", "--sgd-seed", "--log-every", "--no-theory"},
+    "population": {"--out", "--qmc-seed"},
+    "population-batch": {"--qmc-seed"},
+    "length": {"--out"},
+    "replica": {"--out"},
+    "rsb1": {"--out"},
+    "rsb1-error": {"--out"},
+}
+
+
+def _options(command) -> set[str]:
+    sub = next(a for a in build_parser(command)._subparsers._actions if a.choices)
+    return {s for a in sub.choices[command]._actions for s in a.option_strings} - {"-h", "--help"}
+
+
+def _record_options(cls) -> set[str]:
+    out = set()
+    for f in dataclasses.fields(cls):
+        flag = "--" + f.name.replace("_", "-")
+        if f.metadata.get("json"):
+            out |= {flag, flag + "-file"}
+        elif f.name != "out":
+            out.add("--no-" + flag[2:] if f.default is True else flag)
+    return out
+
+
+@pytest.mark.parametrize("command", sorted(RECORDS))
+def test_a_commands_options_are_its_records_fields(command):
+    """The options of a command are generated from its record (jobs.add_arguments): one per field,
+    with the field's default (required where it has none), beside the listed non-record options."""
+    assert set(NOT_RECORD) == set(RECORDS)
+    assert _options(command) == _record_options(RECORDS[command]) | NOT_RECORD[command]
+    cls = RECORDS[command]
+    sub = next(a for a in build_parser(command)._subparsers._actions if a.choices).choices[command]
+    by_dest = {a.dest: a for a in sub._actions}
+    optional = {f.name for f in dataclasses.fields(DataJob)} if command == "train" else set()
+    for f in dataclasses.fields(cls):
+        if f.name == "out" or f.metadata.get("json"):
+            continue
+        a = by_dest[f.name]
+        if f.name in optional:
+            assert a.default is None and not a.required
+        elif f.default is dataclasses.MISSING:
+            assert a.required, f.name
+        else:
+            assert a.default == f.default and not a.required, f.name
+
+
+_SMOKE_RECORDS = {
+    "generate": "data",
+    "train": "erm",
+    "train-batch": "train_batches",
+    "population": "population",
+    "population-batch": "population_batches",
+    "replica": "replica",
+    "rsb1": "rsb1",
+    "rsb1-error": "rsb1_error",
+}
+
+
+@pytest.mark.parametrize("command", sorted(RECORDS))
+def test_a_planned_record_of_every_command_round_trips(command):
+    """``from_namespace(cls, parse(argv(record))) == record`` for the planned records of each class
+    (config/smoke.yaml; length: config/config.yaml, smoke has no length experiment). A train record
+    is taken without its stored set (``data``), whose fields the command would read from the store."""
+    from slrpipe.commands.train import job_of
+    from slrpipe.jobs import members_from_json
+
+    p = _plan("config/config.yaml" if command == "length" else "config/smoke.yaml")
+    table = p.length if command == "length" else getattr(p, _SMOKE_RECORDS[command])
+    records = [dataclasses.replace(r, data=None) if command == "train" else r for r in table.values()]
+    assert records and all(type(r) is RECORDS[command] for r in records)
+    for record in records:
+        extra = ["--out", getattr(record, "out", None) or "x.nc"] if "--out" in NOT_RECORD[command] else []
+        args = _parser().parse_args([command, *argv(record), *extra])
+        if command == "train":
+            got = job_of(args)
+        elif command.endswith("-batch"):  # the members travel as JSON, each with its out
+            got = type(record)(members=members_from_json(type(record.members[0]), args.members))
+        else:
+            got = from_namespace(RECORDS[command], args)
+        assert got == record
+
+
+def test_a_flag_true_by_default_is_written_as_its_negation():
+    job = next(r for r in _plan("config/smoke.yaml").replica.values() if not r.bayes_optimal)
+    assert job.qmc and "--qmc" not in argv(job) and "--no-qmc" not in argv(job)  # the default: not written
+    iid = dataclasses.replace(job, qmc=False, one_way=True)
+    assert argv(iid)[-2:] == ["--no-qmc", "--one-way"]
+    assert from_namespace(ReplicaJob, _parse("replica", iid)) == iid
+
+
+def test_a_none_where_the_default_is_not_cannot_be_written():
+    """argv leaves None out, so a field None whose default is a value would come back as that
+    value: refused instead of silently changed."""
+    job = next(iter(_plan("config/smoke.yaml").rsb1.values()))
+    with pytest.raises(ValueError, match="tol"):
+        argv(_with_none(job, "tol"))
+
+
+def _with_none(record, name):
+    """``record`` with field ``name`` None, past its __post_init__ (which would convert it)."""
+    out = copy.copy(record)
+    object.__setattr__(out, name, None)
+    return out
+
+
+def test_a_config_left_to_its_defaults_plans_the_records_defaults():
+    """The config's defaults and the records' (so the command lines') are one: a config that sets
+    nothing optional plans jobs whose shared parameters are the record defaults, and the library
+    options of the same parameters default to them too."""
+    from slrpipe.jobs import PopulationJob, Rsb1ErrorJob
+    from slrpipe.theory.replica.bayes_optimal import BayesOptions
+    from slrpipe.theory.replica.fields import Draw
+    from slrpipe.theory.replica.rsb1 import Rsb1Draw, Rsb1Options, ScanOptions
+    from slrpipe.train.options import ERMOptions, SolverOptions
+
+    law = {"model": "spiked", "L": 2, "nu": 1.0}
+    cfg = {
+        "erm": {"e": {**law, "sigmas": ["softmax"], "alphas": [1.0], "lams": [0.1], "seeds": [0]}},
+        "replica": {"r": {**law, "sigmas": ["softmax"], "alphas": [1.0], "lams": [0.1], "ansatz": ["rs", "rsb1"]}},
+        "population": {"p": {**law, "nu": [1.0], "sigmas": ["softmax"]}},
+    }
+    p = plan(validate(cfg))
+    shared = {
+        TrainJob: ("delta", "sampler", "max_iter", "record_every", "n_test", "dtype"),
+        DataJob: ("delta", "sampler"),
+        PopulationJob: ("delta",),
+        ReplicaJob: ("delta", "n_samples", "seed"),
+        Rsb1Job: (
+            "delta",
+            "n_outer",
+            "n_inner",
+            "seed",
+            "inner_seed",
+            "s_extend",
+            "s_max_rows",
+            "frac",
+            "tol",
+            "max_iter",
+        ),
+        Rsb1ErrorJob: ("batches", "tol", "max_iter"),
+    }
+    tables = (p.erm, p.data, p.population, p.replica, p.rsb1, p.rsb1_error)
+    for (cls, names), table in zip(shared.items(), tables):
+        record = next(r for r in table.values() if not getattr(r, "bayes_optimal", False))
+        assert {n: getattr(record, n) for n in names} == {n: defaults(cls)[n] for n in names}, cls.__name__
+    solver, erm = SolverOptions(), ERMOptions("softmax", 0.1)
+    assert (solver.max_iter, solver.record_every, erm.n_test, erm.dtype) == tuple(
+        defaults(TrainJob)[n] for n in ("max_iter", "record_every", "n_test", "dtype")
+    )
+    assert (Rsb1Options().tol, Rsb1Options().max_iter) == (defaults(Rsb1Job)["tol"], defaults(Rsb1Job)["max_iter"])
+    assert (ScanOptions().extend, ScanOptions().max_rows) == (
+        defaults(Rsb1Job)["s_extend"],
+        defaults(Rsb1Job)["s_max_rows"],
+    )
+    assert (Draw().n_samples, Draw().seed) == (defaults(ReplicaJob)["n_samples"], defaults(ReplicaJob)["seed"])
+    assert (Rsb1Draw().seed, Rsb1Draw().inner_seed) == (defaults(Rsb1Job)["seed"], defaults(Rsb1Job)["inner_seed"])
+    cfg["replica"]["r"]["bayes_optimal"] = True
+    p = plan(validate(cfg))
+    assert next(r for r in p.replica.values() if r.bayes_optimal).n_samples == BayesOptions().n_samples
+
+
+def test_a_field_the_generator_cannot_read_is_refused():
+    """A record field with no parser for its type, or a flag with no default, stops the parser's
+    construction instead of becoming an option that reads text as something else."""
+    import argparse
+
+    from slrpipe.jobs import add_arguments
+
+    @dataclasses.dataclass(frozen=True)
+    class Grid:
+        points: tuple
+
+    @dataclasses.dataclass(frozen=True)
+    class Flag:
+        on: bool
+
+    for cls, field in ((Grid, "points"), (Flag, "on")):
+        with pytest.raises(TypeError, match=f"{cls.__name__}.{field}"):
+            add_arguments(argparse.ArgumentParser(), cls)

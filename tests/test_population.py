@@ -266,7 +266,7 @@ def test_bad_arguments():
 def test_format_L():
     assert pop.format_L(3) == "3"
     assert pop.format_L(UNIF123) == "uniform:1,2,3"
-    from slrpipe.commands._common import parse_L
+    from slrpipe.lengths import parse_L
 
     law = {1: 0.25, 4: 0.75}
     assert parse_L(pop.format_L(law)) == law

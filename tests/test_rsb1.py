@@ -283,7 +283,7 @@ def test_cli_point_without_an_rs_fixed_point_writes_nan_not_a_failure(tmp_path):
     assert np.isnan(float(r.objective)) and np.isnan(float(r.s_star)) and not bool(r.converged)
     assert np.isnan(r.scan_complexity.values).all() and not r.scan_converged.values.any()
     assert r.sizes["s"] == 2 and "RS fixed point" in r.attrs["unsolved"]
-    # tol and max_iter not given: the solver's defaults, declared once (Rsb1Options)
+    # tol and max_iter not given: the defaults, declared once (slrpipe.vocabulary.DEFAULTS), the solver's too
     assert r.attrs["tol"] == rsb1.Rsb1Options.tol and r.attrs["max_iter"] == rsb1.Rsb1Options.max_iter
     # its batch-means error (slrpipe rsb1-error): no state reported, so NaN and no batch solved
     err = tmp_path / "e.nc"

@@ -160,3 +160,36 @@ def project(X, k, v, mask=None, xp=np):
         chi = xp.where(mask, chi, 0.0)
         z = xp.where(mask, z, 0.0)
     return chi, z
+
+
+# ------------------------------------------------------------------------------------- defaults
+#: The default of each parameter that more than one place takes, declared once: config section
+#: (``$defs`` name in the config schema) -> {parameter: default}; ``law``: the data law's, in every
+#: section that has the parameter. Read by the job records (and so the command lines generated from
+#: them, slrpipe.jobs), the config loader (filled into the schema's properties, slrpipe.workflow.validate)
+#: and the library options of the same parameter (slrpipe.train.options, the replica solvers). A
+#: default that only one place has stays there (the schema's or the options class's).
+DEFAULTS = {
+    "law": {"delta": 0.0},
+    "erm": {
+        "sampler": NUMPY,
+        "max_iter": 1000,
+        "record_every": 10,
+        "n_test": 100_000,
+        "dtype": "float32",
+        # step sizes of the first-order optimisers (slrpipe.train.erm); gd 0.5 diverges for linear σ at L = 3
+        "lr": {"gd": 0.05, "sgd": 0.2, "adam": 0.01},
+    },
+    "replica": {"n_samples": 20000, "seed": 0, "bayes_optimal_samples": 50000},
+    "rsb1": {
+        "n_outer": 1024,
+        "n_inner": 32,
+        "inner_seed": 1,
+        "s_extend": 2.0,
+        "s_max_rows": 10,
+        "frac": 0.05,
+        "tol": 2e-4,
+        "max_iter": 80,
+        "batches": 4,
+    },
+}

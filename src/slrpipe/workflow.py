@@ -1,9 +1,9 @@
 """Config → job tables for the Snakemake workflow (no science here).
 
 ``validate`` checks a config dict against the config schema (package data ``slrpipe/resources/config.schema.yaml``,
-linked from ``workflow/schemas/``) — the one source
-of defaults, filled by ``snakemake.utils.validate(set_default=True)`` — plus the rules JSON Schema
-cannot express (NaN/inf, cross-references), and raises ``ConfigError`` with one line naming the
+linked from ``workflow/schemas/``) and fills its defaults — the schema's own, and those of the
+parameters a command or a library option shares, from ``slrpipe.vocabulary.DEFAULTS`` (:func:`schema`)
+— plus the rules JSON Schema cannot express (NaN/inf, cross-references), and raises ``ConfigError`` with one line naming the
 field and the allowed range. ``plan`` turns the validated config into the jobs each rule runs,
 keyed by output path; paths encode the parameters that define a job (stable float formatting), so
 adding one α creates only that α's jobs. Job dicts hold the parameters' values (floats, ints,
@@ -13,6 +13,7 @@ lines.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from importlib import resources
@@ -34,7 +35,7 @@ from slrpipe.jobs import (
     TrainJob,
 )
 from slrpipe.lengths import length_law
-from slrpipe.vocabulary import BAYES, FIRST_ORDER, NUMPY, RS, RSB1, init_seed, seeds
+from slrpipe.vocabulary import BAYES, DEFAULTS, FIRST_ORDER, NUMPY, RS, RSB1, init_seed, seeds
 
 #: the config schema, package data (workflow/schemas/config.schema.yaml links to it)
 SCHEMA = resources.files("slrpipe") / "resources" / "config.schema.yaml"
@@ -107,14 +108,61 @@ def _non_finite(node, path=()):
     return None
 
 
+def schema(schema_path=SCHEMA) -> dict:
+    """The config schema (``schema_path``) with the defaults of ``slrpipe.vocabulary.DEFAULTS`` set
+    on its properties: ``DEFAULTS[section]`` on ``$defs[section]`` (nested dicts on nested
+    properties), ``DEFAULTS["law"]`` on every section that has the parameter.
+
+    Raises:
+        KeyError: a default for a property the schema does not have.
+    """
+    schema_path = Path(schema_path) if isinstance(schema_path, str) else schema_path
+    out = yaml.safe_load(schema_path.read_text())
+    defs = out["$defs"]
+    for section, values in DEFAULTS.items():
+        if section == "law":
+            for name, value in values.items():
+                for sub in defs.values():
+                    if name in sub.get("properties", {}):
+                        _set_defaults(sub, {name: value})
+        else:
+            _set_defaults(defs[section], values)
+    return out
+
+
+def _set_defaults(sub: dict, values: dict) -> None:
+    for name, value in values.items():
+        if name not in sub.get("properties", {}):
+            raise KeyError(f"slrpipe.vocabulary.DEFAULTS: the config schema has no property {name!r} there")
+        if isinstance(value, dict):
+            _set_defaults(sub["properties"][name], value)
+        else:
+            sub["properties"][name]["default"] = value
+
+
+def _fill_defaults(config: dict, schema: dict) -> None:
+    """Set every default of ``schema`` that ``config`` (valid) leaves out, in place, down every
+    property (what ``snakemake.utils.validate(set_default=True)`` does, on the schema of
+    :func:`schema`); each default is a copy, so no two experiments share one."""
+    base = jsonschema.Draft202012Validator
+    properties = base.VALIDATORS["properties"]
+
+    def set_defaults(validator, props, instance, sub):
+        if validator.is_type(instance, "object"):
+            for name, prop in props.items():
+                if "default" in prop:
+                    instance.setdefault(name, copy.deepcopy(prop["default"]))
+        yield from properties(validator, props, instance, sub)
+
+    jsonschema.validators.extend(base, {"properties": set_defaults})(schema).validate(config)
+
+
 def validate(config: dict, schema_path=SCHEMA) -> dict:
-    """Validate ``config`` in place and fill the schema's defaults; returns it.
+    """Validate ``config`` in place and fill its defaults (:func:`schema`); returns it.
 
     Raises:
         ConfigError: the first violation, as one line ``config error: <field path>: <what is allowed>``.
     """
-    from snakemake.utils import validate as fill_defaults
-
     hit = _non_finite(config)
     if hit:  # JSON Schema's range keywords let NaN and ∞ through
         where, v = hit
@@ -122,22 +170,20 @@ def validate(config: dict, schema_path=SCHEMA) -> dict:
             f"config error: {_path_str(where)}: {v} is not allowed; allowed: a finite number "
             "(∞ only for a ν of model max)"
         )
-    schema_path = Path(schema_path) if isinstance(schema_path, str) else schema_path
-    schema = yaml.safe_load(schema_path.read_text())
-    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    full = schema(schema_path)
+    errors = list(jsonschema.Draft202012Validator(full).iter_errors(config))
     if errors:
         raise ConfigError(_describe(jsonschema.exceptions.best_match(errors)))
     # a ladder sizes every α by its own D: a sqrt_nD beside it is a contradiction — except the
     # schema's default, which validation fills in (a config is validated again by each command)
-    default = schema["$defs"]["erm"]["properties"]["sqrt_nD"]["default"]
+    default = full["$defs"]["erm"]["properties"]["sqrt_nD"]["default"]
     for name, exp in (config.get("erm") or {}).items():
         if isinstance(exp.get("D"), list) and exp.get("sqrt_nD", default) != default:
             raise ConfigError(
                 f"config error: erm.{name}.sqrt_nD: not allowed with a D ladder (D = {exp['D']}); "
                 "allowed: either D or sqrt_nD"
             )
-    with resources.as_file(schema_path) as path:  # a real file even from a zip install
-        fill_defaults(config, str(Path(path).resolve()), set_default=True)
+    _fill_defaults(config, full)
     _cross_checks(config)
     return config
 

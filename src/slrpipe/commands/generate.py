@@ -8,40 +8,23 @@ from __future__ import annotations
 
 import logging
 
-from slrpipe.commands._common import parse_L, parse_nu
 from slrpipe.jobs import DataJob, from_namespace
-from slrpipe.vocabulary import MODELS, NUMPY, SAMPLERS
+from slrpipe.jobs import add_arguments as add_record_arguments
 
 log = logging.getLogger(__name__)
 
 
-def add_data_arguments(p, required: bool = True) -> None:
-    """The data-model options shared by ``generate`` and ``train``."""
-    p.add_argument("--model", choices=MODELS, required=required)
-    p.add_argument("--nu", type=parse_nu, required=required, help="signal strength ν ≥ 0 or inf (max only)")
-    p.add_argument(
-        "--L", type=parse_L, required=required, help="length law: '3', 'uniform:1,2,3' or JSON {\"1\": 0.5, \"2\": 0.5}"
-    )
-    p.add_argument(
-        "--delta", type=float, default=0.0 if required else None, help="label noise standard deviation Δ (default 0)"
-    )
-    p.add_argument("--D", type=int, required=required, help="token dimension")
-    p.add_argument("--teacher-seed", type=int, required=required)
-    p.add_argument("--data-seed", type=int, required=required)
-    p.add_argument(
-        "--sampler",
-        choices=SAMPLERS,
-        default=NUMPY if required else None,
-        help="numpy: drawn on the host (default); jax: on JAX's default device (another draw of the same law)",
-    )
-    p.add_argument("--chunk-size", type=int, default=None, help="samples per chunk (default: ~64 MiB of X)")
-
-
 def add_arguments(p) -> None:
-    """The options of ``slrpipe generate`` (added to its subparser ``p``)."""
-    add_data_arguments(p)
-    p.add_argument("--n", type=int, required=True, help="number of sequences")
+    """The options of ``slrpipe generate`` (added to its subparser ``p``): the fields of
+    :class:`~slrpipe.jobs.DataJob`, how it is written (``--chunk-size``) and where (``--out``)."""
+    add_record_arguments(p, DataJob)
+    add_chunk_argument(p)
     p.add_argument("--out", required=True, help="output zarr store (written atomically)")
+
+
+def add_chunk_argument(p) -> None:
+    """``--chunk-size``: samples per chunk of a drawn set (how it is drawn, not what: shared with ``train``)."""
+    p.add_argument("--chunk-size", type=int, default=None, help="samples per chunk (default: ~64 MiB of X)")
 
 
 def run(args) -> int:

@@ -10,45 +10,16 @@ from __future__ import annotations
 
 import argparse
 
-from slrpipe.commands._common import parse_nu, typed
 from slrpipe.io import write_netcdf
 from slrpipe.jobs import LengthJob, from_namespace, text
+from slrpipe.jobs import add_arguments as add_record_arguments
 from slrpipe.provenance import provenance
-from slrpipe.vocabulary import BAYES, MODELS, SIGMAS
-
-
-def _ints(text: str) -> list[int]:
-    try:
-        vals = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ValueError(f"L-grid: must be a comma list of integers ≥ 1, got {text!r}") from None
-    if not vals or min(vals) < 1:
-        raise ValueError(f"L-grid: must be a non-empty comma list of integers ≥ 1, got {text!r}")
-    return vals
-
-
-def _nus(text: str, name: str) -> list[float]:
-    vals = [parse_nu(v) for v in text.split(",") if v.strip()]
-    if not vals:
-        raise ValueError(f"{name}: must be a non-empty comma list, got {text!r}")
-    return vals
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``slrpipe length`` (added to its subparser ``p``)."""
-    p.add_argument("--sigma", required=True, choices=(*SIGMAS, BAYES), help="score function or the Bayes oracle")
-    p.add_argument("--model", required=True, choices=MODELS)
-    p.add_argument("--L-grid", required=True, type=typed(_ints), help="comma list of fixed lengths L ≥ 1")
-    p.add_argument("--nu-grid", required=True, type=typed(lambda t: _nus(t, "nu-grid")), help="comma list of ν ≥ 0")
-    p.add_argument("--delta", type=float, default=0.0, help="label-noise std Δ (default 0)")
-    p.add_argument("--target-risk", type=float, default=None, help="also find, per L, the ν reaching this excess risk")
-    p.add_argument("--var-L-max", type=int, default=None, help="also the optimum for L ~ Uniform{1..N}")
-    p.add_argument(
-        "--var-nu-grid",
-        default=None,
-        type=typed(lambda t: _nus(t, "var-nu-grid")),
-        help="ν grid of the variable-length optimum",
-    )
+    """The options of ``slrpipe length`` (added to its subparser ``p``): the fields of
+    :class:`~slrpipe.jobs.LengthJob` and ``--out``."""
+    add_record_arguments(p, LengthJob)
     p.add_argument("--out", required=True, help="output netCDF path")
 
 

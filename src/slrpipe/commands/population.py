@@ -9,31 +9,26 @@ from __future__ import annotations
 
 import argparse
 
-from slrpipe.commands._common import parse_L, parse_nu, typed
 from slrpipe.io import write_netcdf
 from slrpipe.jobs import PopulationJob, from_namespace
+from slrpipe.jobs import add_arguments as add_record_arguments
 from slrpipe.provenance import provenance
-from slrpipe.vocabulary import BAYES, MODELS, SIGMAS
 
-
-def _nu_grid(text: str) -> list[float]:
-    vals = [parse_nu(v) for v in text.split(",") if v.strip()]
-    if not vals:
-        raise ValueError(f"nu-grid: must be a non-empty comma list, got {text!r}")
-    return vals
+#: seed of the Sobol scramblings (L ≥ 4): how a sweep is computed, not what (shared with population-batch)
+QMC_SEED = 0
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``slrpipe population`` (added to its subparser ``p``)."""
-    p.add_argument("--sigma", required=True, choices=(*SIGMAS, BAYES), help="score function or the Bayes oracle")
-    p.add_argument("--model", required=True, choices=MODELS)
-    p.add_argument(
-        "--L", required=True, type=typed(parse_L), help="sequence length: '3', 'uniform:1,2,3' or JSON {\"L\": p}"
-    )
-    p.add_argument("--nu-grid", required=True, type=typed(_nu_grid), help="comma list of ν ≥ 0; 'inf' allowed for max")
-    p.add_argument("--delta", type=float, default=0.0, help="label-noise std Δ (default 0)")
-    p.add_argument("--qmc-seed", type=int, default=0, help="seed of the Sobol scramblings (L ≥ 4)")
+    """The options of ``slrpipe population`` (added to its subparser ``p``): the fields of
+    :class:`~slrpipe.jobs.PopulationJob`, ``--qmc-seed`` and ``--out``."""
+    add_record_arguments(p, PopulationJob)
+    add_qmc_seed_argument(p)
     p.add_argument("--out", required=True, help="output netCDF path")
+
+
+def add_qmc_seed_argument(p) -> None:
+    """``--qmc-seed`` (:data:`QMC_SEED`)."""
+    p.add_argument("--qmc-seed", type=int, default=QMC_SEED, help="seed of the Sobol scramblings (L ≥ 4)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def sweep_and_write(job: PopulationJob, out: str, qmc_seed: int = 0) -> None:
+def sweep_and_write(job: PopulationJob, out: str, qmc_seed: int = QMC_SEED) -> None:
     """The population sweep of ``job`` (``population_sweep``) written to ``out`` with provenance
     (``qmc_seed``: seed of the Sobol scramblings). Raises ValueError on a bad parameter."""
     from slrpipe.theory.population import population_sweep

@@ -13,16 +13,17 @@ from __future__ import annotations
 import logging
 import time
 
-from slrpipe.commands.population import sweep_and_write
-from slrpipe.jobs import PopulationJob, add_members_arguments, members_from_json, members_of
+from slrpipe.commands.population import add_qmc_seed_argument, sweep_and_write
+from slrpipe.jobs import PopulationBatchJob, PopulationJob, members_from_json, members_of
+from slrpipe.jobs import add_arguments as add_record_arguments
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(p) -> None:
     """The options of ``slrpipe population-batch`` (added to its subparser ``p``)."""
-    add_members_arguments(p, PopulationJob)
-    p.add_argument("--qmc-seed", type=int, default=0, help="seed of the Sobol scramblings (L ≥ 4)")
+    add_record_arguments(p, PopulationBatchJob)
+    add_qmc_seed_argument(p)
 
 
 def members(text: str) -> list[PopulationJob]:

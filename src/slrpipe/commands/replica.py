@@ -7,37 +7,16 @@ Writes one netCDF file (``slrpipe.io.write_netcdf``) holding the ``xarray.Datase
 
 from __future__ import annotations
 
-from slrpipe.commands._common import parse_grid, parse_L, parse_nu, typed
 from slrpipe.io import write_netcdf
 from slrpipe.jobs import ReplicaJob, from_namespace, text
+from slrpipe.jobs import add_arguments as add_record_arguments
 from slrpipe.provenance import provenance
-from slrpipe.vocabulary import MODELS, REPLICA_SIGMAS
 
 
 def add_arguments(p) -> None:
-    """The options of ``slrpipe replica`` (added to its subparser ``p``)."""
-    p.add_argument("--sigma", default=None, choices=REPLICA_SIGMAS, help="score function (default softmax)")
-    p.add_argument("--model", required=True, choices=MODELS)
-    p.add_argument("--nu", required=True, type=typed(parse_nu), help="signal strength (max-SLR: inf allowed)")
-    p.add_argument("--L", required=True, type=typed(parse_L), help="fixed sequence length (variable L not supported)")
-    p.add_argument("--delta", type=float, default=0.0, help="label-noise standard deviation Δ")
-    p.add_argument(
-        "--lam-grid", default=None, type=typed(parse_grid), help="comma-separated ridge strengths λ (default 0.1)"
-    )
-    p.add_argument("--alpha-grid", required=True, type=typed(parse_grid), help="comma-separated α = n/D")
-    p.add_argument("--n-samples", type=int, default=20000, help="Monte Carlo samples of the channel")
-    p.add_argument("--seed", type=int, default=0, help="seed of the common random numbers")
-    p.add_argument(
-        "--mc-seeds",
-        type=int,
-        default=None,
-        help="re-solve each converged point with this many scrambles in all (test_error_mc_sd)",
-    )
-    p.add_argument("--no-qmc", action="store_true", help="iid Gaussian fields instead of scrambled Sobol")
-    p.add_argument(
-        "--one-way", action="store_true", help="continuation from large α only (no up pass, no second-branch detection)"
-    )
-    p.add_argument("--bayes-optimal", action="store_true", help="Bayes-optimal state evolution instead (no σ, no λ)")
+    """The options of ``slrpipe replica`` (added to its subparser ``p``): the fields of
+    :class:`~slrpipe.jobs.ReplicaJob` and ``--out``."""
+    add_record_arguments(p, ReplicaJob)
     p.add_argument("--out", required=True, help="output netCDF path")
 
 
@@ -67,7 +46,7 @@ def run(args) -> int:
             ReplicaTask(job.sigma or "softmax", job.model, job.nu, L, job.delta),
             list(job.lam_grid or (0.1,)),
             list(job.alpha_grid),
-            draw=Draw(n_samples=job.n_samples, seed=job.seed, qmc=not args.no_qmc),
+            draw=Draw(n_samples=job.n_samples, seed=job.seed, qmc=job.qmc),
             options=options,
             sweep=sweep,
         )

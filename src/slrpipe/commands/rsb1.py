@@ -10,18 +10,16 @@ netCDF file (:func:`dataset`).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 
 import numpy as np
 import xarray as xr
 
-from slrpipe.commands._common import parse_grid, parse_L, parse_nu, typed
 from slrpipe.io import read_netcdf, write_netcdf
 from slrpipe.jobs import Rsb1Job, from_namespace, text
+from slrpipe.jobs import add_arguments as add_record_arguments
 from slrpipe.provenance import provenance
-from slrpipe.vocabulary import MODELS, REPLICA_SIGMAS
 
 log = logging.getLogger(__name__)
 
@@ -64,35 +62,10 @@ RS_KEYS = ("objective", "test_error", "m_k", "q_k", "V_k", "m_v", "q_v", "V_v", 
 
 
 def add_arguments(p) -> None:
-    """The options of ``slrpipe rsb1`` (added to its subparser ``p``)."""
-    p.add_argument("--sigma", required=True, choices=REPLICA_SIGMAS, help="score function")
-    p.add_argument("--model", required=True, choices=MODELS)
-    p.add_argument("--nu", required=True, type=typed(parse_nu), help="signal strength (max-SLR: inf allowed)")
-    p.add_argument("--L", required=True, type=typed(parse_L), help="fixed sequence length")
-    p.add_argument("--delta", type=float, default=0.0, help="label-noise standard deviation Δ")
-    p.add_argument("--lam", required=True, type=float, help="ridge λ > 0")
-    p.add_argument("--alpha", required=True, type=float, help="α = n/D > 0 (a point of the RS sweep's grid)")
-    p.add_argument("--n-outer", type=int, default=1024, help="outer samples N₀ (the RS fields)")
-    p.add_argument("--n-inner", type=int, default=32, help="inner samples N₁ per outer sample (multiple of 4)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the outer samples")
-    p.add_argument("--inner-seed", type=int, default=1, help="seed of the inner samples")
-    p.add_argument("--s-grid", required=True, type=typed(parse_grid), help="comma-separated Parisi parameters s")
-    p.add_argument("--s-extend", required=True, type=float, help="factor by which the s grid is extended (> 1)")
-    p.add_argument("--s-max-rows", required=True, type=int, help="most s solved in all (grid and extensions)")
-    p.add_argument("--frac", type=float, default=0.05, help="start δq = frac·(q − m²) from the RS state")
-    p.add_argument("--tol", type=float, help="fixed-point tolerance (default: Rsb1Options')")
-    p.add_argument("--max-iter", type=int, help="channel evaluations per s (default: Rsb1Options')")
-    p.add_argument("--n0-check", action="store_true", help="also solve RS and the state reported at 2N₀")
-    p.add_argument("--rs", required=True, help="the RS sweep file (slrpipe replica) whose fixed point starts RS")
+    """The options of ``slrpipe rsb1`` (added to its subparser ``p``): the fields of
+    :class:`~slrpipe.jobs.Rsb1Job` and ``--out``."""
+    add_record_arguments(p, Rsb1Job)
     p.add_argument("--out", required=True, help="output netCDF path")
-
-
-def resolved(job, options_cls):
-    """``job`` with a tol / max_iter not given (None) set to the solver's default (``options_cls``,
-    :class:`~slrpipe.theory.replica.rsb1.Rsb1Options`: the one declaration of those defaults besides
-    the config schema's)."""
-    fill = {k: getattr(options_cls, k) for k in ("tol", "max_iter") if getattr(job, k) is None}
-    return dataclasses.replace(job, **fill) if fill else job
 
 
 def rs_start(path, lam: float, alpha: float) -> dict:
@@ -258,7 +231,7 @@ def run(args) -> int:
         line and exits with 2)."""
     from slrpipe.theory.replica import ReplicaTask, rsb1
 
-    job = resolved(from_namespace(Rsb1Job, args), rsb1.Rsb1Options)
+    job = from_namespace(Rsb1Job, args)
     if len(job.L) != 1:
         raise ValueError(f"L: the replica solver needs a fixed length, got {text(job.L)}")
     task = ReplicaTask(job.sigma, job.model, job.nu, next(iter(job.L)), job.delta).normalised()

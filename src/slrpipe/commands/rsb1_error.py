@@ -18,6 +18,7 @@ import xarray as xr
 
 from slrpipe.io import read_netcdf, write_netcdf
 from slrpipe.jobs import Rsb1ErrorJob, from_namespace
+from slrpipe.jobs import add_arguments as add_record_arguments
 from slrpipe.provenance import provenance
 
 log = logging.getLogger(__name__)
@@ -39,11 +40,9 @@ COORDS = ("sigma", "model", "nu", "L", "delta", "lam", "alpha")
 
 
 def add_arguments(p) -> None:
-    """The options of ``slrpipe rsb1-error`` (added to its subparser ``p``)."""
-    p.add_argument("--rsb1", required=True, help="the point's result file (slrpipe rsb1)")
-    p.add_argument("--batches", type=int, default=4, help="K batches of the outer samples (N₀/2 a multiple of K)")
-    p.add_argument("--tol", type=float, help="fixed-point tolerance of each batch solve (default: Rsb1Options')")
-    p.add_argument("--max-iter", type=int, help="channel evaluations per batch solve (default: Rsb1Options')")
+    """The options of ``slrpipe rsb1-error`` (added to its subparser ``p``): the fields of
+    :class:`~slrpipe.jobs.Rsb1ErrorJob` and ``--out``."""
+    add_record_arguments(p, Rsb1ErrorJob)
     p.add_argument("--out", required=True, help="output netCDF path")
 
 
@@ -110,11 +109,10 @@ def run(args) -> int:
 
     Raises:
         ValueError: K < 2 or not dividing N₀/2 (the CLI prints it as one line and exits with 2)."""
-    from slrpipe.commands.rsb1 import resolved
     from slrpipe.theory.replica import ReplicaTask, rsb1
     from slrpipe.theory.replica.batch_means import antithetic_batches, batch_values, subset
 
-    job = resolved(from_namespace(Rsb1ErrorJob, args), rsb1.Rsb1Options)
+    job = from_namespace(Rsb1ErrorJob, args)
     src = read_netcdf(job.rsb1)
     n_outer = int(src.attrs["n_outer"])
     antithetic_batches(n_outer, job.batches)  # the sizes, before any solve

@@ -12,60 +12,31 @@ from __future__ import annotations
 
 import dataclasses
 
-from slrpipe.commands.generate import add_data_arguments
-from slrpipe.jobs import DataJob, TrainJob, from_namespace
-from slrpipe.vocabulary import DTYPES, INITS, NUMPY, OPTIMIZERS, SIGMAS
+from slrpipe.commands.generate import add_chunk_argument
+from slrpipe.jobs import DataJob, TrainJob, defaults, from_namespace
+from slrpipe.jobs import add_arguments as add_record_arguments
 
 #: how a run is executed, beside what it is (the TrainJob): argparse dest -> default
 EXECUTION = {"batch_size": None, "sgd_seed": 0, "log_every": 100, "no_theory": False}
 
 
 def add_arguments(p) -> None:
-    """The options of ``slrpipe train`` (added to its subparser ``p``)."""
-    p.add_argument("--data", default=None, help="stored dataset (zarr); the data options, if given, must match it")
-    g = p.add_argument_group("data regenerated from seeds (when --data is not given)")
-    add_data_arguments(g, required=False)
-    size = g.add_mutually_exclusive_group()
-    size.add_argument("--n", type=int, default=None, help="number of training sequences")
-    size.add_argument("--alpha", type=float, default=None, help="sample complexity α = n/D (n = round(αD))")
-    p.add_argument("--sigma", required=True, choices=SIGMAS)
-    p.add_argument("--lam", type=float, required=True, help="ridge λ on ½Σ(y−f)² + (λ/2)(|k|²+|v|²)")
-    p.add_argument("--optimizer", choices=OPTIMIZERS, default="lbfgs")
-    p.add_argument("--init", choices=INITS, default="informed")
-    p.add_argument("--init-seed", type=int, default=0)
-    p.add_argument(
-        "--restart",
-        type=int,
-        default=0,
-        help="index of this start among the restarts of its seed (recorded as a coordinate; the "
-        "workflow sets --init-seed to slrpipe.vocabulary.init_seed(seed, restart))",
-    )
-    p.add_argument(
-        "--test-seed", type=int, default=None, help="default: data seed + 10000 (slrpipe.vocabulary.default_test_seed)"
-    )
-    p.add_argument("--n-test", type=int, default=100_000)
-    p.add_argument("--max-iter", type=int, default=1000)
-    p.add_argument(
-        "--tol", type=float, default=None, help="stop when |∇𝓛|₂/n < tol (default 1e-5 float32, 1e-8 float64)"
-    )
-    p.add_argument("--dtype", choices=DTYPES, default="float32")
-    p.add_argument("--lr", type=float, default=None, help="gd/sgd/adam step size (see slrpipe.train.erm)")
-    p.add_argument("--record-every", type=int, default=10, help="trajectory period in steps")
-    p.add_argument(
-        "--lanes",
-        action="store_true",
-        help="lbfgs: train the starts of each training set together (slrpipe.train.lanes; in "
-        "train-batch, the members that differ only in their start)",
-    )
+    """The options of ``slrpipe train`` (added to its subparser ``p``): the fields of
+    :class:`~slrpipe.jobs.TrainJob` (its data law and seeds optional: ``--data`` holds them), the
+    size as ``--alpha`` instead of ``--n``, how the run is executed and where it is written."""
+    add_record_arguments(p, TrainJob, optional=[f.name for f in dataclasses.fields(DataJob)])
+    p.add_argument("--alpha", type=float, default=None, help="sample complexity α = n/D instead of --n (n = round(αD))")
+    add_chunk_argument(p)
     add_execution_arguments(p)
     p.add_argument("--out", required=True, help="output netCDF file (written atomically)")
 
 
 def add_execution_arguments(p) -> None:
     """How runs are executed (not part of what they are): shared with ``slrpipe train-batch``."""
-    p.add_argument("--batch-size", type=int, default=None, help="sgd minibatch size (default 256)")
-    p.add_argument("--sgd-seed", type=int, default=0)
-    p.add_argument("--log-every", type=int, default=100, help="progress log period in steps")
+    e = EXECUTION
+    p.add_argument("--batch-size", type=int, default=e["batch_size"], help="sgd minibatch size (default min(n, 256))")
+    p.add_argument("--sgd-seed", type=int, default=e["sgd_seed"], help="seed of the sgd minibatch stream")
+    p.add_argument("--log-every", type=int, default=e["log_every"], help="progress log period in steps")
     p.add_argument(
         "--no-theory",
         action="store_true",
@@ -101,6 +72,8 @@ def job_of(args) -> TrainJob:
     """
     names = [f.name for f in dataclasses.fields(DataJob)]
     given = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
+    if args.alpha is not None and args.n is not None:
+        raise ValueError("n: give exactly one of --n or --alpha")
     if args.alpha is not None and "D" in given:
         given["n"] = round(args.alpha * given["D"])
     if args.data is not None:
@@ -111,13 +84,13 @@ def job_of(args) -> TrainJob:
                 f"data: --{', --'.join(c.replace('_', '-') for c in clash)} contradict the stored dataset {args.data}"
             )
         given = stored
-    missing = [k for k in names if k not in given and k not in ("delta", "n", "sampler")]
+    fill = defaults(DataJob)
+    missing = [k for k in names if k not in given and k not in fill and k != "n"]
     if missing:
         raise ValueError(f"data: give --data or all of --{', --'.join(m.replace('_', '-') for m in missing)}")
     if "n" not in given:
         raise ValueError("n: give exactly one of --n or --alpha")
-    given.setdefault("delta", 0.0)
-    given.setdefault("sampler", NUMPY)
+    given = {**fill, **given}
     return from_namespace(TrainJob, args, **given)
 
 
@@ -131,19 +104,24 @@ def dataset(job: TrainJob, chunk_size: int | None = None):
     return SLRDataset(task, job.n, job.teacher_seed, job.data_seed, chunk_size, job.sampler)
 
 
-def options(job: TrainJob, batch_size=None, sgd_seed=0, log_every=100, no_theory=False):
-    """The ``ERMOptions`` of a job and its execution options (checked once, here)."""
+def options(job: TrainJob, **execution):
+    """The ``ERMOptions`` of a job and its execution options (:data:`EXECUTION`; checked once, here)."""
     from slrpipe.train.options import ERMOptions, SolverOptions
+
+    unknown = sorted(set(execution) - set(EXECUTION))
+    if unknown:
+        raise TypeError(f"options: unknown execution options {unknown}; allowed: {sorted(EXECUTION)}")
+    e = {**EXECUTION, **execution}
 
     solver = SolverOptions(
         optimizer=job.optimizer,
         max_iter=job.max_iter,
         tol=job.tol,
         lr=job.lr,
-        batch_size=batch_size,
-        sgd_seed=sgd_seed,
+        batch_size=e["batch_size"],
+        sgd_seed=e["sgd_seed"],
         record_every=job.record_every,
-        log_every=log_every,
+        log_every=e["log_every"],
         lanes=job.lanes,
     )
     return ERMOptions(
@@ -154,7 +132,7 @@ def options(job: TrainJob, batch_size=None, sgd_seed=0, log_every=100, no_theory
         test_seed=job.test_seed,
         n_test=job.n_test,
         dtype=job.dtype,
-        theory=not no_theory,
+        theory=not e["no_theory"],
         solver=solver,
     )
 

@@ -18,14 +18,15 @@ import logging
 import time
 
 from slrpipe.commands.train import EXECUTION, add_execution_arguments, dataset, train_and_write
-from slrpipe.jobs import DataJob, TrainJob, add_members_arguments, members_from_json, members_of
+from slrpipe.jobs import DataJob, TrainBatchJob, TrainJob, members_from_json, members_of
+from slrpipe.jobs import add_arguments as add_record_arguments
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(p) -> None:
     """The options of ``slrpipe train-batch`` (added to its subparser ``p``)."""
-    add_members_arguments(p, TrainJob)
+    add_record_arguments(p, TrainBatchJob)
     add_execution_arguments(p)
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from slrpipe.vocabulary import DTYPES, INITS, OPTIMIZERS, check_choice, check_sigma
+from slrpipe.vocabulary import DEFAULTS, DTYPES, INITS, OPTIMIZERS, check_choice, check_sigma
 
 #: step sizes of the first-order optimisers when none is given (slrpipe.train.erm docstring).
-DEFAULT_LR = {"gd": 0.05, "sgd": 0.2, "adam": 1e-2}  # gd 0.5 diverges for linear σ at L = 3 (from 0.2 on)
+DEFAULT_LR = DEFAULTS["erm"]["lr"]
 #: tolerance on |∇J|₂ per dtype when none is given.
 DEFAULT_TOL = {"float32": 1e-5, "float64": 1e-8}
 #: key scale of the informed initialisation at ν = inf (max-SLR): softmax(10 χ*) puts weight
@@ -37,13 +37,13 @@ class SolverOptions:
     """
 
     optimizer: str = "lbfgs"
-    max_iter: int = 1000
+    max_iter: int = DEFAULTS["erm"]["max_iter"]
     tol: float | None = None
     lr: float | None = None
     batch_size: int | None = None
     sgd_seed: int = 0
     memory_size: int = 10
-    record_every: int = 10
+    record_every: int = DEFAULTS["erm"]["record_every"]
     log_every: int = 100
     transpose: bool | None = None
     lanes: bool = False
@@ -99,8 +99,8 @@ class ERMOptions:
     init_scale: float = 1e-2
     c_inf: float = C_INF
     test_seed: int | None = None
-    n_test: int = 100_000
-    dtype: str = "float32"
+    n_test: int = DEFAULTS["erm"]["n_test"]
+    dtype: str = DEFAULTS["erm"]["dtype"]
     bayes: bool = True
     theory: bool = True
     solver: SolverOptions = field(default_factory=SolverOptions)

@@ -42,6 +42,7 @@ from jax.scipy.special import erfc, logsumexp
 
 from slrpipe.theory.replica.channel import _mean_se
 from slrpipe.theory.replica.fields import Fields, check_task, draw_fields
+from slrpipe.vocabulary import DEFAULTS
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ class BayesOptions:
     (common random numbers, ``draw_fields``); tol on the estimated distance to the fixed point in
     m; max_iter, the cap on iterations."""
 
-    n_samples: int = 50000
+    n_samples: int = DEFAULTS["replica"]["bayes_optimal_samples"]
     seed: int = 0
     tol: float = 1e-6
     max_iter: int = 2000

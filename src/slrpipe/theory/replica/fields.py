@@ -25,7 +25,7 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import qmc as _qmc
 
-from slrpipe.vocabulary import check_delta, check_length, check_model_nu
+from slrpipe.vocabulary import DEFAULTS, check_delta, check_length, check_model_nu
 
 
 @dataclass(frozen=True)
@@ -158,8 +158,8 @@ class Draw(NamedTuple):
     draw.  qmc: bool, scrambled-Sobol' points (module docstring) instead of iid draws.
     Source: docs/theory.md §9 (variance reduction)."""
 
-    n_samples: int = 20000
-    seed: int = 0
+    n_samples: int = DEFAULTS["replica"]["n_samples"]
+    seed: int = DEFAULTS["replica"]["seed"]
     qmc: bool = True
 
     def fields(self, task) -> Fields:

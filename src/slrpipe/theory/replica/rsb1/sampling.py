@@ -13,6 +13,7 @@ from scipy.stats import qmc as _qmc
 
 from slrpipe.theory.replica.fields import Draw, Fields
 from slrpipe.theory.replica.options import ReplicaTask
+from slrpipe.vocabulary import DEFAULTS
 
 
 @dataclass(frozen=True)
@@ -99,8 +100,8 @@ class Rsb1Draw(NamedTuple):
 
     n_outer: int = 2048
     n_inner: int = 16
-    seed: int = 0
-    inner_seed: int = 1
+    seed: int = DEFAULTS["replica"]["seed"]
+    inner_seed: int = DEFAULTS["rsb1"]["inner_seed"]
     independent: bool = True
 
     def samples(self, task) -> tuple[Fields, Inner]:

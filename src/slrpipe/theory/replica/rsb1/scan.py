@@ -41,6 +41,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from slrpipe.vocabulary import DEFAULTS
+
 #: Φ must lie this many standard errors below its maximum on a converged row on each side for the
 #: maximum to count as bracketed; also the width, in s.e., of the checks Σ(s*) ≈ 0
 FALL_Z = 2.0
@@ -54,8 +56,8 @@ class ScanOptions:
     s* (each inside the bracket narrowed by the last, until the checks of s* hold). Raises ValueError
     (one line) out of range."""
 
-    extend: float = 2.0
-    max_rows: int = 10
+    extend: float = DEFAULTS["rsb1"]["s_extend"]
+    max_rows: int = DEFAULTS["rsb1"]["s_max_rows"]
     refine_max: int = 3
 
     def __post_init__(self):

@@ -27,6 +27,7 @@ from slrpipe.theory.replica.rsb1.channel import (
 from slrpipe.theory.replica.rsb1.sampling import Inner, draw_inner
 from slrpipe.theory.replica.solver import anderson_point
 from slrpipe.theory.replica.solver import test_error as rs_test_error
+from slrpipe.vocabulary import DEFAULTS
 
 log = logging.getLogger(__name__)
 
@@ -46,12 +47,12 @@ class Rsb1Options:
     passes without a new best residual that end the solve.  debias: the channel's two-half
     jackknife of the inner averages (:func:`rsb1_channel`)."""
 
-    tol: float = 2e-4
+    tol: float = DEFAULTS["rsb1"]["tol"]
     damping: float = 0.5
     method: str = "anderson"
     memory: int = 5
     accel_below: float = 0.1
-    max_iter: int = 80
+    max_iter: int = DEFAULTS["rsb1"]["max_iter"]
     full_every: int = 16
     n_steps: int = 25
     patience: int = 20

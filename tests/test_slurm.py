@@ -13,7 +13,7 @@ for MinJobAge = 1800 s; there is no slurmdbd, so no sacct):
   train_erm, 65 s against 1 then 2 min; run in the background beside the smoke runs, whose scancel
   picks only their own jobs); a job over its memory is killed by Slurm's memory enforcement
   (OverMemoryKill; slurmd logs it) and comes back with more (the smoke workflow run up to its
-  training batches, forced to 300 then 2400 MB); every training result file of that run equals the
+  training batches, forced to 300 then 2400 MB, beside the rerun); every training result file of that run equals the
   scancel-and-rerun run's, variable by variable (wall times aside);
 - on a GPU-less node a GPU request is refused at submission (no hang), so the GPU requests are
   overridden for the smoke run; with fake GPUs (``Gres=gpu:2``) the profile's unchanged GPU rule
@@ -203,6 +203,12 @@ def slurm_ids_in_log(out: str) -> dict[int, str]:
     return {int(j): s for j, s in _SUBMITTED.findall(out)}
 
 
+def elapsed(out: str) -> str:
+    """The wall time a snakemake run reports at its end ("h:mm:ss.ffffff"; "?" without one)."""
+    found = re.findall(r"^Elapsed time: (\S+)", out, re.M)
+    return found[-1] if found else "?"
+
+
 def job_side_files(out: str) -> set[str]:
     """log: and benchmark: files of the jobs in one snakemake run."""
     files = set()
@@ -319,10 +325,22 @@ def same_dir(a, b) -> bool:
     return Path(a).resolve() == Path(b).resolve()
 
 
+def start_retried_run(tmp_path_factory) -> Run:
+    """The smoke workflow up to its training batches (``--until train_erm``: the batches and the
+    data they read), with the batches' memory forced below what they hold on the first attempt
+    (``OOM_MEM``) and the profile's retries: every batch is killed by Slurm's memory enforcement
+    once (slurmd: "exceeded memory limit") and completes on its second attempt."""
+    work, args = _copy_workflow(tmp_path_factory.mktemp("retried"))
+    profile = write_test_profile(tmp_path_factory.mktemp("profile-retries"), gpus=False, retries=2)
+    return Run(work, profile, *args, "--until", "train_erm", "--set-resources", f"train_erm:mem_mb={OOM_MEM}")
+
+
 @pytest.fixture(scope="module")
 def smoke_runs(cluster, time_limit_run, tmp_path_factory):
     """Run 1 with one running job scancelled, run 2 (rerun), run 3 (nothing to do); the toy's
-    time-limit run (``time_limit_run``) goes on beside them, in a directory of its own."""
+    time-limit run (``time_limit_run``) goes on beside them, in a directory of its own, and so does
+    the memory-kill run (:func:`start_retried_run`, collected by ``retried_run``) from the end of
+    run 1 on, when the JAX cache holds the programs it runs."""
     work, args = _copy_workflow(tmp_path_factory.mktemp("smoke"))
     profile = write_test_profile(tmp_path_factory.mktemp("profile-nogpu"), gpus=False)
     expected = profile_partitions(load_profile())
@@ -352,24 +370,33 @@ def smoke_runs(cluster, time_limit_run, tmp_path_factory):
     errors = [family(r) for r in re.findall(r"^Error in rule (\w+):", out1, re.M)]
     assert errors == [KILL_RULE], f"jobs other than the cancelled one failed: {errors}\n{out1[-6000:]}"
     after_kill = tree_digest(work / "results")
-    t0 = time.monotonic()
-    out2 = run_ok(work, profile, *args)
-    t2 = time.monotonic() - t0
-    t0 = time.monotonic()
-    out3 = run_ok(work, profile, *args)
-    t3 = time.monotonic() - t0
-    print(f"smoke runs: {t1:.1f} s (scancel), {t2:.1f} s (rerun), {t3:.1f} s (nothing to do)")
-    return dict(
-        work=work,
-        rc1=rc1,
-        out1=out1,
-        out2=out2,
-        out3=out3,
-        killed=killed,
-        after_kill=after_kill,
-        expected_partitions=expected,
-        slurm_jobs=cluster.jobs(),
-    )
+    retried = None if WORKFLOW == "toy" else start_retried_run(tmp_path_factory)
+    if retried is not None:
+        _BACKGROUND.append(retried)
+    try:
+        t0 = time.monotonic()
+        out2 = run_ok(work, profile, *args)
+        t2 = time.monotonic() - t0
+        t0 = time.monotonic()
+        out3 = run_ok(work, profile, *args)
+        t3 = time.monotonic() - t0
+        print(f"smoke runs: {t1:.1f} s (scancel), {t2:.1f} s (rerun), {t3:.1f} s (nothing to do)")
+        yield dict(
+            work=work,
+            rc1=rc1,
+            out1=out1,
+            out2=out2,
+            out3=out3,
+            killed=killed,
+            after_kill=after_kill,
+            expected_partitions=expected,
+            slurm_jobs=cluster.jobs(),
+            retried=retried,
+        )
+    finally:
+        if retried is not None:
+            retried.stop()
+            _BACKGROUND.remove(retried)
 
 
 # --- tests -------------------------------------------------------------------------------------
@@ -446,8 +473,7 @@ def test_a_job_over_its_time_limit_comes_back_with_more_time(cluster, time_limit
     first attempt TIMEOUT, Snakemake resubmits it with 2 min (retries), and it completes."""
     rc, out = time_limit_run.wait()
     assert rc == 0, f"snakemake failed ({rc}):\n{out[-6000:]}"
-    elapsed = re.findall(r"^Elapsed time: (\S+)", out, re.M)
-    print(f"time limit run (in the background): {elapsed}")
+    print(f"time limit run (in the background): {elapsed(out)}")
     jobs = {j["job_id"]: j for j in cluster.jobs()}
     (ids,) = submissions(out).values()
     assert [(jobs[i]["state"], jobs[i]["time_limit"]) for i in ids] == [("TIMEOUT", "1:00"), ("COMPLETED", "2:00")], [
@@ -457,21 +483,15 @@ def test_a_job_over_its_time_limit_comes_back_with_more_time(cluster, time_limit
 
 
 @pytest.fixture(scope="module")
-def retried_run(cluster, smoke_runs, tmp_path_factory):
-    """The smoke workflow up to its training batches (``--until train_erm``: the batches and the
-    data they read), with the batches' memory forced below what they hold on the first attempt
-    (``OOM_MEM``) and the profile's retries: every batch is killed by Slurm's memory enforcement
-    once (slurmd: "exceeded memory limit") and completes on its second attempt."""
+def retried_run(cluster, smoke_runs):
+    """The memory-kill run (:func:`start_retried_run`, started by ``smoke_runs``), collected."""
     if WORKFLOW == "toy":
         pytest.skip("the training results of the smoke workflow are compared")
-    if cluster.gpus:
-        restart(cluster, gpus=0)
-    work, args = _copy_workflow(tmp_path_factory.mktemp("retried"))
-    profile = write_test_profile(tmp_path_factory.mktemp("profile-retries"), gpus=False, retries=2)
-    t0 = time.monotonic()
-    out = run_ok(work, profile, *args, "--until", "train_erm", "--set-resources", f"train_erm:mem_mb={OOM_MEM}")
-    print(f"training run with memory kills: {time.monotonic() - t0:.1f} s")
-    return dict(work=work, out=out, slurm_jobs=cluster.jobs(), memory_kills=cluster.memory_kills())
+    run = smoke_runs["retried"]
+    rc, out = run.wait()
+    assert rc == 0, f"snakemake failed ({rc}):\n{out[-6000:]}"
+    print(f"training run with memory kills (in the background): {elapsed(out)}")
+    return dict(work=run.workdir, out=out, slurm_jobs=cluster.jobs(), memory_kills=cluster.memory_kills())
 
 
 def test_a_job_over_its_memory_comes_back_with_more_memory(retried_run):

@@ -9,11 +9,12 @@ for MinJobAge = 1800 s; there is no slurmdbd, so no sacct):
 - a job killed with ``scancel`` while running is reported failed, its outputs are removed, the
   other jobs finish (keep-going), and a rerun redoes only what was lost, leaving every file of
   the first run byte-identical and untouched; a further run has nothing to do;
-- a job over its time limit is killed by Slurm (TIMEOUT) and comes back with attempt x its limit
-  (the toy's train_erm, 75 s against 1 then 2 min); a job over its memory is killed by Slurm's
-  memory enforcement (OverMemoryKill; slurmd logs it) and comes back with more (the smoke
-  workflow's training batches, forced to 300 then 2400 MB); the store, figures and validation
-  table of that run equal the scancel-and-rerun run's, variable by variable (wall times aside);
+- a job over its time limit ends TIMEOUT and comes back with attempt x its limit (the toy's
+  train_erm, 65 s against 1 then 2 min; run in the background beside the smoke runs, whose scancel
+  picks only their own jobs); a job over its memory is killed by Slurm's memory enforcement
+  (OverMemoryKill; slurmd logs it) and comes back with more (the smoke workflow run up to its
+  training batches, forced to 300 then 2400 MB, beside the rerun); every training result file of that run equals the
+  scancel-and-rerun run's, variable by variable (wall times aside);
 - on a GPU-less node a GPU request is refused at submission (no hang), so the GPU requests are
   overridden for the smoke run; with fake GPUs (``Gres=gpu:2``) the profile's unchanged GPU rule
   lands in the GPU partition with ``CUDA_VISIBLE_DEVICES`` set.
@@ -109,36 +110,62 @@ def path_without_venv() -> str:
     )
 
 
-def snakemake(workdir: Path, xdg: Path, *args: str, timeout: float = RUN_TIMEOUT, on_start=None):
-    """Run ``snakemake --profile slurm`` (the documented command, literally; the venv's snakemake
-    by its path, with a PATH that lacks the venv) in ``workdir``, the named profile found in
-    ``xdg``/snakemake/slurm; returns (returncode, combined output). ``on_start(proc, deadline)`` is
-    called while it runs (for scancel). On timeout: SIGINT (the plugin then scancels its jobs),
-    then SIGKILL, and the test fails with the log tail."""
-    cmd = [str(VENV_BIN / "snakemake"), "--profile", "slurm", *args]
-    env = dict(os.environ, XDG_CONFIG_HOME=str(xdg), PATH=path_without_venv())
-    assert shutil.which("slrpipe", path=env["PATH"]) is None and shutil.which("snakemake", path=env["PATH"]) is None
-    log = workdir / f"snakemake-{time.monotonic_ns()}.log"
-    if (workdir / "src").is_dir():  # the snapshot, also for the jobs (sbatch --export=ALL)
-        env["PYTHONPATH"] = os.pathsep.join([str(workdir / "src"), *filter(None, [env.get("PYTHONPATH")])])
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=fh, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        try:
-            if on_start is not None:
-                on_start(proc, deadline)
-            rc = proc.wait(max(deadline - time.monotonic(), 0.1))
-        except BaseException as exc:
-            proc.send_signal(signal.SIGINT)
+class Run:
+    """One ``snakemake --profile slurm`` (the documented command, literally; the venv's snakemake
+    by its path, with a PATH that lacks the venv) started in ``workdir``, the named profile found in
+    ``xdg``/snakemake/slurm. :meth:`wait` collects it; it may run beside other runs meanwhile."""
+
+    def __init__(self, workdir: Path, xdg: Path, *args: str, timeout: float = RUN_TIMEOUT):
+        cmd = [str(VENV_BIN / "snakemake"), "--profile", "slurm", *args]
+        env = dict(os.environ, XDG_CONFIG_HOME=str(xdg), PATH=path_without_venv())
+        assert shutil.which("slrpipe", path=env["PATH"]) is None
+        assert shutil.which("snakemake", path=env["PATH"]) is None
+        if (workdir / "src").is_dir():  # the snapshot, also for the jobs (sbatch --export=ALL)
+            env["PYTHONPATH"] = os.pathsep.join([str(workdir / "src"), *filter(None, [env.get("PYTHONPATH")])])
+        self.workdir, self.timeout = workdir, timeout
+        self.log = workdir / f"snakemake-{time.monotonic_ns()}.log"
+        self.result: tuple[int, str] | None = None
+        with open(self.log, "wb") as fh:
+            self.proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=fh, stderr=subprocess.STDOUT)
+        self.deadline = time.monotonic() + timeout
+
+    def stop(self):
+        """SIGINT (the plugin then scancels its jobs), then SIGKILL; no-op once it has ended."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
             try:
-                proc.wait(30)
+                self.proc.wait(30)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if isinstance(exc, subprocess.TimeoutExpired):
-                pytest.fail(f"snakemake did not finish in {timeout} s:\n{log.read_text(errors='replace')[-4000:]}")
-            raise
-    return rc, log.read_text(errors="replace")
+                self.proc.kill()
+                self.proc.wait()
+
+    def wait(self) -> tuple[int, str]:
+        """(returncode, combined output), the same on every call. Past the deadline the run is
+        stopped and the test fails with the log tail."""
+        if self.result is None:
+            try:
+                rc = self.proc.wait(max(self.deadline - time.monotonic(), 0.1))
+            except BaseException as exc:
+                self.stop()
+                if isinstance(exc, subprocess.TimeoutExpired):
+                    tail = self.log.read_text(errors="replace")[-4000:]
+                    pytest.fail(f"snakemake did not finish in {self.timeout} s:\n{tail}")
+                raise
+            self.result = rc, self.log.read_text(errors="replace")
+        return self.result
+
+
+def snakemake(workdir: Path, xdg: Path, *args: str, timeout: float = RUN_TIMEOUT, on_start=None):
+    """Run :class:`Run` to its end; returns (returncode, combined output). ``on_start(proc,
+    deadline)`` is called while it runs (for scancel); an error there stops the run."""
+    run = Run(workdir, xdg, *args, timeout=timeout)
+    try:
+        if on_start is not None:
+            on_start(run.proc, run.deadline)
+    except BaseException:
+        run.stop()
+        raise
+    return run.wait()
 
 
 def run_ok(workdir, profile, *args):
@@ -174,6 +201,12 @@ def requests_in_log(out: str) -> dict[int, dict[str, str]]:
 def slurm_ids_in_log(out: str) -> dict[int, str]:
     """Snakemake job id -> Slurm job id, from the plugin's submission lines."""
     return {int(j): s for j, s in _SUBMITTED.findall(out)}
+
+
+def elapsed(out: str) -> str:
+    """The wall time a snakemake run reports at its end ("h:mm:ss.ffffff"; "?" without one)."""
+    found = re.findall(r"^Elapsed time: (\S+)", out, re.M)
+    return found[-1] if found else "?"
 
 
 def job_side_files(out: str) -> set[str]:
@@ -235,6 +268,18 @@ def cluster(tmp_path_factory):
         c.stop()
 
 
+#: runs started in the background (:func:`time_limit_run`): a restart of the cluster would kill their
+#: jobs and forget their records, so :func:`restart` waits for them first
+_BACKGROUND: list[Run] = []
+
+
+def restart(cluster, gpus: int):
+    """``cluster.restart(gpus)`` once every run started in the background has ended."""
+    for run in _BACKGROUND:
+        run.wait()
+    cluster.restart(gpus=gpus)
+
+
 def _copy_workflow(dest: Path) -> tuple[Path, list[str]]:
     """Copy the workflow (and a snapshot of ``src/``, put first on PYTHONPATH by ``snakemake``)
     into ``dest``; returns (dest, snakemake args). The snapshot keeps the runs consistent while
@@ -249,9 +294,53 @@ def _copy_workflow(dest: Path) -> tuple[Path, list[str]]:
     return dest, ["--configfile", "config/smoke.yaml"]
 
 
+#: s the toy's train_erm job runs: over its first time limit (1 min), and under its second (2 min)
+#: with room for the job's start-up on a loaded machine. A job that ends past its limit is TIMEOUT
+#: whether slurmctld's time-limit sweep (every 30 s) killed it or it ended first, so any sleep over
+#: the limit is one Slurm times out; a short one is seen ended at an earlier status check
+TIMEOUT_SLEEP = 65
+
+
 @pytest.fixture(scope="module")
-def smoke_runs(cluster, tmp_path_factory):
-    """Run 1 with one running job scancelled, run 2 (rerun), run 3 (nothing to do)."""
+def time_limit_run(cluster, tmp_path_factory):
+    """The toy's train_erm, asking for attempt x 1 min and running ``TIMEOUT_SLEEP`` s, with one
+    retry: started in the background as soon as the cluster is up (its job sleeps, it costs no
+    CPU) and collected by its test; :func:`smoke_runs` requests it so that it runs beside them."""
+    if cluster.gpus:
+        restart(cluster, gpus=0)
+    work = tmp_path_factory.mktemp("time-limit")
+    shutil.copy2(TOY / "Snakefile", work / "Snakefile")
+    (work / "results" / "data").mkdir(parents=True)
+    (work / "results" / "data" / "0.txt").write_text("made locally\n")
+    profile = write_test_profile(tmp_path_factory.mktemp("profile-time-limit"), gpus=False, retries=1)
+    config = ["n_train=1", f"slow_seconds={TIMEOUT_SLEEP}", "minutes=1"]
+    run = Run(work, profile, "results/train/0.txt", "--config", *config)
+    _BACKGROUND.append(run)
+    yield run
+    run.stop()
+    _BACKGROUND.remove(run)
+
+
+def same_dir(a, b) -> bool:
+    return Path(a).resolve() == Path(b).resolve()
+
+
+def start_retried_run(tmp_path_factory) -> Run:
+    """The smoke workflow up to its training batches (``--until train_erm``: the batches and the
+    data they read), with the batches' memory forced below what they hold on the first attempt
+    (``OOM_MEM``) and the profile's retries: every batch is killed by Slurm's memory enforcement
+    once (slurmd: "exceeded memory limit") and completes on its second attempt."""
+    work, args = _copy_workflow(tmp_path_factory.mktemp("retried"))
+    profile = write_test_profile(tmp_path_factory.mktemp("profile-retries"), gpus=False, retries=2)
+    return Run(work, profile, *args, "--until", "train_erm", "--set-resources", f"train_erm:mem_mb={OOM_MEM}")
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(cluster, time_limit_run, tmp_path_factory):
+    """Run 1 with one running job scancelled, run 2 (rerun), run 3 (nothing to do); the toy's
+    time-limit run (``time_limit_run``) goes on beside them, in a directory of its own, and so does
+    the memory-kill run (:func:`start_retried_run`, collected by ``retried_run``) from the end of
+    run 1 on, when the JAX cache holds the programs it runs."""
     work, args = _copy_workflow(tmp_path_factory.mktemp("smoke"))
     profile = write_test_profile(tmp_path_factory.mktemp("profile-nogpu"), gpus=False)
     expected = profile_partitions(load_profile())
@@ -260,8 +349,13 @@ def smoke_runs(cluster, tmp_path_factory):
     def kill_one_running_job(proc, deadline):
         # the GPU rule: the longest job, and the one whose loss costs most
         while proc.poll() is None and time.monotonic() < deadline:
+            # this run's job only: the toy's train_erm runs meanwhile, from its own directory
             running = [
-                j for j in cluster.jobs() if j["state"] == "RUNNING" and j["comment"].startswith(f"rule_{KILL_RULE}")
+                j
+                for j in cluster.jobs()
+                if j["state"] == "RUNNING"
+                and j["comment"].startswith(f"rule_{KILL_RULE}")
+                and same_dir(j["work_dir"], work)
             ]
             if running:
                 subprocess.run([cluster_mod.which("scancel"), running[0]["id"]], check=True)
@@ -276,24 +370,33 @@ def smoke_runs(cluster, tmp_path_factory):
     errors = [family(r) for r in re.findall(r"^Error in rule (\w+):", out1, re.M)]
     assert errors == [KILL_RULE], f"jobs other than the cancelled one failed: {errors}\n{out1[-6000:]}"
     after_kill = tree_digest(work / "results")
-    t0 = time.monotonic()
-    out2 = run_ok(work, profile, *args)
-    t2 = time.monotonic() - t0
-    t0 = time.monotonic()
-    out3 = run_ok(work, profile, *args)
-    t3 = time.monotonic() - t0
-    print(f"smoke runs: {t1:.1f} s (scancel), {t2:.1f} s (rerun), {t3:.1f} s (nothing to do)")
-    return dict(
-        work=work,
-        rc1=rc1,
-        out1=out1,
-        out2=out2,
-        out3=out3,
-        killed=killed,
-        after_kill=after_kill,
-        expected_partitions=expected,
-        slurm_jobs=cluster.jobs(),
-    )
+    retried = None if WORKFLOW == "toy" else start_retried_run(tmp_path_factory)
+    if retried is not None:
+        _BACKGROUND.append(retried)
+    try:
+        t0 = time.monotonic()
+        out2 = run_ok(work, profile, *args)
+        t2 = time.monotonic() - t0
+        t0 = time.monotonic()
+        out3 = run_ok(work, profile, *args)
+        t3 = time.monotonic() - t0
+        print(f"smoke runs: {t1:.1f} s (scancel), {t2:.1f} s (rerun), {t3:.1f} s (nothing to do)")
+        yield dict(
+            work=work,
+            rc1=rc1,
+            out1=out1,
+            out2=out2,
+            out3=out3,
+            killed=killed,
+            after_kill=after_kill,
+            expected_partitions=expected,
+            slurm_jobs=cluster.jobs(),
+            retried=retried,
+        )
+    finally:
+        if retried is not None:
+            retried.stop()
+            _BACKGROUND.remove(retried)
 
 
 # --- tests -------------------------------------------------------------------------------------
@@ -350,56 +453,7 @@ def test_rerun_with_nothing_to_do(smoke_runs):
     assert not slurm_ids_in_log(out3), "a run with nothing to do submitted jobs"
 
 
-def test_gpu_request_refused_on_gpu_less_node(cluster, tmp_path):
-    """The unmodified profile on a GPU-less node: sbatch refuses the GPU job, snakemake stops."""
-    if cluster.gpus:
-        cluster.restart(gpus=0)
-    shutil.copy2(TOY / "Snakefile", tmp_path / "Snakefile")
-    (tmp_path / "results" / "data").mkdir(parents=True)
-    (tmp_path / "results" / "data" / "0.txt").write_text("made locally\n")
-    profile = write_test_profile(tmp_path / "profile", gpus=True)
-    t0 = time.monotonic()
-    rc, out = snakemake(
-        tmp_path, profile, "results/train/0.txt", "--config", "n_train=1", "slow_seconds=0", timeout=120
-    )
-    assert rc != 0
-    assert "SLURM sbatch failed" in out, out[-3000:]
-    assert time.monotonic() - t0 < 60, "refusal took suspiciously long"
-
-
-def test_gpu_rule_gets_a_gpu(cluster, tmp_path):
-    """Fake GPUs: the profile's unchanged train_erm request lands in the GPU partition with
-    CUDA_VISIBLE_DEVICES set, also as a job array (the documented opt-in ``slurm-array-jobs``)."""
-    cluster.restart(gpus=2)
-    shutil.copy2(TOY / "Snakefile", tmp_path / "Snakefile")
-    n = 2
-    (tmp_path / "results" / "data").mkdir(parents=True)
-    for i in range(n):  # inputs made here: both train_erm jobs are ready at once, one array
-        (tmp_path / "results" / "data" / f"{i}.txt").write_text("made locally\n")
-    profile = write_test_profile(tmp_path / "profile", gpus=True, slurm_array_jobs="train_erm")
-    out = run_ok(tmp_path, profile, "--config", f"n_train={n}", "slow_seconds=0")
-    assert re.search(
-        rf"Submitted array job with Snakemake IDs \S+ and SLURM job ID \d+\. "
-        rf"The individual task IDs are 1-{n}\.",
-        out,
-    ), out[-3000:]
-    want = profile_partitions(load_profile())["train_erm"]
-    # array tasks run without srun and the jobstep drops SLURM_JOB_PARTITION: ask slurmctld
-    jobs = {j["job_id"]: j for j in cluster.jobs()}
-    seen = set()
-    for i in range(n):
-        train = dict(kv.split("=", 1) for kv in (tmp_path / f"results/train/{i}.txt").read_text().split())
-        assert train["job"] in jobs, f"train_erm {i} did not run under Slurm: {train}"
-        sj = jobs[train["job"]]
-        assert sj["partition"] == want and sj["state"] == "COMPLETED" and "_" in sj["id"], sj
-        assert re.fullmatch(r"[01]", train["cuda"]), f"CUDA_VISIBLE_DEVICES={train['cuda']!r} in train_erm"
-        seen.add(train["job"])
-    assert len(seen) == n, f"array tasks share a Slurm job id: {seen}"
-
-
 # --- a job killed for time or memory comes back with more ----------------------------------------
-#: s the toy's train_erm job runs: over its first time limit (1 min), under its second (2 min)
-TIMEOUT_SLEEP = 75
 #: train_erm's memory on attempt 1, 2, 3 (MB): the first is below what a training job holds (the
 #: jobstep's snakemake and JAX), the second far above; an expression of the attempt, as a site
 #: would write one (--set-resources accepts it)
@@ -414,43 +468,30 @@ def submissions(out: str) -> dict[int, list[str]]:
     return subs
 
 
-def test_a_job_over_its_time_limit_comes_back_with_more_time(cluster, tmp_path):
-    """The toy's train_erm asks for attempt × 1 min and runs 75 s: Slurm kills the first attempt
-    (TIMEOUT), Snakemake resubmits it with 2 min (retries), and it completes."""
-    if cluster.gpus:
-        cluster.restart(gpus=0)
-    shutil.copy2(TOY / "Snakefile", tmp_path / "Snakefile")
-    (tmp_path / "results" / "data").mkdir(parents=True)
-    (tmp_path / "results" / "data" / "0.txt").write_text("made locally\n")
-    profile = write_test_profile(tmp_path / "profile", gpus=False, retries=1)
-    t0 = time.monotonic()
-    out = run_ok(
-        tmp_path, profile, "results/train/0.txt", "--config", "n_train=1", f"slow_seconds={TIMEOUT_SLEEP}", "minutes=1"
-    )
-    print(f"time limit run: {time.monotonic() - t0:.1f} s")
+def test_a_job_over_its_time_limit_comes_back_with_more_time(cluster, time_limit_run):
+    """The toy's train_erm asks for attempt × 1 min and runs ``TIMEOUT_SLEEP`` s: Slurm ends the
+    first attempt TIMEOUT, Snakemake resubmits it with 2 min (retries), and it completes."""
+    rc, out = time_limit_run.wait()
+    assert rc == 0, f"snakemake failed ({rc}):\n{out[-6000:]}"
+    print(f"time limit run (in the background): {elapsed(out)}")
     jobs = {j["job_id"]: j for j in cluster.jobs()}
     (ids,) = submissions(out).values()
     assert [(jobs[i]["state"], jobs[i]["time_limit"]) for i in ids] == [("TIMEOUT", "1:00"), ("COMPLETED", "2:00")], [
         jobs.get(i) for i in ids
     ]
-    assert (tmp_path / "results" / "train" / "0.txt").read_text().startswith(f"job={ids[1]} ")
+    assert (time_limit_run.workdir / "results" / "train" / "0.txt").read_text().startswith(f"job={ids[1]} ")
 
 
 @pytest.fixture(scope="module")
-def retried_run(cluster, smoke_runs, tmp_path_factory):
-    """The smoke workflow with the training batches' memory forced below what they hold on the
-    first attempt (``OOM_MEM``) and the profile's retries: every batch is killed by Slurm's memory
-    enforcement once (slurmd: "exceeded memory limit") and completes on its second attempt."""
+def retried_run(cluster, smoke_runs):
+    """The memory-kill run (:func:`start_retried_run`, started by ``smoke_runs``), collected."""
     if WORKFLOW == "toy":
-        pytest.skip("the store and figures of the smoke workflow are compared")
-    if cluster.gpus:
-        cluster.restart(gpus=0)
-    work, args = _copy_workflow(tmp_path_factory.mktemp("retried"))
-    profile = write_test_profile(tmp_path_factory.mktemp("profile-retries"), gpus=False, retries=2)
-    t0 = time.monotonic()
-    out = run_ok(work, profile, *args, "--set-resources", f"train_erm:mem_mb={OOM_MEM}")
-    print(f"smoke run with memory kills: {time.monotonic() - t0:.1f} s")
-    return dict(work=work, out=out, slurm_jobs=cluster.jobs(), memory_kills=cluster.memory_kills())
+        pytest.skip("the training results of the smoke workflow are compared")
+    run = smoke_runs["retried"]
+    rc, out = run.wait()
+    assert rc == 0, f"snakemake failed ({rc}):\n{out[-6000:]}"
+    print(f"training run with memory kills (in the background): {elapsed(out)}")
+    return dict(work=run.workdir, out=out, slurm_jobs=cluster.jobs(), memory_kills=cluster.memory_kills())
 
 
 def test_a_job_over_its_memory_comes_back_with_more_memory(retried_run):
@@ -475,24 +516,87 @@ def test_a_job_over_its_memory_comes_back_with_more_memory(retried_run):
     assert others and all(jobs[i]["state"] == "COMPLETED" for i in others), "a job other than training was retried"
 
 
-def test_killed_and_retried_run_equals_an_undisturbed_one(retried_run, smoke_runs):
-    """The store (every variable of every node, wall times aside), the figures and the validation
-    table of the run with memory kills equal those of the smoke run, whose one cancelled job was
-    rerun by a fresh run (``smoke_runs``)."""
+def training_results(config_file: Path) -> list[str]:
+    """The result files of every training batch of the config in ``config_file`` (the batches'
+    members, slrpipe.workflow.plan), relative to the results directory."""
+    from slrpipe.workflow import plan, validate
+
+    batches = plan(validate(yaml.safe_load(config_file.read_text()))).train_batches.values()
+    return sorted(m.out.removeprefix("results/") for b in batches for m in b.members)
+
+
+#: global attributes of a result file that record when it was written, not what it holds
+WHEN_WRITTEN = ("date_created", "history")
+
+
+def test_killed_and_retried_training_equals_an_undisturbed_one(retried_run, smoke_runs):
+    """Every training result file of the run with memory kills (every variable, wall times aside,
+    and every global attribute but when it was written) equals the smoke run's, whose one
+    cancelled training batch was rerun by a fresh run (``smoke_runs``): a batch killed and redone
+    leaves no trace in its numbers. The store, the figures and the validation table are made from
+    these files and the theory's, which no kill touches."""
     import xarray as xr
 
     a, b = smoke_runs["work"] / "results", retried_run["work"] / "results"
-    ta, tb = xr.open_datatree(a / "slr.zarr", engine="zarr"), xr.open_datatree(b / "slr.zarr", engine="zarr")
-    assert sorted(ta.groups) == sorted(tb.groups)
+    files = training_results(retried_run["work"] / "config" / "smoke.yaml")
+    assert files
     n = 0
-    for group in ta.groups:
-        da, db = ta[group].to_dataset(), tb[group].to_dataset()
-        assert sorted(da.variables) == sorted(db.variables), group
+    for f in files:
+        da, db = xr.load_dataset(a / f), xr.load_dataset(b / f)
+        assert sorted(da.variables) == sorted(db.variables), f
         for name in da.variables:
             if "wall" not in name:
-                xr.testing.assert_identical(da[name].load(), db[name].load())
+                xr.testing.assert_identical(da[name], db[name])
                 n += 1
+        when = set(WHEN_WRITTEN)
+        assert {k: v for k, v in da.attrs.items() if k not in when} == {
+            k: v for k, v in db.attrs.items() if k not in when
+        }, f
     assert n > 0
-    figures = sorted(p.relative_to(a) for p in (a / "figures").glob("*.png"))
-    assert figures and all((a / f).read_bytes() == (b / f).read_bytes() for f in figures), figures
-    assert (a / "validation.txt").read_text() == (b / "validation.txt").read_text()
+
+
+def test_gpu_request_refused_on_gpu_less_node(cluster, tmp_path):
+    """The unmodified profile on a GPU-less node: sbatch refuses the GPU job, snakemake stops."""
+    if cluster.gpus:
+        restart(cluster, gpus=0)
+    shutil.copy2(TOY / "Snakefile", tmp_path / "Snakefile")
+    (tmp_path / "results" / "data").mkdir(parents=True)
+    (tmp_path / "results" / "data" / "0.txt").write_text("made locally\n")
+    profile = write_test_profile(tmp_path / "profile", gpus=True)
+    t0 = time.monotonic()
+    rc, out = snakemake(
+        tmp_path, profile, "results/train/0.txt", "--config", "n_train=1", "slow_seconds=0", timeout=120
+    )
+    assert rc != 0
+    assert "SLURM sbatch failed" in out, out[-3000:]
+    assert time.monotonic() - t0 < 60, "refusal took suspiciously long"
+
+
+def test_gpu_rule_gets_a_gpu(cluster, tmp_path):
+    """Fake GPUs: the profile's unchanged train_erm request lands in the GPU partition with
+    CUDA_VISIBLE_DEVICES set, also as a job array (the documented opt-in ``slurm-array-jobs``)."""
+    restart(cluster, gpus=2)
+    shutil.copy2(TOY / "Snakefile", tmp_path / "Snakefile")
+    n = 2
+    (tmp_path / "results" / "data").mkdir(parents=True)
+    for i in range(n):  # inputs made here: both train_erm jobs are ready at once, one array
+        (tmp_path / "results" / "data" / f"{i}.txt").write_text("made locally\n")
+    profile = write_test_profile(tmp_path / "profile", gpus=True, slurm_array_jobs="train_erm")
+    out = run_ok(tmp_path, profile, "--config", f"n_train={n}", "slow_seconds=0")
+    assert re.search(
+        rf"Submitted array job with Snakemake IDs \S+ and SLURM job ID \d+\. "
+        rf"The individual task IDs are 1-{n}\.",
+        out,
+    ), out[-3000:]
+    want = profile_partitions(load_profile())["train_erm"]
+    # array tasks run without srun and the jobstep drops SLURM_JOB_PARTITION: ask slurmctld
+    jobs = {j["job_id"]: j for j in cluster.jobs()}
+    seen = set()
+    for i in range(n):
+        train = dict(kv.split("=", 1) for kv in (tmp_path / f"results/train/{i}.txt").read_text().split())
+        assert train["job"] in jobs, f"train_erm {i} did not run under Slurm: {train}"
+        sj = jobs[train["job"]]
+        assert sj["partition"] == want and sj["state"] == "COMPLETED" and "_" in sj["id"], sj
+        assert re.fullmatch(r"[01]", train["cuda"]), f"CUDA_VISIBLE_DEVICES={train['cuda']!r} in train_erm"
+        seen.add(train["job"])
+    assert len(seen) == n, f"array tasks share a Slurm job id: {seen}"

@@ -300,8 +300,9 @@ class LocalSlurm:
         """All jobs still known to slurmctld (finished ones for ``min_job_age`` s): dicts with
         id (``<array id>_<task>`` for array tasks), job_id (unique, = $SLURM_JOB_ID), name, state, comment (the plugin writes ``rule_<rule>[_wildcards_...]``), partition,
         tres (allocated trackable resources, e.g. ``cpu=1,mem=4000M,node=1,gres/gpu=1``), cpus,
-        min_memory (e.g. ``4000M``), time_limit (e.g. ``1:00``)."""
-        fmt = "%i|%A|%j|%T|%k|%P|%b|%C|%m|%l"
+        min_memory (e.g. ``4000M``), time_limit (e.g. ``1:00``), work_dir (the directory sbatch
+        was run in: tells apart the jobs of workflows run side by side)."""
+        fmt = "%i|%A|%j|%T|%k|%P|%b|%C|%m|%l|%Z"
         r = subprocess.run(
             [which("squeue"), "--states=all", "--noheader", f"--format={fmt}"],
             capture_output=True,
@@ -319,6 +320,7 @@ class LocalSlurm:
             "cpus",
             "min_memory",
             "time_limit",
+            "work_dir",
         )
         return [dict(zip(keys, line.split("|"))) for line in r.stdout.splitlines() if line.strip()]
 

@@ -64,19 +64,27 @@ def parse_nu(text: str) -> float:
     return v
 
 
+def _comma_list(text: str, convert, name: str, expected: str) -> list:
+    """The non-empty comma-separated list ``text``, each item through ``convert``.
+
+    Raises:
+        ValueError: one line naming ``name`` (an item ``convert`` refuses, or no item)."""
+    try:
+        vals = [convert(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{name}: a comma list of {expected} expected, got {text!r}") from None
+    if not vals:
+        raise ValueError(f"{name}: empty, got {text!r}")
+    return vals
+
+
 def parse_grid(text: str) -> list[float]:
     """A comma-separated list of numbers (a grid of α, λ or s), non-empty.
 
     Raises:
         ValueError: one line naming the grid.
     """
-    try:
-        vals = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ValueError(f"grid: comma-separated numbers expected, got {text!r}") from None
-    if not vals:
-        raise ValueError(f"grid: empty, got {text!r}")
-    return vals
+    return _comma_list(text, float, "grid", "numbers")
 
 
 def parse_nu_grid(text: str) -> list[float]:
@@ -85,10 +93,7 @@ def parse_nu_grid(text: str) -> list[float]:
     Raises:
         ValueError: one line naming nu.
     """
-    vals = [parse_nu(v) for v in text.split(",") if v.strip()]
-    if not vals:
-        raise ValueError(f"nu: a non-empty comma list expected, got {text!r}")
-    return vals
+    return _comma_list(text, parse_nu, "nu", "numbers ≥ 0 or inf")
 
 
 def parse_lengths(text: str) -> list[int]:
@@ -97,12 +102,9 @@ def parse_lengths(text: str) -> list[int]:
     Raises:
         ValueError: one line naming L.
     """
-    try:
-        vals = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise ValueError(f"L: a comma list of integers ≥ 1 expected, got {text!r}") from None
-    if not vals or min(vals) < 1:
-        raise ValueError(f"L: a non-empty comma list of integers ≥ 1 expected, got {text!r}")
+    vals = _comma_list(text, int, "L", "integers ≥ 1")
+    if min(vals) < 1:
+        raise ValueError(f"L: a comma list of integers ≥ 1 expected, got {text!r}")
     return vals
 
 

@@ -9,8 +9,9 @@ import pytest
 import yaml
 from conftest import REPO, snakemake
 
+from slrpipe.config import ConfigError, validate
 from slrpipe.jobs import argv
-from slrpipe.workflow import ConfigError, fmt, plan, size, validate
+from slrpipe.workflow import fmt, plan, size
 
 SMOKE = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
 
@@ -161,7 +162,7 @@ def test_bad_config_one_line(case):
 def test_schema_enums_are_the_vocabulary():
     """The schema's name lists are the vocabulary's (one source: slrpipe.vocabulary)."""
     from slrpipe import vocabulary as voc
-    from slrpipe.workflow import SCHEMA
+    from slrpipe.config import SCHEMA
 
     defs = yaml.safe_load(SCHEMA.read_text())["$defs"]
     assert tuple(defs["model"]["enum"]) == voc.MODELS
@@ -265,8 +266,8 @@ def test_bad_config_cli_touches_nothing(workflow_dir):
 
 def test_schema_step_sizes_are_the_optimizer_defaults():
     """The config's default step sizes are the ones ``minimize`` uses when given none."""
+    from slrpipe.config import SCHEMA
     from slrpipe.train.options import DEFAULT_LR
-    from slrpipe.workflow import SCHEMA
 
     lr = yaml.safe_load(SCHEMA.read_text())["$defs"]["erm"]["properties"]["lr"]["properties"]
     assert {k: v["default"] for k, v in lr.items()} == DEFAULT_LR

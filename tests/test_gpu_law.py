@@ -1,4 +1,4 @@
-"""The GPU node's resource law of a training batch (slrpipe.workflow.batch_gpu_resources): it covers
+"""The GPU node's resource law of a training batch (slrpipe.resource_laws.batch_gpu_resources): it covers
 the measurements it is set from (docs/cluster.md: the paper's largest batch on one H200, host peak
 1372 MB with the jax sampler, 2661 MB with the numpy one; 8.9 GB of the card), and it lets several
 batches share a card."""
@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slrpipe.workflow import batch_gpu_resources, batch_resources, lanes_device_mb, plan, validate
+from slrpipe.config import validate
+from slrpipe.resource_laws import batch_gpu_resources, batch_resources, lanes_device_mb
+from slrpipe.workflow import plan
 
 
 @pytest.fixture(scope="module")

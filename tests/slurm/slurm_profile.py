@@ -48,8 +48,10 @@ def profile_partitions(profile: dict) -> dict[str, str]:
 
 def first_attempts(config: dict) -> list[tuple[str, dict]]:
     """(rule, first-attempt request {mem_mb, runtime}) of every compute job of ``config`` (a config
-    dict), as the workflow's rules request them (slrpipe.workflow.first_attempt)."""
-    from slrpipe.workflow import first_attempt, plan, validate
+    dict), as the workflow's rules request them (slrpipe.resource_laws.first_attempt)."""
+    from slrpipe.config import validate
+    from slrpipe.resource_laws import first_attempt
+    from slrpipe.workflow import plan
 
     p = plan(validate(config))
     records = {

@@ -139,7 +139,7 @@ def _erm_index(ds: xr.Dataset, by_D: bool = False) -> dict:
 
 def erm_node(files, by_D: bool = False) -> xr.Dataset:
     """ERM runs (one file each) on dims (sigma, lam, alpha, seed, init, restart, optimizer) — with
-    ``by_D`` (an experiment with a D ladder, slrpipe.workflow.ladder) also ``D`` after alpha:
+    ``by_D`` (an experiment with a D ladder, slrpipe.config.ladder) also ``D`` after alpha:
     (sigma, lam, alpha, D, seed, init, restart, optimizer). Scalar variables, n (and D where it is
     not a dim), the step size ``lr`` (NaN for L-BFGS), ``dist_informed`` and ``dist_ground`` (the
     distance of the run's weights to the informed start's and to the ground state's on the same

@@ -23,6 +23,6 @@ REGISTRY = {
 #: that a changed replica result redraws them (workflow/rules/common.smk, ``figure_uses``)
 DRAWS_SETTING_REPLICA = frozenset({"optimization"})
 
-#: figures drawn from the comparison's rows (results/validation.json, slrpipe.analysis.validation)
+#: figures drawn from the comparison's rows (results/validation.json, slrpipe.analysis.comparison)
 #: instead of the store: their rules read those rows and pass them as ``plot(…, rows=…)``
 READS_ROWS = frozenset({"validation"})

@@ -405,3 +405,16 @@ def open_store(path, nodes=None) -> xr.DataTree:
             except KeyError:  # not in the store (a figure's own check reports it)
                 pass
     return tree.map_over_datasets(_fixed_strings)
+
+
+def experiment_node(tree: xr.DataTree, kind: str, name: str) -> xr.Dataset:
+    """The node of experiment ``name`` of ``kind`` (a config section: ``erm``, ``replica``,
+    ``population``, ``length``) in a store opened by :func:`open_store`, as a Dataset.
+
+    Raises:
+        KeyError: the store has no such experiment (one line naming those it has).
+    """
+    if kind not in tree.children or name not in tree[kind].children:
+        have = sorted(tree[kind].children) if kind in tree.children else []
+        raise KeyError(f"{kind}.{name}: not in the store; allowed: {have}")
+    return tree[f"{kind}/{name}"].to_dataset()

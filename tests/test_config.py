@@ -160,11 +160,14 @@ def test_bad_config_one_line(case):
 
 
 def test_schema_enums_are_the_vocabulary():
-    """The schema's name lists are the vocabulary's (one source: slrpipe.vocabulary)."""
+    """The schema's name lists are the vocabulary's (one source: slrpipe.vocabulary), the σ lists
+    filled from the σ registry at load (the file holds none)."""
     from slrpipe import vocabulary as voc
-    from slrpipe.config import SCHEMA
+    from slrpipe.config import SCHEMA, load_schema
 
-    defs = yaml.safe_load(SCHEMA.read_text())["$defs"]
+    raw = yaml.safe_load(SCHEMA.read_text())["$defs"]
+    assert all("enum" not in raw[k] for k in ("sigma", "sigma_or_bayes", "replica_sigma"))
+    defs = load_schema()["$defs"]
     assert tuple(defs["model"]["enum"]) == voc.MODELS
     assert tuple(defs["sigma"]["enum"]) == voc.SIGMAS
     assert tuple(defs["sigma_or_bayes"]["enum"]) == (*voc.SIGMAS, voc.BAYES)
@@ -175,6 +178,23 @@ def test_schema_enums_are_the_vocabulary():
     assert tuple(erm["dtype"]["enum"]) == voc.DTYPES
     assert tuple(erm["sampler"]["enum"]) == voc.SAMPLERS
     assert tuple(defs["replica"]["properties"]["ansatz"]["items"]["enum"]) == voc.ANSATZE
+
+
+@pytest.mark.parametrize("section", ["population", "erm", "replica"])
+def test_an_unregistered_sigma_fails_at_load_naming_the_registered(section):
+    """A σ the registry does not hold fails validation in one line that lists the registered σ
+    (replica: those the solver supports)."""
+    from slrpipe import vocabulary as voc
+
+    cfg = copy.deepcopy(SMOKE)
+    name = next(iter(cfg[section]))
+    cfg[section][name]["sigmas"] = ["relu_norm_unregistered"]
+    with pytest.raises(ConfigError) as info:
+        validate(cfg)
+    msg = str(info.value)
+    allowed = voc.REPLICA_SIGMAS if section == "replica" else voc.SIGMAS
+    assert "\n" not in msg and f"{section}.{name}.sigmas[0]" in msg and "relu_norm_unregistered" in msg, msg
+    assert all(repr(s) in msg for s in allowed), msg
 
 
 def test_every_section_optional_and_defaults_from_the_schema():

@@ -1,14 +1,16 @@
 """Config load and validation for the Snakemake workflow (no science here).
 
-``validate`` checks a config dict against the config schema (package data ``slrpipe/resources/config.schema.yaml``,
-linked from ``workflow/schemas/``) — the one source
-of defaults, filled by ``snakemake.utils.validate(set_default=True)`` — plus the rules JSON Schema
-cannot express (NaN/inf, cross-references), and raises ``ConfigError`` with one line naming the
-field and the allowed range. The job tables of a validated config are :mod:`slrpipe.workflow`'s.
+``validate`` checks a config dict against the config schema (package data
+``slrpipe/resources/config.schema.yaml``, linked from ``workflow/schemas/``) — the one source of
+defaults, filled in at validation — plus the rules JSON Schema cannot express (NaN/inf,
+cross-references), and raises ``ConfigError`` with one line naming the field and the allowed
+range. The schema's σ name lists are not in the file: :func:`load_schema` fills them from the σ
+registry (:mod:`slrpipe.sigmas`). The job tables of a validated config are :mod:`slrpipe.workflow`'s.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from importlib import resources
 from pathlib import Path
@@ -16,8 +18,9 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from slrpipe import sigmas
 from slrpipe.figures import REGISTRY as FIGURES
-from slrpipe.vocabulary import RS, RSB1
+from slrpipe.vocabulary import BAYES, RS, RSB1
 
 #: the config schema, package data (workflow/schemas/config.schema.yaml links to it)
 SCHEMA = resources.files("slrpipe") / "resources" / "config.schema.yaml"
@@ -64,14 +67,57 @@ def _non_finite(node, path=()):
     return None
 
 
-def validate(config: dict, schema_path=SCHEMA) -> dict:
-    """Validate ``config`` in place and fill the schema's defaults; returns it.
+#: the name lists of the schema that the σ registry supplies (``x-registry`` of a ``$defs`` entry):
+#: every registered σ, those the replica solver supports (``Sigma.replica``), and every σ then
+#: the population oracle's name
+REGISTRY_ENUMS = {
+    "sigmas": lambda: sigmas.names(),
+    "replica_sigmas": lambda: tuple(s for s in sigmas.names() if sigmas.get(s).replica),
+    "sigmas_or_bayes": lambda: (*sigmas.names(), BAYES),
+}
+
+
+def load_schema(schema_path=SCHEMA) -> dict:
+    """The config schema as a dict, each ``$defs`` entry marked ``x-registry: <list>`` given the
+    ``enum`` of :data:`REGISTRY_ENUMS` at this call (a σ registered since import included).
 
     Raises:
-        ConfigError: the first violation, as one line ``config error: <field path>: <what is allowed>``.
+        ValueError: an ``x-registry`` name not in :data:`REGISTRY_ENUMS`.
     """
-    from snakemake.utils import validate as fill_defaults
+    schema_path = Path(schema_path) if isinstance(schema_path, str) else schema_path
+    schema = yaml.safe_load(schema_path.read_text())
+    for name, node in schema["$defs"].items():
+        source = node.pop("x-registry", None)
+        if source is None:
+            continue
+        if source not in REGISTRY_ENUMS:
+            raise ValueError(f"$defs.{name}.x-registry: {source!r}; allowed: {sorted(REGISTRY_ENUMS)}")
+        node["enum"] = list(REGISTRY_ENUMS[source]())
+    return schema
 
+
+def _filling_defaults(validator_class):
+    """``validator_class`` that also sets each missing property's ``default`` (a copy) before
+    validating it (jsonschema's FAQ recipe, as ``snakemake.utils.validate(set_default=True)``)."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        for prop, sub in properties.items():
+            if "default" in sub:
+                instance.setdefault(prop, copy.deepcopy(sub["default"]))
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+def validate(config: dict, schema_path=SCHEMA) -> dict:
+    """Validate ``config`` in place against :func:`load_schema` and fill the schema's defaults;
+    returns it.
+
+    Raises:
+        ConfigError: the first violation, as one line ``config error: <field path>: <what is allowed>``
+            (a σ outside the registry: the registered names listed).
+    """
     hit = _non_finite(config)
     if hit:  # JSON Schema's range keywords let NaN and ∞ through
         where, v = hit
@@ -79,8 +125,7 @@ def validate(config: dict, schema_path=SCHEMA) -> dict:
             f"config error: {_path_str(where)}: {v} is not allowed; allowed: a finite number "
             "(∞ only for a ν of model max)"
         )
-    schema_path = Path(schema_path) if isinstance(schema_path, str) else schema_path
-    schema = yaml.safe_load(schema_path.read_text())
+    schema = load_schema(schema_path)
     errors = list(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if errors:
         raise ConfigError(_describe(jsonschema.exceptions.best_match(errors)))
@@ -93,8 +138,9 @@ def validate(config: dict, schema_path=SCHEMA) -> dict:
                 f"config error: erm.{name}.sqrt_nD: not allowed with a D ladder (D = {exp['D']}); "
                 "allowed: either D or sqrt_nD"
             )
-    with resources.as_file(schema_path) as path:  # a real file even from a zip install
-        fill_defaults(config, str(Path(path).resolve()), set_default=True)
+    errors = list(_filling_defaults(jsonschema.Draft202012Validator)(schema).iter_errors(config))
+    if errors:  # a default outside its own range: the schema's error, named as a config's
+        raise ConfigError(_describe(jsonschema.exceptions.best_match(errors)))
     _cross_checks(config)
     return config
 

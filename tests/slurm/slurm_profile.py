@@ -2,7 +2,7 @@
 read it, size the node for the workflow's requests, install it with the few settings this cluster
 needs.
 
-Shared by ``tests/test_slurm.py`` and ``benchmarks/bench_rehearsal.py``. The overrides, all written
+Shared by ``tests/test_slurm.py`` and ``benchmarks/_workflow_rehearsal.py``. The overrides, all written
 into the installed copy (the repository's profile is never edited):
 ``slurm-status-command: squeue`` and a short ``slurm-init-seconds-before-status-checks`` (no
 slurmdbd here; production keeps sacct) and, for a GPU-less node only, the GPU keys dropped.

@@ -1,7 +1,7 @@
 """Mode ``batch`` of benchmarks/bench_erm.py: peak memory and time of one training batch.
 
 One ``slrpipe train-batch`` job as the workflow submits it, against the resource law the Slurm
-profile requests from (slrpipe.workflow.batch_resources; on a GPU node batch_gpu_resources).
+profile requests from (slrpipe.resource_laws.batch_resources; on a GPU node batch_gpu_resources).
 
 The batch is taken from a config's plan (default: the paper config's α = 0.5 batch of spiked-SLR
 ν = 1, D = 14 142, n = 7071, every model it holds: softmax and linear), optionally with fewer
@@ -37,7 +37,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def pick_batch(a):
-    from slrpipe.workflow import batch_gpu_resources, batch_resources, plan, sizes, validate
+    from slrpipe.config import validate
+    from slrpipe.resource_laws import batch_gpu_resources, batch_resources
+    from slrpipe.workflow import plan, sizes
 
     cfg = validate(yaml.safe_load((REPO / a.config).read_text()))
     exp = cfg["erm"][a.setting]

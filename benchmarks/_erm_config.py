@@ -28,9 +28,10 @@ def run_variant(cfg: dict, lanes: bool, root: Path, max_batches: int | None = No
     ``max_batches`` where given) with ``lanes``."""
     import xarray as xr
 
+    from slrpipe.config import validate
     from slrpipe.jobs import argv as job_argv
     from slrpipe.threads import thread_env
-    from slrpipe.workflow import plan, validate
+    from slrpipe.workflow import plan
 
     cfg = copy.deepcopy(cfg)
     for exp in cfg["erm"].values():  # training sets regenerated in the batch: no generate jobs here

@@ -60,8 +60,9 @@ def paper_jobs(path="config/paper.yaml"):
     their number; samplers: the samplers its runs draw with ("jax": on the training device)."""
     import yaml
 
+    from slrpipe.config import validate
     from slrpipe.lengths import length_law
-    from slrpipe.workflow import plan, validate
+    from slrpipe.workflow import plan
 
     with open(path) as f:
         p = plan(validate(yaml.safe_load(f)))

@@ -27,7 +27,8 @@ def pick_set(config: str, setting: str, alpha: float):
 
     import yaml
 
-    from slrpipe.workflow import plan, sizes, validate
+    from slrpipe.config import validate
+    from slrpipe.workflow import plan, sizes
 
     cfg = validate(yaml.safe_load(Path(config).read_text()))
     exp = cfg["erm"][setting]
@@ -69,10 +70,10 @@ def main(argv=None) -> int:
     from flax import nnx
 
     from slrpipe.commands.train import dataset, options
+    from slrpipe.resource_laws import lanes_device_mb
     from slrpipe.train.erm import minimize, place_data
     from slrpipe.train.experiment import init_model
     from slrpipe.train.lanes import _RECEIVERS, _Progress, _segments, lanes_solve, minimize_lanes
-    from slrpipe.workflow import lanes_device_mb
 
     name, members = pick_set(a.config, a.setting, a.alpha)
     opts = [options(dataclasses.replace(m, max_iter=a.max_iter, lanes=True), no_theory=True) for m in members]
@@ -156,6 +157,6 @@ def main(argv=None) -> int:
             f"device memory of the lanes' solve (XLA's analysis, {jax.default_backend()}): arguments "
             f"{ma.argument_size_in_bytes / 2**20:.0f} MiB (X and its copies {x_mib:.0f}), temporaries and outputs "
             f"{(ma.temp_size_in_bytes + ma.output_size_in_bytes) / 2**20:.0f} MiB; the law's lanes term "
-            f"(slrpipe.workflow.lanes_device_mb) {lanes_device_mb(S, m0.n, max(m0.L), m0.D):.0f} MiB"
+            f"(slrpipe.resource_laws.lanes_device_mb) {lanes_device_mb(S, m0.n, max(m0.L), m0.D):.0f} MiB"
         )
     return 0

@@ -25,10 +25,7 @@ Usage: python benchmarks/bench_erm.py MODE [its options; MODE --help lists them]
 
 from __future__ import annotations
 
-import importlib
-import subprocess
 import sys
-from pathlib import Path
 
 #: mode → the module of benchmarks/ that runs it
 MODES = {
@@ -43,17 +40,9 @@ MODES = {
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv == ["--quick"]:
-        for mode in MODES:
-            print(f"== {mode}", flush=True)
-            subprocess.run([sys.executable, __file__, mode, "--quick"], check=True)
-        return 0
-    if not argv or argv[0] not in MODES:
-        print(__doc__, file=sys.stderr)
-        raise SystemExit(f"bench_erm.py: a mode expected, one of {', '.join(MODES)}; got {argv[:1]}")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    return importlib.import_module(MODES[argv[0]]).main(argv[1:]) or 0
+    from _modes import run_mode  # benchmarks/, the script's folder, is first on sys.path
+
+    return run_mode(__file__, MODES, __doc__, argv)
 
 
 if __name__ == "__main__":

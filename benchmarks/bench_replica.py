@@ -289,7 +289,7 @@ def bench_compile(a):
     import jax
     import jax.numpy as jnp
 
-    from slrpipe.theory.replica import prox as P
+    from slrpipe.theory.replica import newton as NW
 
     for L in (int(v) for v in a.Ls.split(",")):
         n, S = 64, 2 * L + 4  # samples, starts per sample (full search + 3 warm starts)
@@ -303,10 +303,10 @@ def bench_compile(a):
                 jnp.repeat(y, S, 0),
             )
             pieces = {
-                "newton (8 steps)": lambda: P._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8),
-                "finish (Jacobian, soft-min)": lambda: P._batch_finish.lower(
-                    P._Ends(lanes[0].reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S))),
-                    P._Obs(wk, wv, y),
+                "newton (8 steps)": lambda: NW._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8),
+                "finish (Jacobian, soft-min)": lambda: NW.batch_finish.lower(
+                    NW.Ends(lanes[0].reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S))),
+                    NW.Obs(wk, wv, y),
                     (3.0, 2.0),
                     100.0,
                     "softmax",

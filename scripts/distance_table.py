@@ -17,14 +17,14 @@ Usage: python scripts/distance_table.py --store results/slr.zarr --experiment sp
 
 from __future__ import annotations
 
-import argparse
 import itertools
 
 import numpy as np
 
-from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.aggregate import experiment_node, open_store
 from slrpipe.analysis.distance import second_lowest
 from slrpipe.analysis.ladder import point_ladder
+from slrpipe.commands.store_args import erm_experiment_parser
 
 #: below this d the two starts count as the same minimum (L-BFGS stops at |∇| ~ 1e-6 or so)
 SAME = 1e-4
@@ -51,12 +51,8 @@ def _row(point, cells, width: int, pl) -> None:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--store", required=True, help="the store, e.g. results/slr.zarr")
-    ap.add_argument("--experiment", required=True, help="an ERM experiment of the config")
-    ap.add_argument("--optimizer", default="lbfgs", help="the optimiser whose runs are read (default lbfgs)")
-    a = ap.parse_args(argv)
-    node = open_store(a.store)[f"erm/{a.experiment}"].to_dataset()
+    a = erm_experiment_parser(__doc__.splitlines()[0]).parse_args(argv)
+    node = experiment_node(open_store(a.store), "erm", a.experiment)
     if "D" not in node.dims:
         raise SystemExit(f"{a.experiment}: no D ladder (config D: [D₁, D₂, …])")
     run = dict(init="random", restart=0, optimizer=a.optimizer)

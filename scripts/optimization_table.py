@@ -8,14 +8,13 @@ Usage: python scripts/optimization_table.py --store results/slr.zarr --experimen
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
-from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.aggregate import experiment_node, open_store
 from slrpipe.analysis.ground import reached, reference
 from slrpipe.analysis.replica import replica_at, replica_node, setting
 from slrpipe.analysis.seeds import point_mean_se
+from slrpipe.commands.store_args import erm_experiment_parser
 from slrpipe.figures.optimization import RTOL, best_random
 
 
@@ -28,13 +27,9 @@ def ms(da) -> str:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--store", required=True, help="the store, e.g. results/slr.zarr")
-    ap.add_argument("--experiment", required=True, help="an ERM experiment of the config")
-    ap.add_argument("--optimizer", default="lbfgs", help="the optimiser whose runs are read (default lbfgs)")
-    a = ap.parse_args(argv)
+    a = erm_experiment_parser(__doc__.splitlines()[0]).parse_args(argv)
     tree = open_store(a.store)
-    node = tree[f"erm/{a.experiment}"].to_dataset()
+    node = experiment_node(tree, "erm", a.experiment)
     lam = float(node["lam"].values[0])
     node = node.sel(lam=lam)
     rep = replica_node(tree, setting(node))

@@ -24,7 +24,7 @@ from slrpipe.threads import thread_env
 os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 
 
-from slrpipe.analysis.aggregate import open_store
+from slrpipe.analysis.aggregate import experiment_node, open_store
 from slrpipe.analysis.seeds import point_mean_se
 from slrpipe.theory.replica import Draw, ReplicaTask, solve_replica
 from slrpipe.theory.replica.solver import STATE
@@ -63,7 +63,7 @@ def main():
     p.add_argument("--n-samples", type=int, default=8192)
     a = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    erm = open_store(a.store)[f"erm/{a.experiment}"].to_dataset()
+    erm = experiment_node(open_store(a.store), "erm", a.experiment)
     exp = {k: json.loads(v) for k, v in erm.attrs.items() if k in ("model", "nu", "L", "delta")}
     nu = float(exp["nu"])
     print(f"{a.experiment}: {exp}, σ = {a.sigma}, λ = {a.lam}, N = {a.n_samples}")

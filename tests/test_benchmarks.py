@@ -1,6 +1,6 @@
 """Every benchmark runs: each ``benchmarks/bench_*.py`` in its ``--quick`` mode (the same code path
-at tiny sizes), each mode of ``bench_erm.py`` (its ``MODES``) on its own, as a fresh process from
-the repository root, single-threaded as CI is.
+at tiny sizes), each mode of a benchmark with modes (its ``MODES``: bench_erm.py, bench_workflow.py)
+on its own, as a fresh process from the repository root, single-threaded as CI is.
 
 The cases are globbed, so a new benchmark or mode without a quick mode (or without its key figures
 listed in ``FIGURES``) fails here. The figures are not checked against targets — a quick run times
@@ -13,6 +13,7 @@ its own run (its ``wall`` in the failure message).
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -28,19 +29,20 @@ from slrpipe.threads import thread_env
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _erm_modes() -> list[str]:
-    import importlib.util
+def _modes(script: Path) -> list[str]:
+    """The modes of a benchmark (the keys of its top-level ``MODES`` dict), [] for one without; read
+    off the syntax tree, so that collecting the cases imports no benchmark."""
+    for node in ast.parse(script.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MODES" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    return []
 
-    spec = importlib.util.spec_from_file_location("bench_erm", REPO / "benchmarks" / "bench_erm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return list(module.MODES)
 
-
-#: one case per benchmark file, bench_erm.py one per mode ("bench_erm.py MODE")
+#: one case per benchmark file, or one per mode of a benchmark with modes ("bench_erm.py MODE")
 BENCHMARKS = sorted(
-    [p.name for p in (REPO / "benchmarks").glob("bench_*.py") if p.name != "bench_erm.py"]
-    + [f"bench_erm.py {mode}" for mode in _erm_modes()]
+    case
+    for script in (REPO / "benchmarks").glob("bench_*.py")
+    for case in ([f"{script.name} {mode}" for mode in _modes(script)] or [script.name])
 )
 WORKERS = 2
 TIMEOUT_S = 400
@@ -110,7 +112,6 @@ FIGURES = {
         rf"^bayes +100 +{NUM}",
         rf"^worst change of A, B \(relative beyond 1\) under 1\.5² refinement: {NUM}",
     ],
-    "bench_rehearsal.py": [r"^config/rehearsal\.yaml: \d+ Slurm jobs — .*train_erm \d+"],
     "bench_replica.py": [
         rf"^\(1\) channel softmax L=3 N=256: ours {NUM} s .* speed-up {NUM}x",
         rf"^\(2\) softmax spiked .* α=10 N=256 .*: {NUM} s/point, {NUM} channel evaluations",
@@ -118,7 +119,8 @@ FIGURES = {
         rf"^\(11\) softmax L=3 N=\d+ α=5: compile {NUM} s CPU .* channel evaluations at {NUM} s wall",
         rf"^\(11\) softmax L=16: compile {NUM}× L = 3's \(target ≤ 2\); time per evaluation {NUM}× L = 3's",
     ],
-    "bench_workflow.py": [  # the synthetic tree's known totals
+    "bench_workflow.py rehearsal": [r"^config/rehearsal\.yaml: \d+ Slurm jobs — .*train_erm \d+"],
+    "bench_workflow.py times": [  # the synthetic tree's known totals
         r"^train_erm +4 +44\.0 +11\.00 +14\.0 +39\.6$",
         r"^fig_\* +2 +5\.0 ",
         r"^all jobs +16 +133\.0$",
@@ -165,7 +167,7 @@ def quick_runs(request):
 
 def test_every_benchmark_has_its_figures_listed():
     assert BENCHMARKS, "no benchmarks found"
-    assert set(FIGURES) == set(BENCHMARKS), "FIGURES: exactly the benchmarks/bench_*.py files and bench_erm.py's modes"
+    assert set(FIGURES) == set(BENCHMARKS), "FIGURES: exactly the benchmarks/bench_*.py files, or their modes"
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
@@ -184,14 +186,14 @@ def _bench_module(name: str):
 
 
 def test_rehearsal_counts_submissions_and_compares_results_by_content(tmp_path, capsys):
-    """bench_rehearsal's two checks on made-up input: the Slurm jobs of a log (plain submissions
-    once each, array tasks one each) and the file-by-file comparison of two results/ trees, where
+    """bench_workflow.py rehearsal's two checks on made-up input: the Slurm jobs of a log (plain
+    submissions once each, array tasks one each) and the file-by-file comparison of two results/ trees, where
     a file that differs in ``wall_time`` and provenance only counts as identical and any other
     difference, a missing file or other PNG bytes are reported."""
     import numpy as np
     import xarray as xr
 
-    bench = _bench_module("bench_rehearsal")
+    bench = _bench_module("_workflow_rehearsal")
     log = (
         "Job 3 has been submitted with SLURM jobid 11 (log: a).\n"
         "Job 3 has been submitted with SLURM jobid 11 (log: a).\n"  # the same line twice: one job

@@ -9,8 +9,9 @@ import pytest
 import yaml
 from conftest import REPO, snakemake
 
+from slrpipe.config import ConfigError, validate
 from slrpipe.jobs import argv
-from slrpipe.workflow import ConfigError, fmt, plan, size, validate
+from slrpipe.workflow import fmt, plan, size
 
 SMOKE = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
 
@@ -159,11 +160,14 @@ def test_bad_config_one_line(case):
 
 
 def test_schema_enums_are_the_vocabulary():
-    """The schema's name lists are the vocabulary's (one source: slrpipe.vocabulary)."""
+    """The schema's name lists are the vocabulary's (one source: slrpipe.vocabulary), the σ lists
+    filled from the σ registry at load (the file holds none)."""
     from slrpipe import vocabulary as voc
-    from slrpipe.workflow import SCHEMA
+    from slrpipe.config import SCHEMA, load_schema
 
-    defs = yaml.safe_load(SCHEMA.read_text())["$defs"]
+    raw = yaml.safe_load(SCHEMA.read_text())["$defs"]
+    assert all("enum" not in raw[k] for k in ("sigma", "sigma_or_bayes", "replica_sigma"))
+    defs = load_schema()["$defs"]
     assert tuple(defs["model"]["enum"]) == voc.MODELS
     assert tuple(defs["sigma"]["enum"]) == voc.SIGMAS
     assert tuple(defs["sigma_or_bayes"]["enum"]) == (*voc.SIGMAS, voc.BAYES)
@@ -174,6 +178,23 @@ def test_schema_enums_are_the_vocabulary():
     assert tuple(erm["dtype"]["enum"]) == voc.DTYPES
     assert tuple(erm["sampler"]["enum"]) == voc.SAMPLERS
     assert tuple(defs["replica"]["properties"]["ansatz"]["items"]["enum"]) == voc.ANSATZE
+
+
+@pytest.mark.parametrize("section", ["population", "erm", "replica"])
+def test_an_unregistered_sigma_fails_at_load_naming_the_registered(section):
+    """A σ the registry does not hold fails validation in one line that lists the registered σ
+    (replica: those the solver supports)."""
+    from slrpipe import vocabulary as voc
+
+    cfg = copy.deepcopy(SMOKE)
+    name = next(iter(cfg[section]))
+    cfg[section][name]["sigmas"] = ["relu_norm_unregistered"]
+    with pytest.raises(ConfigError) as info:
+        validate(cfg)
+    msg = str(info.value)
+    allowed = voc.REPLICA_SIGMAS if section == "replica" else voc.SIGMAS
+    assert "\n" not in msg and f"{section}.{name}.sigmas[0]" in msg and "relu_norm_unregistered" in msg, msg
+    assert all(repr(s) in msg for s in allowed), msg
 
 
 def test_every_section_optional_and_defaults_from_the_schema():
@@ -265,10 +286,10 @@ def test_bad_config_cli_touches_nothing(workflow_dir):
 
 def test_schema_step_sizes_are_the_optimizer_defaults():
     """The config's default step sizes are the ones ``minimize`` uses when given none."""
+    from slrpipe.config import load_schema
     from slrpipe.train.options import DEFAULT_LR
-    from slrpipe.workflow import schema
 
-    lr = schema()["$defs"]["erm"]["properties"]["lr"]["properties"]
+    lr = load_schema()["$defs"]["erm"]["properties"]["lr"]["properties"]
     assert {k: v["default"] for k, v in lr.items()} == DEFAULT_LR
     names = [n for n, exp in SMOKE["erm"].items() if "lr" not in exp]
     cfg = validate(copy.deepcopy(SMOKE))
@@ -287,8 +308,9 @@ def _shared(defaults, prefix=()):
 def test_a_shared_default_is_declared_once():
     """A default that DEFAULTS holds is not in the schema file too (it is set there at load time),
     and every one of them names a property the schema has."""
+    from slrpipe.config import SCHEMA
+    from slrpipe.config import load_schema as schema
     from slrpipe.vocabulary import DEFAULTS
-    from slrpipe.workflow import SCHEMA, schema
 
     raw, full = yaml.safe_load(SCHEMA.read_text())["$defs"], schema()["$defs"]
     for section, *path in _shared(DEFAULTS):
@@ -307,11 +329,11 @@ def test_a_shared_default_is_declared_once():
 
 
 def test_a_default_for_an_unknown_property_is_refused(monkeypatch):
-    from slrpipe import workflow
+    from slrpipe import config
 
-    monkeypatch.setitem(workflow.DEFAULTS, "rsb1", {**workflow.DEFAULTS["rsb1"], "n_outr": 64})
+    monkeypatch.setitem(config.DEFAULTS, "rsb1", {**config.DEFAULTS["rsb1"], "n_outr": 64})
     with pytest.raises(KeyError, match="n_outr"):
-        workflow.schema()
+        config.load_schema()
 
 
 def test_plan_expands_inits_restarts_optimizers():

@@ -1,4 +1,4 @@
-"""The GPU node's resource law of a training batch (slrpipe.workflow.batch_gpu_resources): it
+"""The GPU node's resource law of a training batch (slrpipe.resource_laws.batch_gpu_resources): it
 covers the host peaks measured on a GPU node (tests/measured/erm_batch_gpu.yaml), it grows with
 what the card holds (one training set X in its dtype, the models of that set as lanes), the host
 part does not hold X unless the set is drawn on the host, and several batches share a card.
@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slrpipe.workflow import batch_gpu_resources, batch_resources, lanes_device_mb, plan, validate
+from slrpipe.config import validate
+from slrpipe.resource_laws import batch_gpu_resources, batch_resources, lanes_device_mb
+from slrpipe.workflow import plan
 
 REPO = Path(__file__).resolve().parents[1]
 MEASURED = REPO / "tests" / "measured" / "erm_batch_gpu.yaml"
 #: the law requests at least this many times each measured peak (the margin the law is set with,
-#: slrpipe.workflow: "covered 1.1×"), and at most twice it (so that batches still share a node)
+#: slrpipe.resource_laws: "covered 1.1×"), and at most twice it (so that batches still share a node)
 COVER, MOST = 1.1, 2.0
 #: MiB of one H200's memory (141 GB)
 H200_MIB = 141e9 / 2**20

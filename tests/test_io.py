@@ -63,3 +63,18 @@ def test_open_store_loads_the_named_nodes_and_reads_the_others_lazily(tmp_path):
     for path in ("population/p", "erm/e"):
         xr.testing.assert_identical(part[path].to_dataset().load(), full[path].to_dataset())
         assert part[path].to_dataset()["s"].dtype.kind == "U"  # strings as written, lazy or not
+
+
+def test_experiment_node_is_the_named_node_or_a_one_line_error():
+    # the scripts' loader (slrpipe.analysis.aggregate.experiment_node): the node as a Dataset, and an
+    # experiment the store lacks named in one line with those it has
+    from slrpipe.analysis.aggregate import experiment_node
+
+    ds = xr.Dataset({"x": (("a",), np.arange(3.0))})
+    tree = xr.DataTree.from_dict({"erm/e1": ds, "erm/e2": ds, "replica/r": ds})
+    xr.testing.assert_identical(experiment_node(tree, "erm", "e2"), ds)
+    with pytest.raises(KeyError) as info:
+        experiment_node(tree, "erm", "r")
+    assert "erm.r: not in the store; allowed: ['e1', 'e2']" in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(KeyError, match=r"population\.p: not in the store; allowed: \[\]"):
+        experiment_node(tree, "population", "p")

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from slrpipe.cli import build_parser
+from slrpipe.config import validate
 from slrpipe.jobs import (
     RECORDS,
     DataJob,
@@ -28,7 +29,7 @@ from slrpipe.jobs import (
     from_namespace,
     text,
 )
-from slrpipe.workflow import plan, validate
+from slrpipe.workflow import plan
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = ["config/smoke.yaml", "config/config.yaml", "config/paper.yaml", "config/length.yaml"]

@@ -12,7 +12,8 @@ import yaml
 from conftest import REPO
 
 from slrpipe.analysis.ladder import largest_D, point_ladder
-from slrpipe.workflow import plan, size, sizes, validate
+from slrpipe.config import validate
+from slrpipe.workflow import plan, size, sizes
 
 SMOKE = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
 

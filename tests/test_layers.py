@@ -1,5 +1,5 @@
 """Import direction: layers import only downward (sigmas → vocabulary → data/models/theory → train →
-analysis → figures → commands/cli/workflow), checked on the syntax tree of every module, imports inside
+analysis → figures → commands/cli/config/workflow/resource_laws), checked on the syntax tree of every module, imports inside
 functions included."""
 
 from __future__ import annotations
@@ -33,13 +33,22 @@ RANK = {
     "figures": 5,
     "commands": 6,
     "cli": 6,
+    "config": 6,
     "workflow": 6,
+    "resource_laws": 6,
     "__main__": 6,
 }
 #: (importer, imported) pairs allowed at equal rank: the vocabulary reads the σ registry (which
-#: imports nothing of slrpipe outside itself), the commands validate configs through the workflow's
-#: job tables, and the CLI dispatches to the commands
-ALLOWED_SIDEWAYS = {("vocabulary", "sigmas"), ("commands", "workflow"), ("cli", "commands"), ("__main__", "cli")}
+#: imports nothing of slrpipe outside itself), the commands validate configs (config) and plan them
+#: through the workflow's job tables, which read the validated config, and the CLI dispatches to the commands
+ALLOWED_SIDEWAYS = {
+    ("vocabulary", "sigmas"),
+    ("commands", "config"),
+    ("commands", "workflow"),
+    ("workflow", "config"),
+    ("cli", "commands"),
+    ("__main__", "cli"),
+}
 
 
 def _part(module: str) -> str | None:
@@ -92,7 +101,9 @@ def test_science_and_storage_never_import_commands_or_workflow(layer):
     assert files
     for path in files:
         for mod in _imports(path):
-            assert _part(mod) not in ("commands", "cli", "workflow"), f"{path.relative_to(PKG)} imports {mod}"
+            assert _part(mod) not in ("commands", "cli", "config", "workflow", "resource_laws"), (
+                f"{path.relative_to(PKG)} imports {mod}"
+            )
 
 
 def test_the_check_can_fail(tmp_path, monkeypatch):

@@ -10,9 +10,10 @@ import pytest
 import yaml
 from conftest import REPO, assert_self_describing
 
+from slrpipe.config import ConfigError, validate
 from slrpipe.theory import population as pop
 from slrpipe.theory.length_sweep import LengthOptions, length_sweep, nu_for_risk
-from slrpipe.workflow import ConfigError, plan, validate
+from slrpipe.workflow import plan
 
 U1000 = {k: 1 / 1000 for k in range(1, 1001)}
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from slrpipe.theory.replica import Draw, ReplicaTask, linalg, solve_replica
+from slrpipe.theory.replica import newton as NW
 from slrpipe.theory.replica import prox as P
 
 
@@ -137,8 +138,8 @@ def test_closed_form_hessian_matches_autodiff(sigma):
             for _ in range(5):
                 chi, wk, wv = (jnp.asarray(3 * rng.standard_normal(L)) for _ in range(3))
                 y, Vk, Vv = 2 * rng.standard_normal(), rng.uniform(0.1, 5), rng.uniform(0.01, 5)
-                ref = jax.hessian(P._psi)(chi, wk, wv, y, Vk, Vv, sigma)
-                H = P._psi_hessian(chi, wk, wv, y, Vk, Vv, sigma)
+                ref = jax.hessian(NW.psi)(chi, wk, wv, y, Vk, Vv, sigma)
+                H = NW._psi_hessian(chi, wk, wv, y, Vk, Vv, sigma)
                 assert float(jnp.max(jnp.abs(H - ref))) <= 1e-12 * float(jnp.max(jnp.abs(ref)))
 
 
@@ -157,11 +158,11 @@ def test_prox_program_does_not_grow_with_L():
             chi = jnp.asarray(rng.standard_normal((n * S, L)))
             lanes = (chi, jnp.repeat(wk, S, 0), jnp.repeat(wv, S, 0), jnp.repeat(y, S, 0))
             texts = [
-                P._batch_starts.lower(P._Obs(wk, wv, y), None, (3.0, 2.0), "softmax", True).as_text(),
-                P._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8).as_text(),
-                P._batch_finish.lower(
-                    P._Ends(chi.reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S))),
-                    P._Obs(wk, wv, y),
+                NW.batch_starts.lower(NW.Obs(wk, wv, y), None, (3.0, 2.0), "softmax", True).as_text(),
+                NW._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8).as_text(),
+                NW.batch_finish.lower(
+                    NW.Ends(chi.reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S))),
+                    NW.Obs(wk, wv, y),
                     (3.0, 2.0),
                     100.0,
                     "softmax",
@@ -180,14 +181,14 @@ def test_start_budget_keeps_the_lowest_psi_candidates():
     wk, wv, y, _ = _inputs(L=L, N=n, seed=3)
     with jax.enable_x64(True):
         st = np.asarray(
-            P._batch_starts(P._Obs(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y)), None, (3.0, 2.0), "softmax", True)
+            NW.batch_starts(NW.Obs(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y)), None, (3.0, 2.0), "softmax", True)
         )
         full = np.asarray(
-            P._batch_starts(
-                P._Obs(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y)), None, (3.0, 2.0), "softmax", True, 2 * L
+            NW.batch_starts(
+                NW.Obs(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y)), None, (3.0, 2.0), "softmax", True, 2 * L
             )
         )
-        psi = jax.vmap(jax.vmap(lambda c, a, b, e: P._psi(c, a, b, e, 3.0, 2.0, "softmax"), (0, None, None, None)))
+        psi = jax.vmap(jax.vmap(lambda c, a, b, e: NW.psi(c, a, b, e, 3.0, 2.0, "softmax"), (0, None, None, None)))
         v_st = np.asarray(psi(jnp.asarray(st[:, 1:]), jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y)))
         v_full = np.asarray(psi(jnp.asarray(full[:, 1:]), jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(y)))
     assert st.shape == (n, 1 + P.MAX_DIRECTIONS, L) and full.shape == (n, 1 + 2 * L, L)
@@ -211,11 +212,11 @@ def test_padded_end_points_are_inert(sigma):
 
     wk, wv, y, _ = _inputs()
     with jax.enable_x64(True):
-        obs = P._Obs(*(jnp.asarray(a) for a in (wk, wv, y)))
-        st = np.asarray(P._batch_starts(obs, None, (3.0, 2.0), sigma, True))
+        obs = NW.Obs(*(jnp.asarray(a) for a in (wk, wv, y)))
+        st = np.asarray(NW.batch_starts(obs, None, (3.0, 2.0), sigma, True))
         n, S, L = st.shape
         rep = lambda a: np.repeat(a, S, axis=0)
-        chis, vals, gns = P._run_lanes(st.reshape(n * S, L), rep(wk), rep(wv), rep(y), 3.0, 2.0, sigma, 25)
+        chis, vals, gns = NW.run_lanes(st.reshape(n * S, L), rep(wk), rep(wv), rep(y), 3.0, 2.0, sigma, 25)
         ends = (chis.reshape(n, S, L), vals.reshape(n, S), gns.reshape(n, S))
         width = P._finish_width(sigma, L, P.ProxOptions())
         assert width == S + P._WARM_MAX
@@ -224,7 +225,7 @@ def test_padded_end_points_are_inert(sigma):
         out = [
             {
                 k: np.asarray(v)
-                for k, v in P._batch_finish(P._Ends(*map(jnp.asarray, e)), obs, (3.0, 2.0), 100.0, sigma).items()
+                for k, v in NW.batch_finish(NW.Ends(*map(jnp.asarray, e)), obs, (3.0, 2.0), 100.0, sigma).items()
             }
             for e in (ends, padded)
         ]

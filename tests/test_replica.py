@@ -15,7 +15,8 @@ from slrpipe.theory.population import optimal_risk
 from slrpipe.theory.replica import Draw, ReplicaTask, solve_replica
 from slrpipe.theory.replica.channel import channel
 from slrpipe.theory.replica.fields import draw_fields
-from slrpipe.theory.replica.prox import _psi, prox
+from slrpipe.theory.replica.newton import psi
+from slrpipe.theory.replica.prox import prox
 
 
 def _ridge_closed_form(alpha, lam, delta):
@@ -107,9 +108,9 @@ def test_prox_is_global_minimum_against_dense_grid(sigma):
     G = np.stack(np.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)
     with jax.enable_x64(True):
         for i in range(N):
-            R = math.sqrt(2 * Vk * float(_psi(jnp.asarray(wk[i]), wk[i], wv[i], y[i], Vk, Vv, sigma)))
+            R = math.sqrt(2 * Vk * float(psi(jnp.asarray(wk[i]), wk[i], wv[i], y[i], Vk, Vv, sigma)))
             pts = jnp.asarray(wk[i] + R * G)
-            vals = jax.vmap(lambda c: _psi(c, wk[i], wv[i], y[i], Vk, Vv, sigma))(pts)
+            vals = jax.vmap(lambda c: psi(c, wk[i], wv[i], y[i], Vk, Vv, sigma))(pts)
             # grid minimum is an upper bound of the global minimum; 1e-10: float rounding
             assert p["psi"][i] <= float(vals.min()) + 1e-10
 
@@ -294,15 +295,15 @@ def test_two_phase_newton_equals_straight_newton():
     # |∇ψ| < 1e-10 (1 + 1/V_k): one more Newton step moves them by ≲ 1e-9).
     import jax
 
-    from slrpipe.theory.replica import prox as P
+    from slrpipe.theory.replica import newton as NW
 
     rng = np.random.default_rng(11)
     M, L, Vk, Vv = 512, 3, 6.0, 2.0
     wk, wv, y = rng.standard_normal((M, L)), rng.standard_normal((M, L)), 1.5 * rng.standard_normal(M)
     chi0 = wk + rng.standard_normal((M, L))
     with jax.enable_x64(True):
-        a = P._run_lanes(chi0, wk, wv, y, Vk, Vv, "softmax", 25)
-        b = [np.asarray(t) for t in P._batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
+        a = NW.run_lanes(chi0, wk, wv, y, Vk, Vv, "softmax", 25)
+        b = [np.asarray(t) for t in NW._batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
     np.testing.assert_allclose(a[0], b[0], atol=1e-8)
     np.testing.assert_allclose(a[1], b[1], atol=1e-12, rtol=1e-12)
 
@@ -314,20 +315,20 @@ def test_newton_lane_does_not_depend_on_its_batch():
     # vectorised loops round a lane by its position (~1 ulp: ψ at one χ in lanes 251-254 of 256)
     import jax
 
-    from slrpipe.theory.replica import prox as P
+    from slrpipe.theory.replica import newton as NW
 
     rng = np.random.default_rng(12)
     M, L, Vk, Vv = 256, 3, 6.0, 2.0
     wk, wv, y = rng.standard_normal((M, L)), rng.standard_normal((M, L)), 1.5 * rng.standard_normal(M)
     chi0 = wk + 2.0 * rng.standard_normal((M, L))
     with jax.enable_x64(True):
-        mixed = [np.asarray(t) for t in P._batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
-        conv = mixed[2] < P._CONT_TOL * (1 + 1 / Vk)
+        mixed = [np.asarray(t) for t in NW._batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
+        conv = mixed[2] < NW._CONT_TOL * (1 + 1 / Vk)
         assert conv.mean() > 0.9, conv.mean()
         # lane i alone among copies of the converged end point of lane j: it runs its own steps
         i, j = int(np.argmax(~conv)) if (~conv).any() else 0, int(np.argmax(conv))
         pad = lambda a, b: np.concatenate([a[None], np.repeat(b[None], M - 1, 0)])
-        alone = P._batch_newton(
+        alone = NW._batch_newton(
             pad(chi0[i], mixed[0][j]), pad(wk[i], wk[j]), pad(wv[i], wv[j]), pad(y[i], y[j]), Vk, Vv, "softmax", 25
         )
         alone = [np.asarray(t) for t in alone]
@@ -336,7 +337,7 @@ def test_newton_lane_does_not_depend_on_its_batch():
             np.testing.assert_allclose(a[1:], np.repeat(b[j : j + 1], M - 1, 0), rtol=1e-13, atol=1e-13)
         # the same lanes in another order (another batch composition): the same end points
         perm = rng.permutation(M)
-        shuffled = P._batch_newton(chi0[perm], wk[perm], wv[perm], y[perm], Vk, Vv, "softmax", 25)
+        shuffled = NW._batch_newton(chi0[perm], wk[perm], wv[perm], y[perm], Vk, Vv, "softmax", 25)
         for a, b in zip(shuffled, mixed):
             np.testing.assert_allclose(np.asarray(a), b[perm], rtol=1e-13, atol=1e-13)
 

@@ -16,9 +16,11 @@ import pytest
 import yaml
 from conftest import REPO, copy_workflow, snakemake
 
+from slrpipe.config import validate
 from slrpipe.jobs import TrainBatchJob, TrainJob
 from slrpipe.manifests import manifest_text, write_manifest
-from slrpipe.workflow import LAWS, first_attempt, plan, replica_resources, rsb1_resources, validate
+from slrpipe.resource_laws import LAWS, first_attempt, replica_resources, rsb1_resources
+from slrpipe.workflow import plan
 
 #: a value per overridable resource, none of them what the law or the profile gives
 OVERRIDES = {

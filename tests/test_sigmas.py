@@ -67,6 +67,33 @@ def toy():
 
 
 # ------------------------------------------------------------------------------------ registry
+def test_a_registered_sigma_is_accepted_by_the_config_schema(toy):
+    """The schema's σ lists follow the registry (slrpipe.config.load_schema): a toy σ registered
+    here is a valid σ of a population and an ERM experiment, not of a replica one (its declaration
+    says the solver does not support it) — and invalid again once unregistered."""
+    from slrpipe.config import ConfigError, validate
+
+    def config(kind):
+        exp = {"model": "spiked", "L": 2, "nu": [1.0] if kind == "population" else 1.0, "sigmas": [TOY]}
+        if kind != "population":
+            exp |= {"alphas": [1.0], "lams": [0.1]} | ({"seeds": [0], "D": 40} if kind == "erm" else {})
+        return {kind: {"toy": exp}}
+
+    assert validate(config("population"))["population"]["toy"]["sigmas"] == [TOY]
+    assert validate(config("erm"))["erm"]["toy"]["sigmas"] == [TOY]
+    with pytest.raises(ConfigError, match=rf"replica\.toy\.sigmas\[0\]: '{TOY}' is not one of"):
+        validate(config("replica"))
+    with sigmas.registered(Sigma(**{**TOY_SIGMA.__dict__, "name": TOY + "_replica", "replica": True})):
+        validate({"replica": {"toy": {**config("replica")["replica"]["toy"], "sigmas": [TOY + "_replica"]}}})
+
+
+def test_an_unregistered_toy_sigma_is_not_in_the_config_schema():
+    from slrpipe.config import ConfigError, validate
+
+    with pytest.raises(ConfigError, match=rf"'{TOY}' is not one of \['softmax'"):
+        validate({"population": {"p": {"model": "spiked", "L": 2, "nu": [1.0], "sigmas": [TOY]}}})
+
+
 def test_vocabulary_reads_the_registry():
     names = sigmas.names()
     assert vocabulary.SIGMAS == names and names[:4] == ("softmax", "linear", "erf", "softplus_norm")

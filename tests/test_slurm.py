@@ -519,7 +519,8 @@ def test_a_job_over_its_memory_comes_back_with_more_memory(retried_run):
 def training_results(config_file: Path) -> list[str]:
     """The result files of every training batch of the config in ``config_file`` (the batches'
     members, slrpipe.workflow.plan), relative to the results directory."""
-    from slrpipe.workflow import plan, validate
+    from slrpipe.config import validate
+    from slrpipe.workflow import plan
 
     batches = plan(validate(yaml.safe_load(config_file.read_text()))).train_batches.values()
     return sorted(m.out.removeprefix("results/") for b in batches for m in b.members)

@@ -11,7 +11,8 @@ import pytest
 import xarray as xr
 from conftest import comparison_row
 
-from slrpipe.analysis.validation import ValidationFailed, compare, validate_store
+from slrpipe.analysis.comparison import compare
+from slrpipe.analysis.validation import ValidationFailed, validate_store
 from slrpipe.io import write_zarr
 
 ALPHAS = [1.0, 4.0]

@@ -166,7 +166,7 @@ def project(X, k, v, mask=None, xp=np):
 #: The default of each parameter that more than one place takes, declared once: config section
 #: (``$defs`` name in the config schema) -> {parameter: default}; ``law``: the data law's, in every
 #: section that has the parameter. Read by the job records (and so the command lines generated from
-#: them, slrpipe.jobs), the config loader (filled into the schema's properties, slrpipe.workflow.validate)
+#: them, slrpipe.jobs), the config loader (filled into the schema's properties, slrpipe.config.load_schema)
 #: and the library options of the same parameter (slrpipe.train.options, the replica solvers). A
 #: default that only one place has stays there (the schema's or the options class's).
 DEFAULTS = {

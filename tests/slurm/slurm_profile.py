@@ -2,7 +2,7 @@
 read it, size the node for the workflow's requests, install it with the few settings this cluster
 needs.
 
-Shared by ``tests/test_slurm.py`` and ``benchmarks/bench_rehearsal.py``. The overrides, all written
+Shared by ``tests/test_slurm.py`` and ``benchmarks/_workflow_rehearsal.py``. The overrides, all written
 into the installed copy (the repository's profile is never edited):
 ``slurm-status-command: squeue`` and a short ``slurm-init-seconds-before-status-checks`` (no
 slurmdbd here; production keeps sacct) and, for a GPU-less node only, the GPU keys dropped.
@@ -48,8 +48,10 @@ def profile_partitions(profile: dict) -> dict[str, str]:
 
 def first_attempts(config: dict) -> list[tuple[str, dict]]:
     """(rule, first-attempt request {mem_mb, runtime}) of every compute job of ``config`` (a config
-    dict), as the workflow's rules request them (slrpipe.workflow.first_attempt)."""
-    from slrpipe.workflow import first_attempt, plan, validate
+    dict), as the workflow's rules request them (slrpipe.resource_laws.first_attempt)."""
+    from slrpipe.config import validate
+    from slrpipe.resource_laws import first_attempt
+    from slrpipe.workflow import plan
 
     p = plan(validate(config))
     records = {

@@ -11,7 +11,9 @@ from slrpipe.jobs import command_line
 from slrpipe.manifests import MANIFEST as MANIFEST_PATTERN
 from slrpipe.manifests import digest, follow_members, manifest_text, stale_sentinel, write_manifest
 from slrpipe.threads import thread_env
-from slrpipe.workflow import ConfigError, first_attempt, plan, setting_dir, validate
+from slrpipe.config import ConfigError, validate
+from slrpipe.resource_laws import first_attempt
+from slrpipe.workflow import plan, setting_dir
 
 try:
     validate(config)  # against the package's schema (workflow/schemas/ links to it)
@@ -98,7 +100,7 @@ def batch_rule(family):
 
 
 # Slurm requests of every compute rule: mem_mb (MiB) and runtime (min) of the first attempt from
-# slrpipe.workflow.first_attempt (a measured law where the job's size varies, a constant
+# slrpipe.resource_laws.first_attempt (a measured law where the job's size varies, a constant
 # elsewhere), times Snakemake's attempt: a job killed for memory or time comes back with more
 # (profile: retries). A --set-resources entry (command line or profile) replaces a value.
 def scaled_resources(family, record):

@@ -3,7 +3,7 @@
 # the store, the figures and partial reruns keep the granularity of one run per file. One rule,
 # the batch a wildcard (slrpipe.workflow.batch_key); its members come from the batch's manifest
 # and Snakemake tracks it by its sentinel (common.smk): changing one α adds or reruns that α's
-# batches only. Memory and runtime: the measured law (slrpipe.workflow.batch_resources) × attempt.
+# batches only. Memory and runtime: the measured law (slrpipe.resource_laws.batch_resources) × attempt.
 _TRAIN = batch_rule("train_erm")
 
 

@@ -8,7 +8,7 @@ rule validate:
         plan=PLAN_FILE,
     output:
         txt="results/validation.txt",
-        rows="results/validation.json",  # every column of every row (slrpipe.analysis.validation.to_json)
+        rows="results/validation.json",  # every column of every row (slrpipe.analysis.rows.to_json)
     log:
         "results/logs/validate.log",
     benchmark:

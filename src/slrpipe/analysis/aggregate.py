@@ -139,7 +139,7 @@ def _erm_index(ds: xr.Dataset, by_D: bool = False) -> dict:
 
 def erm_node(files, by_D: bool = False) -> xr.Dataset:
     """ERM runs (one file each) on dims (sigma, lam, alpha, seed, init, restart, optimizer) — with
-    ``by_D`` (an experiment with a D ladder, slrpipe.workflow.ladder) also ``D`` after alpha:
+    ``by_D`` (an experiment with a D ladder, slrpipe.config.ladder) also ``D`` after alpha:
     (sigma, lam, alpha, D, seed, init, restart, optimizer). Scalar variables, n (and D where it is
     not a dim), the step size ``lr`` (NaN for L-BFGS), ``dist_informed`` and ``dist_ground`` (the
     distance of the run's weights to the informed start's and to the ground state's on the same
@@ -405,3 +405,16 @@ def open_store(path, nodes=None) -> xr.DataTree:
             except KeyError:  # not in the store (a figure's own check reports it)
                 pass
     return tree.map_over_datasets(_fixed_strings)
+
+
+def experiment_node(tree: xr.DataTree, kind: str, name: str) -> xr.Dataset:
+    """The node of experiment ``name`` of ``kind`` (a config section: ``erm``, ``replica``,
+    ``population``, ``length``) in a store opened by :func:`open_store`, as a Dataset.
+
+    Raises:
+        KeyError: the store has no such experiment (one line naming those it has).
+    """
+    if kind not in tree.children or name not in tree[kind].children:
+        have = sorted(tree[kind].children) if kind in tree.children else []
+        raise KeyError(f"{kind}.{name}: not in the store; allowed: {have}")
+    return tree[f"{kind}/{name}"].to_dataset()

@@ -1,8 +1,8 @@
 """ERM over a D ladder in the store: the largest rung, and the D → ∞ limit of one point.
 
-An ERM experiment with ``D: [D₁, D₂, …]`` (slrpipe.workflow.ladder) is aggregated with a ``D``
+An ERM experiment with ``D: [D₁, D₂, …]`` (slrpipe.config.ladder) is aggregated with a ``D``
 dim (slrpipe.analysis.aggregate.erm_node). Figures draw its largest D (:func:`largest_D`); the
-validation table (slrpipe.analysis.validation) also gets, per (σ, λ, α), the per-D seed means and
+validation table (slrpipe.analysis.comparison) also gets, per (σ, λ, α), the per-D seed means and
 their extrapolation D → ∞ (:func:`point_ladder`, by slrpipe.analysis.extrapolate: a + b/D or
 a + b/√D, the lower χ², error bar Birge-inflated ⊕ the law-choice systematic). Source:
 docs/validation.md §2 (the D ladders).

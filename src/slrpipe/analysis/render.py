@@ -1,5 +1,5 @@
 """The text table of the ERM-vs-theory comparison (``results/validation.txt``), from its rows
-(:func:`slrpipe.analysis.validation.compare`, or ``results/validation.json`` read back).
+(:func:`slrpipe.analysis.comparison.compare`, or ``results/validation.json`` read back).
 
 :func:`format_table`: a summary, then per replica experiment the comparison, objectives and ground
 state, notes on the points not enforced, the D-ladder section (:func:`format_ladder`) and the 1RSB
@@ -90,23 +90,18 @@ def _check(r: Row) -> str:
     return word if r.enforced else f"({word})"
 
 
-def _rs_words(r: Row) -> str:
-    """'stable'/'unstable' with the replicon and the prox ties among the N samples (docs/theory.md §11:
-    one tie shows a switching surface, none bounds its rate below 3/N at 95 %); '' where not computed."""
+def _rs(r: Row, short: bool = False) -> str:
+    """The RS stability of a row with the replicon and the prox ties among the theory's N samples
+    (docs/theory.md §11: one tie shows a switching surface, none bounds its rate below 3/N at
+    95 %): 'stable (replicon 0.46, 3 prox ties in 4096)', or ``short`` (the table's column) 'stable
+    ρ=0.46, ties 3/4096'; where not computed '', or '—' when short."""
     if not finite(r.rs_stable):
-        return ""
-    ties = r.prox_ties
-    tie = f", {int(ties)} prox ties in {r.theory_n_samples}" if finite(ties) else ""
-    return f"{'stable' if r.rs_stable else 'unstable'} (replicon {r.replicon:.2f}{tie})"
-
-
-def _rs_short(r: Row) -> str:
-    """The RS stability column: 'stable ρ=0.46' / 'unstable ρ=1.21, ties 3/4096'; '—' where not computed."""
-    if not finite(r.rs_stable):
-        return "—"
-    ties = r.prox_ties
-    tie = f", ties {int(ties)}/{r.theory_n_samples}" if finite(ties) else ""
-    return f"{'stable' if r.rs_stable else 'unstable'} ρ={r.replicon:.2f}{tie}"
+        return "—" if short else ""
+    word, n = ("stable" if r.rs_stable else "unstable"), r.theory_n_samples
+    ties = int(r.prox_ties) if finite(r.prox_ties) else None
+    if short:
+        return f"{word} ρ={r.replicon:.2f}" + (f", ties {ties}/{n}" if ties is not None else "")
+    return f"{word} (replicon {r.replicon:.2f}" + (f", {ties} prox ties in {n}" if ties is not None else "") + ")"
 
 
 def _starts(r: Row) -> str:
@@ -169,7 +164,7 @@ def format_table(rows: list[Row], width: int = WIDTH) -> str:
                 f"{r.sigma:<{sw}}{r.lam:>6g}{r.alpha:>7.4g}{_n(r.erm_test):>8}"
                 f"{_n(r.erm_objective):>9}{_n(r.theory_objective):>8}"
                 f"{pm(r.ground_mean, r.ground_se):>17}{_n(r.ground_objective):>8}"
-                f"{_starts(r):>7}  {_rs_short(r)}"
+                f"{_starts(r):>7}  {_rs(r, short=True)}"
             )
         notes = []
         for r in group:
@@ -293,7 +288,7 @@ def format_ladder(rows: list[Row], width: int = WIDTH) -> list[str]:
         "",
     ]
     for r in rows:
-        rs = _rs_words(r)
+        rs = _rs(r)
         out += _wrap(
             f"{r.experiment} {r.sigma} λ={r.lam:g} α={r.alpha:g}: theory "
             f"{pm(r.theory, r.theory_mc_se)}{'; RS ' + rs if rs else ''}; verdict: {r.verdict}",

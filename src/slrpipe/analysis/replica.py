@@ -4,7 +4,7 @@ interpolated in log α to an ERM point's realised α.
 ERM records its realised α = n/D, which the integer n puts within 1/(2D) of the nominal grid
 value; a replica grid point within :data:`ALPHA_RTOL` (relative) of it is that point, and between
 two grid points the value is interpolated linearly in log α (docs/results.md §2). The validation
-table (slrpipe.analysis.validation) and the figure 'optimization' read the theory this one way.
+table (slrpipe.analysis.comparison) and the figure 'optimization' read the theory this one way.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One row of the ERM-vs-theory comparison, typed: :class:`Row` (slrpipe.analysis.validation
+"""One row of the ERM-vs-theory comparison, typed: :class:`Row` (slrpipe.analysis.comparison
 builds them, slrpipe.analysis.render and slrpipe.analysis.tables and the figure 'validation' read
 them; docs/results.md §2).
 
@@ -26,7 +26,7 @@ def _rsb1():
 
 @dataclass(frozen=True)
 class Row:
-    """The comparison at one point (slrpipe.analysis.validation, module docstring: what each
+    """The comparison at one point (slrpipe.analysis.comparison, module docstring: what each
     quantity is and how it is computed)."""
 
     # the point
@@ -92,7 +92,7 @@ class Row:
     ground_fit_ok: bool | None = _ladder()
     z_ground_limit: float | None = _ladder()
     # 1RSB at the state reported (slrpipe.analysis.rsb1), its batch-means errors, the ERM reference
-    # and the fraction of the RS–ERM gap closed (slrpipe.analysis.validation.RSB1_COLUMNS)
+    # and the fraction of the RS–ERM gap closed (slrpipe.analysis.rsb1_columns)
     # (the rule: slrpipe.theory.replica.rsb1.scan; bracketed, the checks of s*, lower bound)
     rsb1_s_star: float | None = _rsb1()
     rsb1_s_reported: float | None = _rsb1()

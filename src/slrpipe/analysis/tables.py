@@ -1,5 +1,5 @@
 """The markdown tables of a run, ``results/tables/<name>.md`` (docs/results.md §2), from the rows of
-the ERM-vs-theory comparison (``results/validation.json``, :func:`slrpipe.analysis.validation.compare`).
+the ERM-vs-theory comparison (``results/validation.json``, :func:`slrpipe.analysis.comparison.compare`).
 
 One table per entry of :data:`TABLES`, each rendered by the function of the same name here:
 

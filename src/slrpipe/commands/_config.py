@@ -36,7 +36,8 @@ def load_plan(args, results: str | None = None) -> tuple[dict, dict]:
         return raw["config"], members
     import yaml
 
-    from slrpipe.workflow import plan, validate
+    from slrpipe.config import validate
+    from slrpipe.workflow import plan
 
     config = validate(yaml.safe_load(Path(args.config).read_text()))
     return config, plan(config, results=results or "results").members

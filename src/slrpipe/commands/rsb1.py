@@ -23,33 +23,6 @@ from slrpipe.provenance import provenance
 
 log = logging.getLogger(__name__)
 
-#: the per-s quantities of the scan (``rsb1.ground.SUMMARY`` names), stored as ``scan_<name>``. Listed here,
-#: not derived from ``SUMMARY``: the CLI imports every command module at start-up, and importing the
-#: 1RSB theory (JAX, the prox) there would slow every job; a name missing from the scan's summaries
-#: fails the smoke workflow's rsb1 jobs (tests/test_workflow.py).
-SCAN = (
-    "phi",
-    "phi_se",
-    "sigma",
-    "sigma_se",
-    "energy_direct",
-    "energy_direct_se",
-    "test_error",
-    "dq_k",
-    "dq_v",
-    "m_k",
-    "m_v",
-    "q1_k",
-    "q1_v",
-    "V_k",
-    "V_v",
-    "ess_median",
-    "residual",
-    "converged",
-    "dqhat_k_n1_bias",
-    "dqhat_v_n1_bias",
-    "wall_time",
-)
 #: the names changed on the way: ``sigma`` is σ's coordinate, so the complexity Σ is ``complexity``
 RENAMED = {
     "sigma": "complexity",
@@ -59,6 +32,15 @@ RENAMED = {
 }
 #: RS on the same outer samples (hard channel)
 RS_KEYS = ("objective", "test_error", "m_k", "q_k", "V_k", "m_v", "q_v", "V_v", "residual", "converged")
+
+
+def scan_names() -> tuple[str, ...]:
+    """The per-s quantities of the scan stored as ``scan_<name>`` (``rsb1.ground.STORED``).
+    Imported when a job runs, not with this module: the CLI imports every command module at
+    start-up, and importing the 1RSB theory (JAX, the prox) there would slow every job."""
+    from slrpipe.theory.replica.rsb1.ground import STORED
+
+    return STORED
 
 
 def add_arguments(p) -> None:
@@ -90,7 +72,7 @@ def unsolved(job: Rsb1Job) -> dict:
     every number NaN, nothing converged, so the store and the validation read it as not solved
     instead of the job failing. Returns ``{"rs": ..., "rows": ...}`` as :func:`record` does."""
     nan = math.nan
-    rows = [{**dict.fromkeys(SCAN, nan), "s": s, "converged": False, "refined": False} for s in job.s_grid]
+    rows = [{**dict.fromkeys(scan_names(), nan), "s": s, "converged": False, "refined": False} for s in job.s_grid]
     rs = {**dict.fromkeys(RS_KEYS, nan), "converged": False, "train_loss_se": nan}
     return {"rs": rs, "rows": rows, "n_outer": job.n_outer, "n_inner": job.n_inner}
 
@@ -114,7 +96,7 @@ CHECKS = ("sigma", "sigma_se", "sigma_fd", "sigma_fd_se", "de_ds")
 
 
 def record(ground) -> dict:
-    """The plain record of a ``rsb1.GroundState`` that :func:`dataset` writes: rs, rows (``SCAN``
+    """The plain record of a ``rsb1.GroundState`` that :func:`dataset` writes: rs, rows (:func:`scan_names`
     + s, refined), the scalars of the rule (bracketed, lower_bound, s_star, s_reported, refine, the
     ``CHECKS`` and checked) and the reported state's row, de/ds and on_curve per row."""
     from slrpipe.theory.replica.rsb1.scan import de_ds, on_curve
@@ -142,7 +124,7 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     """The result of one point as an ``xarray.Dataset`` (``res``: :func:`record` or :func:`unsolved`).
 
     Dims: s (the s solved: the grid, its extensions and the solves that refine s*, ascending).
-    Variables: ``scan_*`` on s (:data:`SCAN`: Φ(s) ± s.e., the complexity Σ(s) ± s.e. (closed
+    Variables: ``scan_*`` on s (:func:`scan_names`: Φ(s) ± s.e., the complexity Σ(s) ± s.e. (closed
     form), the typical-state energy e(s) ± s.e. and test error, δq, m, q₁, V per column, the median
     inner ESS, residual, converged, N₁ biases; ``scan_refined``: a solve refining s*; ``scan_de_ds``:
     de/ds by finite differences over converged rows; ``scan_on_curve``: drawn on the complexity
@@ -162,7 +144,7 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     """
     rows = res["rows"]
     nan = math.nan
-    data = {f"scan_{RENAMED.get(k, k)}": ("s", np.array([r[k] for r in rows], float)) for k in SCAN}
+    data = {f"scan_{RENAMED.get(k, k)}": ("s", np.array([r[k] for r in rows], float)) for k in scan_names()}
     data["scan_converged"] = ("s", np.array([bool(r["converged"]) for r in rows]))
     data["scan_refined"] = ("s", np.array([bool(r.get("refined", False)) for r in rows]))
     data["scan_de_ds"] = ("s", np.asarray(res.get("de_ds", np.full(len(rows), nan)), float))

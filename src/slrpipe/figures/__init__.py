@@ -23,7 +23,7 @@ REGISTRY = {
 #: that a changed replica result redraws them (workflow/rules/common.smk, ``figure_uses``)
 DRAWS_SETTING_REPLICA = frozenset({"optimization"})
 
-#: figures that read the comparison's rows (results/validation.json, slrpipe.analysis.validation):
+#: figures that read the comparison's rows (results/validation.json, slrpipe.analysis.comparison):
 #: their rules read those rows and pass them as ``plot(…, rows=…)``
 READS_ROWS = frozenset({"validation", "complexity"})
 #: of those, the figures drawn from the rows alone (no store is opened: ``plot(None, …)``)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from slrpipe.analysis.validation import max_theory_rel_sd
+from slrpipe.analysis.comparison import max_theory_rel_sd
 
 from .fig3 import draw_panel
 from .style import COLORS, LABELS, legend_below, ordered, panels, save

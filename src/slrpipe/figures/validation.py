@@ -5,7 +5,7 @@ column per α of the ERM grid; each cell is coloured by the point's verdict
 (:func:`slrpipe.analysis.verdict.verdict`, docs/results.md §2) and carries the relative gap
 (ERM − theory) / theory in percent, with ✓ / ✗ where the enforced check agrees / fails. The rows
 are those the workflow's rule ``validate`` wrote (``results/validation.json``,
-:func:`slrpipe.analysis.validation.compare`); the figure reads them, it does not compare again.
+:func:`slrpipe.analysis.comparison.compare`); the figure reads them, it does not compare again.
 """
 
 from __future__ import annotations

@@ -44,8 +44,9 @@ def get(name: str) -> Sigma:
 
 @contextmanager
 def registered(sigma: Sigma) -> Iterator[Sigma]:
-    """Register ``sigma`` for the duration of the block (the library calls accept its name; the
-    static name lists of ``slrpipe.vocabulary`` and the config schema do not change).
+    """Register ``sigma`` for the duration of the block (the library calls and the config schema,
+    slrpipe.config.load_schema, accept its name; the static name lists of ``slrpipe.vocabulary``
+    do not change).
 
     Raises:
         ValueError: a σ of that name is already registered.

@@ -35,10 +35,7 @@ import numpy as np
 from slrpipe.scores import score
 from slrpipe.theory.replica.channel import centres, channel
 from slrpipe.theory.replica.fields import Fields
-from slrpipe.theory.replica.prox import (  # the per-sample objective, one definition
-    _phi,
-    _psi,
-)
+from slrpipe.theory.replica.newton import phi, psi  # the per-sample objective, one definition
 
 #: outputs of :func:`rs_stability` that the sweep stores per (λ, α)
 STABILITY = (
@@ -79,8 +76,8 @@ def _at_minima(chi, chi2, wk, wv, y, Vk, Vv, sigma):
             return b + Vv * s * (e - s @ b) / (1 + Vv * (s @ s))
 
         z, z2 = zf(c), zf(c2)
-        H = jax.hessian(_phi)(jnp.concatenate([c, z]), a, b, e, Vk, Vv, sigma)
-        return H, z, z2, _psi(c, a, b, e, Vk, Vv, sigma), _psi(c2, a, b, e, Vk, Vv, sigma)
+        H = jax.hessian(phi)(jnp.concatenate([c, z]), a, b, e, Vk, Vv, sigma)
+        return H, z, z2, psi(c, a, b, e, Vk, Vv, sigma), psi(c2, a, b, e, Vk, Vv, sigma)
 
     return jax.vmap(one)(chi, chi2, wk, wv, y)
 

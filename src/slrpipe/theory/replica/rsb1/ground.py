@@ -18,23 +18,22 @@ from slrpipe.theory.replica.rsb1.solve import Rsb1Options, rs_state, solve_rsb1
 
 log = logging.getLogger(__name__)
 
-#: the per-s quantities kept of each solve (a scan row, and the solve at s*)
-SUMMARY = (
-    "s",
+#: the per-s quantities of a scan row that ``slrpipe rsb1`` stores, as ``scan_<name>`` in this order
+#: (slrpipe.commands.rsb1.dataset)
+STORED = (
     "phi",
     "phi_se",
     "sigma",
     "sigma_se",
-    "energy",
     "energy_direct",
     "energy_direct_se",
     "test_error",
     "dq_k",
     "dq_v",
-    "q1_k",
-    "q1_v",
     "m_k",
     "m_v",
+    "q1_k",
+    "q1_v",
     "V_k",
     "V_v",
     "ess_median",
@@ -42,11 +41,11 @@ SUMMARY = (
     "converged",
     "dqhat_k_n1_bias",
     "dqhat_v_n1_bias",
-    "dqhat_k_se",
-    "dqhat_v_se",
-    "phi_out_n1_bias",
     "wall_time",
 )
+#: the per-s quantities kept of each solve (a scan row, and the solve at s*): s, the stored ones and
+#: those the scan's rule and diagnostics read
+SUMMARY = ("s", *STORED, "energy", "dqhat_k_se", "dqhat_v_se", "phi_out_n1_bias")
 
 #: the RS solution kept beside the 1RSB
 RS_KEYS = (

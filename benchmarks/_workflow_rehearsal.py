@@ -1,18 +1,20 @@
-"""Benchmark: how many Slurm jobs a config submits (array tasks counted: each compute job is one
-sbatch job or one array task), per rule, for config/paper.yaml, config/validation.yaml and
-config/rehearsal.yaml; with ``--run``, the rehearsal itself through ``snakemake --profile slurm`` on
-the local one-node Slurm of tests/slurm/cluster.py (the profile as ``slrpipe install-profile``
-installs it, two fake GPUs), with its wall time, the Slurm jobs it submitted and the jobs each rule
-ran; then the same config with the local executor, and the two results/ trees compared file by file
-(netCDF and zarr by content, ``wall_time`` aside; figures, the validation table and the plan byte for
-byte). Both runs work on snapshots of the repository, so it may be edited meanwhile.
+"""Mode ``rehearsal`` of benchmarks/bench_workflow.py: how many Slurm jobs a config submits (array
+tasks counted: each compute job is one sbatch job or one array task), per rule, for
+config/paper.yaml, config/validation.yaml and config/rehearsal.yaml; with ``--run``, the rehearsal
+itself through ``snakemake --profile slurm`` on the local one-node Slurm of tests/slurm/cluster.py
+(the profile as ``slrpipe install-profile`` installs it, two fake GPUs), with its wall time, the
+Slurm jobs it submitted and the jobs each rule ran; then the same config with the local executor,
+and the two results/ trees compared file by file (netCDF and zarr by content, ``wall_time`` aside;
+figures, the validation table and the plan byte for byte). Both runs work on snapshots of the
+repository, so it may be edited meanwhile.
 
 The counts come from Snakemake's own dry run with the Slurm profile (the jobs it would submit;
 local rules — plan, aggregate, figures, validate — run on the login node and are not counted).
 
 ``--quick`` (CI): the count of config/rehearsal.yaml alone (one dry run; no ``--run``).
 
-Usage: python benchmarks/bench_rehearsal.py [--run [--keep DIR] [--cores N]] [--configs config/paper.yaml ...] [--quick]
+Usage: python benchmarks/bench_workflow.py rehearsal [--run [--keep DIR] [--cores N]]
+           [--configs config/paper.yaml ...] [--quick]
 """
 
 from __future__ import annotations
@@ -239,7 +241,7 @@ def run_rehearsal(keep: Path | None, cores: int) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="bench_workflow.py rehearsal", description=__doc__.splitlines()[0])
     ap.add_argument("--configs", nargs="*", default=CONFIGS)
     ap.add_argument(
         "--run", action="store_true", help="also run config/rehearsal.yaml on the local Slurm and locally, and compare"
@@ -254,7 +256,3 @@ def main(argv=None) -> int:
         a.configs = ["config/rehearsal.yaml"]
     count(a.configs)
     return run_rehearsal(a.keep, a.cores) if a.run else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

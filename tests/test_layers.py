@@ -1,4 +1,4 @@
-"""Import direction: layers import only downward (sigmas → vocabulary → data/models/theory → train →
+"""Import direction: layers import only downward (sigmas → vocabulary → setting → data/models/theory → train →
 analysis → figures → commands/cli/workflow), checked on the syntax tree of every module, imports inside
 functions included."""
 
@@ -18,7 +18,8 @@ RANK = {
     "vocabulary": 0,
     "threads": 0,
     "cf": 0,
-    "lengths": 1,
+    "lengths": 0,
+    "setting": 1,
     "io": 1,
     "provenance": 1,
     "fingerprint": 1,

@@ -73,7 +73,7 @@ def test_nishimori_identity_dpsi_dm_equals_half_mhat():
         with jax.enable_x64(True):
             return [
                 np.asarray(a)
-                for a in _channel(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(f.y), mk, mv, f.delta, "spiked", 1.5)
+                for a in _channel(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(f.y), (mk, mv), f.delta, "spiked", 1.5)
             ]
 
     base = per_sample(m_k, m_v)

@@ -114,11 +114,13 @@ def trust_region(cand, x, max_step=0.5):
     return x + (cand - x) * min(1.0, max_step / step) if step > 0 else cand
 
 
-def _polish(sigma, fields, alpha, lam, x0, warm, copts, maxfev):
-    """Root of F(x) − x near x0 by 'hybr' (module docstring); F with its prox warm starts frozen.
+def _polish(sigma, fields, alpha, lam, x0, warm, opts: SolverOptions):
+    """Root of F(x) − x near x0 by 'hybr' (module docstring), at most ``opts.polish.maxfev``
+    channel passes (``opts.channel``); F with its prox warm starts frozen.
     The unknowns are (m_a, q_a − m_a², V_a): forward finite differences then stay inside the
     domain q_a ≥ m_a² even where it is tight (L = 1: m_k = q_k = 0). Returns (x, number of channel
     evaluations); x is not checked here."""
+    copts, maxfev = opts.channel, opts.polish.maxfev
     scale = 1.0 + np.abs(x0)
     bad = np.full(x0.size, 1e3)  # outside the domain, or λ + V̂ ≤ 0: steer hybr away
     to_u = lambda x: x - np.array([0, x[0] ** 2, 0, 0, x[3] ** 2, 0])
@@ -313,7 +315,7 @@ def _polish_near_miss(sigma, fields, alpha, lam, run: _Iterated, opts: SolverOpt
     # the warm starts of one full search at x: those carried along the iteration can leave a
     # jump in the frozen map near the root (seen: hybr stuck at 4e-5)
     warm = channel(sigma, fields, alpha, run.x, options=copts)["warm"]
-    xp, nfev = _polish(sigma, fields, alpha, lam, run.x, warm, copts, p.maxfev)
+    xp, nfev = _polish(sigma, fields, alpha, lam, run.x, warm, opts)
     run.it += nfev + 1
     run.warm = warm
     if _valid(xp):

@@ -33,6 +33,8 @@ import time
 
 import numpy as np
 
+from slrpipe.setting import Setting
+
 
 def best_of(fn, repeat=5):
     ts = []
@@ -125,7 +127,7 @@ def main(argv=None):
         "(read + write)"
     )
 
-    task = SLRTask("spiked", 2.0, a.L, 0.0, a.D)
+    task = SLRTask(Setting("spiked", 2.0, a.L, 0.0), a.D)
     ds = SLRDataset(task, a.n, teacher_seed=0, data_seed=1)
     t0 = time.perf_counter()
     data = ds.load()

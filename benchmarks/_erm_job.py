@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from slrpipe.setting import Setting
+
 
 def child(a):
     T = {}
@@ -63,7 +65,7 @@ def child(a):
     from slrpipe.vocabulary import default_test_seed
 
     mark("import slrpipe.train, io")
-    train = SLRDataset(SLRTask("spiked", 1.0, 3, 0.0, a.D), a.n, 0, 10_000)
+    train = SLRDataset(SLRTask(Setting("spiked", 1.0, 3, 0.0), a.D), a.n, 0, 10_000)
     o = ERMOptions.of(a.sigma, 0.1, n_test=a.n_test, theory=False)
     data = train.load()
     mark("training set (sampled)")

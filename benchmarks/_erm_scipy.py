@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from slrpipe.setting import Setting
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="bench_erm.py scipy", description=__doc__.splitlines()[0])
@@ -46,7 +48,7 @@ def main(argv=None) -> int:
     from slrpipe.train.lanes import minimize_lanes
     from slrpipe.train.options import SolverOptions
 
-    train = SLRDataset(SLRTask("spiked", 1.0, 3, 0.0, a.D), int(a.alpha * a.D), 0, 0)
+    train = SLRDataset(SLRTask(Setting("spiked", 1.0, 3, 0.0), a.D), int(a.alpha * a.D), 0, 0)
     data = train.load()
     X, mask, y = (np.asarray(x) for x in data[:3])
     starts = []

@@ -25,6 +25,8 @@ import argparse
 import re
 import time
 
+from slrpipe.setting import Setting
+
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="bench_erm.py starts", description=__doc__.splitlines()[0])
@@ -50,7 +52,7 @@ def main(argv=None):
     from slrpipe.train.options import SolverOptions
 
     sigma, lam = "softmax", 0.01
-    task = SLRTask("spiked", 1.0, {3: 1.0}, 0.0, a.D)
+    task = SLRTask(Setting("spiked", 1.0, {3: 1.0}, 0.0), a.D)
     train = SLRDataset(task, int(a.alpha * a.D), 0, 0)
     data = train.load()
     starts = []

@@ -31,6 +31,7 @@ for _v in BLAS_THREAD_VARS:
 
 import numpy as np  # noqa: E402
 
+from slrpipe.setting import Setting  # noqa: E402
 from slrpipe.theory.exact_length import _spiked_tokens, ab_exact  # noqa: E402
 from slrpipe.theory.population import bayes_risk, optimal_risk, population_sweep  # noqa: E402
 from slrpipe.theory.quadrature import QuadSpec  # noqa: E402
@@ -64,7 +65,7 @@ def bench_grid(quick: bool) -> None:
     print(f"Fig. 2 grid total: {total:.2f} s (target < 60 s); max risk_err {worst:.2e}")
     for sigma, model, nu in (("softmax", "max", 2.0), ("linear", "max", np.inf)):
         t0 = time.perf_counter()
-        r = optimal_risk(sigma, model, nu, 64)
+        r = optimal_risk(sigma, Setting(model, nu, 64))
         print(
             f"L=64 {sigma} {model} ν={nu:g}: risk={r['risk']:.5f} ± {r['risk_err']:.1e} "
             f"m_k={r['m_k']:.4f} in {time.perf_counter() - t0:.2f} s"
@@ -75,9 +76,9 @@ def _point(sigma, nu, L, spec):
     _spiked_tokens.cache_clear()  # a cold optimum: no per-token quadrature from an earlier point
     t0, c0 = time.perf_counter(), time.process_time()
     if sigma == "bayes":
-        r, err = bayes_risk("spiked", nu, L, quad=spec), math.nan
+        r, err = bayes_risk(Setting("spiked", nu, L), quad=spec), math.nan
     else:
-        res = optimal_risk(sigma, "spiked", nu, L, quad=spec)
+        res = optimal_risk(sigma, Setting("spiked", nu, L), quad=spec)
         r, err = res["risk"], res["risk_err"]
     return r, err, time.process_time() - c0, time.perf_counter() - t0
 

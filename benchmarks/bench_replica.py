@@ -69,6 +69,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from slrpipe.scores import score
+from slrpipe.setting import Setting
 from slrpipe.theory.replica import Draw, ReplicaTask, replica_sweep, solve_replica
 from slrpipe.theory.replica import sweep as sweep_module
 from slrpipe.theory.replica.channel import centres, channel
@@ -98,7 +99,7 @@ def scipy_prox(sigma, wk, wv, y, Vk, Vv):
 
 def bench_channel(a):
     # a non-convex state typical of α ≈ 1–2
-    f = draw_fields("spiked", a.nu, a.L, 0.0, a.n_samples, 0, qmc=True)
+    f = draw_fields(Setting("spiked", a.nu, a.L, 0.0), a.n_samples, 0, qmc=True)
     st = dict(m_k=0.3, q_k=0.5, m_v=0.6, q_v=0.8)
     Vk, Vv = 3.0, 2.0
     wk, wv, _, _ = centres(f, **st)
@@ -127,7 +128,7 @@ def bench_sweep(a):
     for sigma in a.sigmas.split(","):
         runs = [
             replica_sweep(
-                ReplicaTask(sigma, "spiked", a.nu, a.L, 0.0),
+                ReplicaTask(sigma, Setting("spiked", a.nu, a.L, 0.0)),
                 [a.lam],
                 alphas,
                 draw=Draw(n_samples=a.n_samples, seed=s),
@@ -156,7 +157,10 @@ def bench_panel(a):
     for sigma in a.sigmas.split(","):
         t = time.perf_counter()
         ds = replica_sweep(
-            ReplicaTask(sigma, "spiked", a.nu, a.L, 0.0), [a.lam], alphas, draw=Draw(n_samples=a.n_samples, seed=0)
+            ReplicaTask(sigma, Setting("spiked", a.nu, a.L, 0.0)),
+            [a.lam],
+            alphas,
+            draw=Draw(n_samples=a.n_samples, seed=0),
         )
         dt = time.perf_counter() - t
         total += dt
@@ -185,7 +189,7 @@ def _timed_sweep(a, sigma, model, nu, L, lam, alphas, n_samples, **sweep_kw):
     try:
         t, c = time.perf_counter(), time.process_time()
         ds = replica_sweep(
-            ReplicaTask(sigma, model, nu, L, 0.0),
+            ReplicaTask(sigma, Setting(model, nu, L, 0.0)),
             [lam],
             alphas,
             draw=Draw(n_samples=n_samples, seed=0),
@@ -237,7 +241,7 @@ def bench_device(a):
     import jax
 
     for n in (a.n_samples, 8 * a.n_samples):
-        f = draw_fields("spiked", a.nu, a.L, 0.0, n, 0, qmc=True)
+        f = draw_fields(Setting("spiked", a.nu, a.L, 0.0), n, 0, qmc=True)
         st = dict(m_k=0.3, q_k=0.5, m_v=0.6, q_v=0.8)
         for sigma in ("softmax", "linear"):
             call = lambda: channel(sigma, f, 1.0, (st["m_k"], st["q_k"], 3.0, st["m_v"], st["q_v"], 2.0), softmin=100.0)
@@ -256,7 +260,7 @@ def bench_device(a):
 def bench_length(a):
     st = dict(m_k=0.3, q_k=0.5, m_v=0.6, q_v=0.8)
     for L in (int(v) for v in a.Ls.split(",")):
-        f = draw_fields("spiked", a.nu, L, 0.0, a.n_samples, 0, qmc=True)
+        f = draw_fields(Setting("spiked", a.nu, L, 0.0), a.n_samples, 0, qmc=True)
         for sigma in a.length_sigmas.split(","):
             warm = None
             for full in (True, False):
@@ -344,9 +348,9 @@ def bench_programs(a):
     jax.config.update("jax_log_compiles", True)
     for sigma in a.sigmas.split(","):
         compiled.clear()
-        f = draw_fields("spiked", a.nu, a.L, 0.0, a.n_samples, 0, qmc=True)
+        f = draw_fields(Setting("spiked", a.nu, a.L, 0.0), a.n_samples, 0, qmc=True)
         t = time.perf_counter()
-        r = solve_replica(ReplicaTask(sigma, "spiked", a.nu, a.L, 0.0), a.lam, 10.0, fields=f)
+        r = solve_replica(ReplicaTask(sigma, Setting("spiked", a.nu, a.L, 0.0)), a.lam, 10.0, fields=f)
         by = {}
         for name, sec in compiled:
             n, tot = by.get(name, (0, 0.0))
@@ -365,14 +369,14 @@ def bench_programs(a):
 def bench_bayes(a):
     from slrpipe.theory.replica.bayes_optimal import bayes_optimal_sweep, bo_channel
 
-    f = draw_fields("max", math.inf, 3, 0.0, a.n_samples, 0)
+    f = draw_fields(Setting("max", math.inf, 3, 0.0), a.n_samples, 0)
     bo_channel(f, 1.0, 0.5, 0.5)  # compile
     t = time.perf_counter()
     for _ in range(10):
         bo_channel(f, 1.0, 0.5, 0.5)
     per = (time.perf_counter() - t) / 10
     t = time.perf_counter()
-    ds = bayes_optimal_sweep("max", math.inf, 3, 0.0, [0.5, 1, 2, 3, 5, 10, 20], n_samples=a.n_samples)
+    ds = bayes_optimal_sweep(Setting("max", math.inf, 3, 0.0), [0.5, 1, 2, 3, 5, 10, 20], n_samples=a.n_samples)
     print(
         f"(10) Bayes-optimal max-SLR ν=∞ L=3 N={a.n_samples}: {per * 1e3:.1f} ms per channel evaluation; "
         f"sweep over 7 α: {time.perf_counter() - t:.1f} s, {int(ds['iterations'].sum())} iterations",
@@ -417,7 +421,7 @@ def prox_L_one(L, sigma, n, alpha, max_iter, criterion, state=None):
             compile_s[0] += duration
 
     jax.monitoring.register_event_duration_secs_listener(listen)
-    fields = draw_fields(PROX_L_TASK["model"], PROX_L_TASK["nu"], L, PROX_L_TASK["delta"], n, 0, qmc=True)
+    fields = draw_fields(Setting(PROX_L_TASK["model"], PROX_L_TASK["nu"], L, PROX_L_TASK["delta"]), n, 0, qmc=True)
     cands = 2 * L if sigma != "linear" else 2 * L + 4
     if state is not None:  # the criterion alone, at given order parameters
         return {
@@ -431,7 +435,7 @@ def prox_L_one(L, sigma, n, alpha, max_iter, criterion, state=None):
     for _ in range(2):  # first: compile + run; second: the same solve on the compiled programs
         t, c = time.perf_counter(), time.process_time()
         r = solve_replica(
-            ReplicaTask(sigma, PROX_L_TASK["model"], PROX_L_TASK["nu"], L, PROX_L_TASK["delta"]),
+            ReplicaTask(sigma, Setting(PROX_L_TASK["model"], PROX_L_TASK["nu"], L, PROX_L_TASK["delta"])),
             PROX_L_TASK["lam"],
             alpha,
             fields=fields,

@@ -21,6 +21,7 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.data import SLRDataset, SLRTask
+from slrpipe.setting import Setting
 from slrpipe.train.erm import minimize
 from slrpipe.train.metrics import overlaps
 from slrpipe.train.options import C_INF, SolverOptions
@@ -51,7 +52,7 @@ def main(argv=None) -> int:
         f"{c['sigma']} {c['model']} ν={c['nu']:g} L={c['L']} λ={c['lam']:g} α={c['alpha']:g}, D={a.D}; 1RSB state at "
         f"s={float(d['s_reported']):.3g}: " + " ".join(f"{k}={v:.3f}" for k, v in state.items())
     )
-    task = SLRTask(str(c["model"]), float(c["nu"]), {int(c["L"]): 1.0}, float(c["delta"]), a.D)
+    task = SLRTask(Setting(str(c["model"]), float(c["nu"]), {int(c["L"]): 1.0}, float(c["delta"])), a.D)
     alpha, lam = float(c["alpha"]), float(c["lam"])
     options = SolverOptions(tol=1e-9, max_iter=20000)
     for seed in (int(s) for s in a.seeds.split(",")):

@@ -29,6 +29,7 @@ from slrpipe.analysis.distance import weight_distance
 from slrpipe.analysis.extrapolate import extrapolate, ladder_means
 from slrpipe.data import SLRDataset, SLRTask
 from slrpipe.models.attention import attention_apply
+from slrpipe.setting import Setting
 from slrpipe.train.erm import minimize, objective
 from slrpipe.train.options import SolverOptions
 from slrpipe.vocabulary import DATA_SEED_OFFSET
@@ -38,7 +39,7 @@ def _data(d: xr.Dataset, n: int, seed_key: str):
     """The training (``teacher_seed`` + ``data_seed``) or test set of a run, as its job drew it."""
     c = lambda k: d[k].values.item()
     L_law = {int(k): float(v) for k, v in json.loads(d.attrs["L_law"]).items()}
-    task = SLRTask(str(c("model")), float(c("nu")), L_law, float(c("delta")), int(d.k.size))
+    task = SLRTask(Setting(str(c("model")), float(c("nu")), L_law, float(c("delta"))), int(d.k.size))
     chunk = int(d.attrs["chunk_size"]) if seed_key == "data_seed" else None
     return SLRDataset(task, n, int(c("teacher_seed")), int(c(seed_key)), chunk, str(d.attrs["sampler"])).load()
 

@@ -26,6 +26,7 @@ os.environ.setdefault("XLA_FLAGS", thread_env(1)["XLA_FLAGS"])
 
 from slrpipe.analysis.aggregate import experiment_node, open_store
 from slrpipe.analysis.seeds import point_mean_se
+from slrpipe.setting import Setting
 from slrpipe.theory.replica import Draw, ReplicaTask, solve_replica
 from slrpipe.theory.replica.solver import STATE
 
@@ -37,7 +38,7 @@ def from_erm(sigma, model, nu, L, delta, lam, alpha, init, n_samples):
     total = 0
     for method, max_iter in STAGES:
         r = solve_replica(
-            ReplicaTask(sigma, model, nu, L, delta),
+            ReplicaTask(sigma, Setting(model, nu, L, delta)),
             lam,
             alpha,
             fields=Draw(n_samples=n_samples),

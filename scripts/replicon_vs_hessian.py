@@ -24,6 +24,7 @@ import numpy as np
 
 from slrpipe.data.sampling import SLRTask, sample_chunk
 from slrpipe.data.teacher import make_teacher
+from slrpipe.setting import Setting
 from slrpipe.theory.replica import ReplicaTask, solve_replica
 from slrpipe.theory.replica import stability as S
 from slrpipe.theory.replica.fields import draw_fields
@@ -33,8 +34,8 @@ STATE = ("m_k", "q_k", "V_k", "m_v", "q_v", "V_v")
 
 
 def theory(a):
-    f = draw_fields("spiked", a.nu, a.L, a.delta, a.n_theory, 0, qmc=True)
-    r = solve_replica(ReplicaTask(a.sigma, "spiked", a.nu, a.L, a.delta), a.lam, a.alpha, fields=f)
+    f = draw_fields(Setting("spiked", a.nu, a.L, a.delta), a.n_theory, 0, qmc=True)
+    r = solve_replica(ReplicaTask(a.sigma, Setting("spiked", a.nu, a.L, a.delta)), a.lam, a.alpha, fields=f)
     x = [r[k] for k in STATE]
     captured = {}
     smooth = S.smooth_operator
@@ -49,7 +50,7 @@ def theory(a):
 
 
 def erm_side(a, r, seed):
-    task = SLRTask("spiked", a.nu, a.L, a.delta, a.D)
+    task = SLRTask(Setting("spiked", a.nu, a.L, a.delta), a.D)
     ks, vs = make_teacher(a.D, 1000 + seed)
     n = int(round(a.alpha * a.D))
     ch = sample_chunk(task, ks, vs, seed, 0, n)

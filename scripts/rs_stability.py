@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from slrpipe.setting import Setting
 from slrpipe.theory.replica import ReplicaTask, solve_replica
 from slrpipe.theory.replica import stability as S
 from slrpipe.theory.replica.fields import draw_fields
@@ -47,10 +48,10 @@ def main(argv=None):
         return captured["M"]
 
     S.smooth_operator = capture
-    f0 = draw_fields(a.model, a.nu, a.L, a.delta, a.n, 0, qmc=True)
+    f0 = draw_fields(Setting(a.model, a.nu, a.L, a.delta), a.n, 0, qmc=True)
     for alpha in a.alphas:
         t = time.process_time()
-        r = solve_replica(ReplicaTask(a.sigma, a.model, a.nu, a.L, a.delta), a.lam, alpha, fields=f0)
+        r = solve_replica(ReplicaTask(a.sigma, Setting(a.model, a.nu, a.L, a.delta)), a.lam, alpha, fields=f0)
         x = [r[k] for k in STATE]
         print(
             f"{a.sigma} {a.model} nu={a.nu:g} L={a.L} lam={a.lam:g} alpha={alpha:g}: converged={r['converged']} "
@@ -59,7 +60,7 @@ def main(argv=None):
             + f" (solve {time.process_time() - t:.1f} s CPU)"
         )
         for n, seed in [(a.n, 0)] + [(a.n_check, s) for s in a.check_seeds]:
-            f = f0 if seed == 0 else draw_fields(a.model, a.nu, a.L, a.delta, n, seed, qmc=True)
+            f = f0 if seed == 0 else draw_fields(Setting(a.model, a.nu, a.L, a.delta), n, seed, qmc=True)
             t = time.process_time()
             st = S.rs_stability(a.sigma, f, alpha, x)
             cpu = time.process_time() - t

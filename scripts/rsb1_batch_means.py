@@ -21,6 +21,7 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.commands.rsb1_error import start_state
+from slrpipe.setting import Setting
 from slrpipe.theory.replica import ReplicaTask, rsb1
 from slrpipe.theory.replica.batch_means import antithetic_batches, subset, summary
 
@@ -34,7 +35,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     d = xr.open_dataset(a.result)
     c = {k: d[k].values.item() for k in ("sigma", "model", "nu", "L", "delta", "lam", "alpha")}
-    task = ReplicaTask(c["sigma"], c["model"], c["nu"], int(c["L"]), c["delta"]).normalised()
+    task = ReplicaTask(c["sigma"], Setting(c["model"], c["nu"], int(c["L"]), c["delta"]))
     draw = rsb1.Rsb1Draw(
         int(d.attrs["n_outer"]), int(d.attrs["n_inner"]), int(d.attrs["seed"]), int(d.attrs["inner_seed"])
     )

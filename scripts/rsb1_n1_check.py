@@ -18,6 +18,7 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.commands.rsb1_error import start_state
+from slrpipe.setting import Setting
 from slrpipe.theory.replica import ReplicaTask, rsb1
 
 SOLVED = ("phi", "energy_direct", "sigma", "test_error", "dq_k", "dq_v", "m_k", "m_v")
@@ -34,7 +35,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-iter", type=int, default=60)
     a = ap.parse_args(argv)
     d = xr.open_dataset(a.result)
-    task = ReplicaTask(str(d.sigma.values), str(d.model.values), float(d.nu), int(d.L), float(d.delta)).normalised()
+    task = ReplicaTask(str(d.sigma.values), Setting(str(d.model.values), float(d.nu), int(d.L), float(d.delta)))
     lam, alpha = float(d.lam), float(d.alpha)
     x = start_state(d, a.s)  # the converged physical row nearest s (as the rsb1-error job starts)
     i = int(np.argmin(np.abs(d.s.values - a.s)))

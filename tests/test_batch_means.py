@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from slrpipe.setting import Setting
 from slrpipe.theory.replica.batch_means import antithetic_batches, batch_values, subset, summary
 from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.theory.replica.options import ReplicaTask
@@ -28,7 +29,7 @@ def test_batches_partition_the_samples_into_antithetic_pairs():
 
 
 def test_subset_cuts_every_per_sample_array_and_keeps_a_shared_inner_set():
-    fields = draw_fields("spiked", 1.0, 2, 0.0, 16, 0, qmc=True)
+    fields = draw_fields(Setting("spiked", 1.0, 2, 0.0), 16, 0, qmc=True)
     idx = antithetic_batches(16, 2)[1]
     cut = subset(fields, idx)
     assert cut.n == 8 and cut.model == fields.model and cut.seed == fields.seed
@@ -57,10 +58,10 @@ def test_batch_means_error_is_not_smaller_than_the_spread_over_draws():
     Were the two the same error, their variance ratio would exceed 2.9 (F(11, 36)) with probability
     0.5 %, so the batch-means s.e. understates the error only if it is below 1/1.7 of the spread.
     (Measured: 1.4 and 1.7 times the spread: blocks of one net are a conservative estimate.)"""
-    task, lam, alpha, n, k = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0), 0.1, 5.0, 2048, 4
+    task, lam, alpha, n, k = ReplicaTask("softmax", Setting("spiked", 1.0, 2, 0.0)), 0.1, 5.0, 2048, 4
     full, se = [], []
     for seed in range(12):
-        fields = draw_fields("spiked", 1.0, 2, 0.0, n, seed, qmc=True)
+        fields = draw_fields(Setting("spiked", 1.0, 2, 0.0), n, seed, qmc=True)
         r = solve_replica(task, lam, alpha, fields=fields, softmin=None, tol=1e-6, init=RS_START)
         assert r["converged"], (seed, r["residual"])
         start = {key: r[key] for key in RS_START}

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from slrpipe.setting import Setting
 from slrpipe.theory import population
 from slrpipe.theory.replica.bayes_optimal import _channel, bayes_optimal_sweep, bo_channel, solve_bayes_optimal
 from slrpipe.theory.replica.fields import draw_fields
@@ -23,7 +24,7 @@ def test_one_token_is_gaussian_linear_regression(alpha):
     prior: m̂ = α/(1 − m + Δ²), m = m̂/(1 + m̂) ⇒ m² − (1 + α + Δ²) m + α = 0, e = 1 + Δ² − m.
     For L = 1 the token posterior is trivial, so m̂_k = αν exactly."""
     delta, nu = 0.5, 1.0
-    r = solve_bayes_optimal("spiked", nu, 1, delta, alpha, n_samples=200000, seed=3)
+    r = solve_bayes_optimal(Setting("spiked", nu, 1, delta), alpha, n_samples=200000, seed=3)
     b = 1 + alpha + delta**2
     m = (b - math.sqrt(b * b - 4 * alpha)) / 2
     # m̂_v's relative s.e. is ≈ √(2/N) = 0.0032; through m = m̂/(1 + m̂) and the fixed point's
@@ -39,13 +40,13 @@ def test_exact_recovery_phase_reduces_to_population_bayes_risk():
     point mass, so m̂_k = αν and m_k = αν/(1 + αν) exactly; the error is then the population Bayes
     risk at the effective signal strength ν m_k (ω_χ/√m_k is spiked with ν m_k)."""
     nu, L = 1.0, 3
-    ds = bayes_optimal_sweep("spiked", nu, L, 0.0, [2.0, 5.0], n_samples=100000, seed=1)
+    ds = bayes_optimal_sweep(Setting("spiked", nu, L, 0.0), [2.0, 5.0], n_samples=100000, seed=1)
     for alpha in (2.0, 5.0):
         p = ds.sel(alpha=alpha)
         m_k = alpha * nu / (1 + alpha * nu)
         assert bool(p.converged) and 1 - float(p.m_v) < 1e-6
         assert float(p.m_k) == pytest.approx(m_k, abs=1e-6)
-        ref = population.bayes_risk("spiked", nu * m_k, L)
+        ref = population.bayes_risk(Setting("spiked", nu * m_k, L))
         assert abs(float(p.test_error) - ref) < 4 * float(p.test_error_se) + 1e-6
 
 
@@ -53,8 +54,8 @@ def test_exact_recovery_phase_reduces_to_population_bayes_risk():
 def test_large_alpha_reaches_bayes_risk(model, nu):
     """α → ∞: m → 1 and the error → the population Bayes risk (model.md §4); at α = 1e4 the gap is
     O(1 − m_k) = O(1e-4), below the 4 s.e. tolerance."""
-    r = solve_bayes_optimal(model, nu, 3, 0.0, 1e4, n_samples=40000 if model == "spiked" else 6000, seed=0)
-    ref = population.bayes_risk(model, nu, 3)
+    r = solve_bayes_optimal(Setting(model, nu, 3, 0.0), 1e4, n_samples=40000 if model == "spiked" else 6000, seed=0)
+    ref = population.bayes_risk(Setting(model, nu, 3))
     assert r["converged"] and r["m_k"] > 0.999
     assert abs(r["test_error"] - ref) < 4 * r["test_error_se"] + 2e-4
 
@@ -63,7 +64,7 @@ def test_nishimori_identity_dpsi_dm_equals_half_mhat():
     """∂/∂m_a E log Z_out = m̂_a/(2α) under the Nishimori law (both sides by Monte Carlo on the same
     fields; reparametrised central differences). Fails if Z_out is not the likelihood of the law
     sampled (e.g. a wrong tilt normaliser −ν m_k/2)."""
-    f = draw_fields("spiked", 1.5, 3, 0.3, 200000, 7)
+    f = draw_fields(Setting("spiked", 1.5, 3, 0.3), 200000, 7)
     m_k, m_v, h = 0.4, 0.5, 1e-4
 
     def per_sample(mk, mv):
@@ -72,7 +73,7 @@ def test_nishimori_identity_dpsi_dm_equals_half_mhat():
         with jax.enable_x64(True):
             return [
                 np.asarray(a)
-                for a in _channel(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(f.y), mk, mv, f.delta, "spiked", 1.5)
+                for a in _channel(jnp.asarray(wk), jnp.asarray(wv), jnp.asarray(f.y), (mk, mv), f.delta, "spiked", 1.5)
             ]
 
     base = per_sample(m_k, m_v)
@@ -88,10 +89,10 @@ def test_nishimori_identity_dpsi_dm_equals_half_mhat():
 def test_sweep_monotone_and_bounded():
     """More data never hurts the Bayes-optimal error: e decreases with α, from ≤ 1 + Δ² down to
     ≥ the population Bayes risk; both starts converge and the output carries its parameters."""
-    ds = bayes_optimal_sweep("spiked", 1.0, 3, 0.0, [0.25, 0.5, 1.0, 1.5, 3.0], n_samples=40000, seed=0)
+    ds = bayes_optimal_sweep(Setting("spiked", 1.0, 3, 0.0), [0.25, 0.5, 1.0, 1.5, 3.0], n_samples=40000, seed=0)
     e = ds.test_error.values
     assert np.all(np.diff(e) < 0)
-    assert e[0] < 1 and e[-1] > population.bayes_risk("spiked", 1.0, 3)
+    assert e[0] < 1 and e[-1] > population.bayes_risk(Setting("spiked", 1.0, 3))
     assert bool(ds.converged.all())
     assert ds.attrs["n_samples"] == 40000 and ds.attrs["seed"] == 0 and float(ds.nu) == 1.0
 
@@ -104,7 +105,7 @@ def test_rao_blackwell_error_equals_direct_error():
     from slrpipe.theory.replica.bayes_optimal import _log_c
 
     m_k, m_v = 0.3, 0.4
-    f = draw_fields("max", math.inf, 3, 0.0, 20000, 0)
+    f = draw_fields(Setting("max", math.inf, 3, 0.0), 20000, 0)
     c = bo_channel(f, 1.0, m_k, m_v)
     assert c["mhat_k"] > 10 * c["mhat_k_se"] and c["mhat_v"] > 10 * c["mhat_v_se"]
     wk = m_k * f.chi_star + math.sqrt(m_k - m_k**2) * f.xi_k
@@ -133,5 +134,7 @@ def test_bad_arguments(kw, field):
     args = dict(model="spiked", nu=1.0, L=3, delta=0.0, alpha=1.0) | kw
     with pytest.raises(ValueError, match=rf"^{field}:"):
         solve_bayes_optimal(
-            args.pop("model"), args.pop("nu"), args.pop("L"), args.pop("delta"), args.pop("alpha"), n_samples=100
+            Setting(args.pop("model"), args.pop("nu"), args.pop("L"), args.pop("delta")),
+            args.pop("alpha"),
+            n_samples=100,
         )

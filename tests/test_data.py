@@ -14,6 +14,7 @@ import pytest
 from slrpipe.data import Chunk, SLRDataset, SLRTask, make_teacher, sample_chunk, write_dataset
 from slrpipe.data.device import sample_chunk_device
 from slrpipe.scores import softmax
+from slrpipe.setting import Setting
 from slrpipe.vocabulary import SAMPLERS
 
 
@@ -58,7 +59,7 @@ def test_teacher_orthogonal_normalised_deterministic():
 
 def test_spiked_fields_sqrt_nu_at_eps(draw):
     # ν = 4: χ*_{ε*} ~ N(√ν = 2, 1) — would read N(4, 1) if ν entered instead of √ν.
-    task = SLRTask("spiked", 4.0, 3, 0.0, 2000)
+    task = SLRTask(Setting("spiked", 4.0, 3, 0.0), 2000)
     k, v = make_teacher(task.D, 0)
     ch = draw(task, k, v, seed=1, index=0, size=2000)
     chi, _ = _teacher_fields(ch.X, k, v)
@@ -73,7 +74,7 @@ def test_spiked_fields_sqrt_nu_at_eps(draw):
 
 
 def test_max_inf_eps_is_argmax_with_variable_length(draw):
-    task = SLRTask("max", math.inf, {1: 0.2, 2: 0.3, 3: 0.5}, 0.0, 200)
+    task = SLRTask(Setting("max", math.inf, {1: 0.2, 2: 0.3, 3: 0.5}, 0.0), 200)
     k, v = make_teacher(task.D, 3)
     ch = draw(task, k, v, seed=4, index=2, size=3000)
     chi, _ = _teacher_fields(ch.X, k, v)
@@ -83,7 +84,7 @@ def test_max_inf_eps_is_argmax_with_variable_length(draw):
 
 def test_max_finite_nu_eps_follows_softmax_posterior(draw):
     # E[1{ε* = ℓ} − softmax(ν χ*)_ℓ] = 0 for every ℓ (the sampling law), within 4 s.e.
-    task = SLRTask("max", 1.5, {2: 0.5, 3: 0.5}, 0.0, 200)
+    task = SLRTask(Setting("max", 1.5, {2: 0.5, 3: 0.5}, 0.0), 200)
     k, v = make_teacher(task.D, 3)
     ch = draw(task, k, v, seed=9, index=0, size=6000)
     chi, _ = _teacher_fields(ch.X, k, v)
@@ -98,7 +99,7 @@ def test_max_finite_nu_eps_follows_softmax_posterior(draw):
 
 def test_masks_padding_and_length_law(draw):
     law = {1: 0.25, 3: 0.75}
-    task = SLRTask("spiked", 2.0, law, 0.3, 64)
+    task = SLRTask(Setting("spiked", 2.0, law, 0.3), 64)
     k, v = make_teacher(task.D, 0)
     ch = draw(task, k, v, seed=2, index=0, size=4000)
     assert ch.X.dtype == np.float32 and ch.X.shape == (4000, 3, 64) and ch.mask.dtype == bool
@@ -112,7 +113,7 @@ def test_masks_padding_and_length_law(draw):
 def test_labels_mean_and_variance(draw):
     # y = z*_{ε*} + Δξ: E y = 0, Var y = 1 + Δ² (z* ⊥ the spike since k* ⊥ v*)
     for model, nu in (("spiked", 3.0), ("max", 2.0)):
-        task = SLRTask(model, nu, 2, 0.5, 100)
+        task = SLRTask(Setting(model, nu, 2, 0.5), 100)
         k, v = make_teacher(task.D, 1)
         ch = draw(task, k, v, seed=3, index=0, size=20000)
         assert ch.y.dtype == np.float64
@@ -124,7 +125,7 @@ def test_labels_mean_and_variance(draw):
 
 
 def test_seeds_deterministic_and_chunks_independent(draw):
-    task = SLRTask("max", 1.0, 3, 0.1, 50)
+    task = SLRTask(Setting("max", 1.0, 3, 0.1), 50)
     k, v = make_teacher(task.D, 0)
     a = draw(task, k, v, 7, 0, 500)
     b = draw(task, k, v, 7, 0, 500)
@@ -139,7 +140,7 @@ def test_seeds_deterministic_and_chunks_independent(draw):
 
 @pytest.mark.parametrize("sampler", SAMPLERS)
 def test_store_roundtrip_bit_identical(tmp_path, sampler):
-    task = SLRTask("max", 2.0, {1: 0.5, 2: 0.5}, 0.2, 40)
+    task = SLRTask(Setting("max", 2.0, {1: 0.5, 2: 0.5}, 0.2), 40)
     ds = SLRDataset(task, 1000, teacher_seed=3, data_seed=4, chunk_size=300, sampler=sampler)
     stored = write_dataset(tmp_path / "d.zarr", ds)
     opened = SLRDataset.open(tmp_path / "d.zarr")
@@ -167,7 +168,7 @@ def test_store_roundtrip_bit_identical(tmp_path, sampler):
 def test_device_sampler_keeps_the_set_on_the_device_and_any_chunk_regenerates_alone():
     import jax
 
-    task = SLRTask("spiked", 1.0, {2: 0.5, 3: 0.5}, 0.1, 30)
+    task = SLRTask(Setting("spiked", 1.0, {2: 0.5, 3: 0.5}, 0.1), 30)
     ds = SLRDataset(task, 700, teacher_seed=1, data_seed=2, chunk_size=300, sampler="jax")
     full = ds.load()
     assert all(isinstance(a, jax.Array) for a in full)
@@ -200,7 +201,7 @@ def test_device_sampler_draws_the_same_numbers_on_cpu_and_gpu():
     # threefry's bits are the same on every backend; the Gaussian transform may round differently
     import jax
 
-    task = SLRTask("max", 2.0, {2: 0.5, 3: 0.5}, 0.3, 200)
+    task = SLRTask(Setting("max", 2.0, {2: 0.5, 3: 0.5}, 0.3), 200)
     k, v = make_teacher(task.D, 0)
     out = {}
     for dev in (jax.devices("cpu")[0], _gpu()):
@@ -218,13 +219,13 @@ def test_device_sampler_draws_the_same_numbers_on_cpu_and_gpu():
 
 def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="nu"):
-        SLRTask("spiked", math.inf, 2, 0.0, 10)
+        SLRTask(Setting("spiked", math.inf, 2, 0.0), 10)
     with pytest.raises(ValueError, match="model"):
-        SLRTask("foo", 1.0, 2, 0.0, 10)
+        SLRTask(Setting("foo", 1.0, 2, 0.0), 10)
     with pytest.raises(ValueError, match="L"):
-        SLRTask("max", 1.0, {0: 1.0}, 0.0, 10)
+        SLRTask(Setting("max", 1.0, {0: 1.0}, 0.0), 10)
     with pytest.raises(ValueError, match="n"):
-        SLRDataset(SLRTask("max", 1.0, 2, 0.0, 10), 0, 0, 0)
+        SLRDataset(SLRTask(Setting("max", 1.0, 2, 0.0), 10), 0, 0, 0)
     with pytest.raises(ValueError, match="data"):
         SLRDataset.open("/nonexistent/store.zarr")
 
@@ -233,7 +234,7 @@ def test_length_law_text_round_trips():
     from slrpipe.lengths import format_L, parse_L
 
     for L in (3, {1: 0.5, 2: 0.5}, {1: 1 / 3, 2: 1 / 3, 3: 1 / 3}, {1: 0.2, 3: 0.8}):
-        assert parse_L(format_L(L)) == pytest.approx(SLRTask("max", 1.0, L, 0.0, 2).L)
+        assert parse_L(format_L(L)) == pytest.approx(SLRTask(Setting("max", 1.0, L, 0.0), 2).L)
     assert format_L({1: 1 / 3, 2: 1 / 3, 3: 1 / 3}) == "uniform:1,2,3" and format_L(3) == "3"
     with pytest.raises(ValueError, match="L: "):
         parse_L("three")

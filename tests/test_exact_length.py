@@ -17,6 +17,7 @@ from scipy.integrate import quad
 from scipy.special import erf
 
 from slrpipe.scores import score
+from slrpipe.setting import Setting
 from slrpipe.theory import population as pop
 from slrpipe.theory.exact_length import _erf_mean, _erf_sq_mean, ab_exact
 from slrpipe.theory.quadrature import QuadSpec
@@ -47,7 +48,7 @@ CASES = [  # (σ, model, ν, m, c): each has an exact reduction
 @pytest.mark.parametrize("L", [2, 3])
 def test_equals_field_quadrature(sigma, model, nu, m, c, L):
     spec = ORDERED if L == 2 else ORDERED.refined(3)
-    q = pop._ab_law(sigma, model, nu, {L: 1.0}, m, m * m, c, spec).mean(1)
+    q = pop._ab_law(sigma, Setting(model, nu, {L: 1.0}), m, m * m, c, spec).mean(1)
     e = ab_exact(sigma, model, nu, L, m, c)
     assert abs(e[0] - q[0]) < 1e-8 and abs(e[1] - q[1]) < 1e-8 * max(1.0, q[1])
 
@@ -126,41 +127,47 @@ def test_length_law_is_weighted_sum():
 @pytest.mark.parametrize("L", [2, 3, 8, 64, 1024, 10_000])
 @pytest.mark.parametrize("nu", [0.5, 2.0, 9.0])
 def test_softmax_attains_bayes_any_L(L, nu):
-    res = pop.optimal_risk("softmax", "spiked", nu, L)
-    bayes = pop.bayes_risk("spiked", nu, L)
+    res = pop.optimal_risk("softmax", Setting("spiked", nu, L))
+    bayes = pop.bayes_risk(Setting("spiked", nu, L))
     assert res["risk"] >= bayes - 1e-9
     assert res["risk"] - bayes < 1e-6
 
 
 def test_issue_L8_below_bayes_fixed():
     # the field quadrature (QMC at L = 8) put the softmax optimum 2e-4 below Bayes
-    res = pop.optimal_risk("softmax", "spiked", 2.0, 8)
-    assert abs(res["risk"] - pop.bayes_risk("spiked", 2.0, 8)) < 1e-9 and res["risk_err"] < 1e-10
+    res = pop.optimal_risk("softmax", Setting("spiked", 2.0, 8))
+    assert abs(res["risk"] - pop.bayes_risk(Setting("spiked", 2.0, 8))) < 1e-9 and res["risk_err"] < 1e-10
 
 
 def test_bayes_max_any_L():
     # max-SLR Bayes via B at m = ν; at ν = 0 it is 1 − 1/L, at ν = ∞ zero
     for L in (5, 300):
-        assert pop.bayes_risk("max", 0.0, L) == pytest.approx(1 - 1 / L, abs=1e-12)
-        assert pop.bayes_risk("max", INF, L) == 0.0
-    r = pop.bayes_risk("max", 2.0, 64)
-    assert r == pytest.approx(pop.bayes_risk("max", 2.0, 64, quad=QuadSpec(method="quadrature")), abs=1e-3)
+        assert pop.bayes_risk(Setting("max", 0.0, L)) == pytest.approx(1 - 1 / L, abs=1e-12)
+        assert pop.bayes_risk(Setting("max", INF, L)) == 0.0
+    r = pop.bayes_risk(Setting("max", 2.0, 64))
+    assert r == pytest.approx(pop.bayes_risk(Setting("max", 2.0, 64), quad=QuadSpec(method="quadrature")), abs=1e-3)
 
 
 @pytest.mark.parametrize("L", [2, 3, 10, 100, 10_000])
 @pytest.mark.parametrize("nu", [0.0, 1.0, 30.0, 1e4])
 def test_linear_closed_form_any_L(L, nu):
-    res = pop.optimal_risk("linear", "spiked", nu, L, quad=EXACT)
-    assert abs(res["risk"] - pop.linear_risk_spiked(L, nu)) < 1e-9
+    res = pop.optimal_risk("linear", Setting("spiked", nu, L), quad=EXACT)
+    assert abs(res["risk"] - pop.linear_risk_spiked(Setting("spiked", nu, L))) < 1e-9
     if nu <= 30:  # default spec (tensor rule at L = 2; at ν = 1e4 it is off by 5e-6, its risk_err)
-        assert abs(pop.optimal_risk("linear", "spiked", nu, L)["risk"] - pop.linear_risk_spiked(L, nu)) < 1e-8
+        assert (
+            abs(
+                pop.optimal_risk("linear", Setting("spiked", nu, L))["risk"]
+                - pop.linear_risk_spiked(Setting("spiked", nu, L))
+            )
+            < 1e-8
+        )
 
 
 def test_exact_method_refuses_missing_reduction():
     with pytest.raises(ValueError, match="exact"):
-        pop.ab("softmax", "max", 2.0, 64, 1.0, 1.0, quad=EXACT)
+        pop.ab("softmax", Setting("max", 2.0, 64), 1.0, 1.0, quad=EXACT)
     # 'auto' falls back to the field quadrature there (QMC at L = 64)
-    a, b = pop.ab("softmax", "max", 2.0, 64, 1.0, 1.0)
+    a, b = pop.ab("softmax", Setting("max", 2.0, 64), 1.0, 1.0)
     # against brute force: χ* iid N(0, 1), p = softmax(νχ*), σ = softmax(χ*) (m_k = 1);
     # A = E Σ p σ, B = E Σ σ², 4 standard errors of the Monte Carlo (the QMC error is far smaller)
     chi = np.random.default_rng(7).standard_normal((100_000, 64))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from slrpipe.data import SLRDataset, SLRTask
+from slrpipe.setting import Setting
 from slrpipe.train import ERMOptions, SolverOptions, minimize
 from slrpipe.train.erm import place_data
 from slrpipe.train.experiment import init_model, run_erm_batch
@@ -26,7 +27,7 @@ def problem():
     """Spiked ν = 2, L = 3, D = 32, α = 5: the informed start and two random ones, in float64."""
     from flax import nnx
 
-    ds = SLRDataset(SLRTask("spiked", 2.0, 3, 0.0, 32), 160, teacher_seed=0, data_seed=1)
+    ds = SLRDataset(SLRTask(Setting("spiked", 2.0, 3, 0.0), 32), 160, teacher_seed=0, data_seed=1)
     X, mask, y = (np.asarray(a) for a in ds.load()[:3])
     with jax.enable_x64(True):
         starts = []
@@ -89,7 +90,7 @@ def test_the_cubic_step_is_exact_on_a_quadratic():
 
 
 def test_batched_lane_runs_are_written_with_their_lane_count_and_options_are_checked():
-    ds = SLRDataset(SLRTask("spiked", 1.0, 3, 0.0, 32), 160, teacher_seed=0, data_seed=1)
+    ds = SLRDataset(SLRTask(Setting("spiked", 1.0, 3, 0.0), 32), 160, teacher_seed=0, data_seed=1)
     opts = [
         ERMOptions.of("softmax", LAM, init=init, init_seed=i, n_test=200, max_iter=60, theory=False, lanes=True)
         for init, i in (("informed", 0), ("random", 1), ("random", 2))
@@ -119,7 +120,7 @@ def test_every_model_of_a_training_set_as_lanes_gets_its_numbers_alone(model, nu
     # (1e-8)²/μ relative to J (< 1e-10).
     from slrpipe.train.metrics import OVERLAPS
 
-    ds = SLRDataset(SLRTask(model, nu, 3, 0.0, 256), int(alpha * 256), teacher_seed=0, data_seed=1)
+    ds = SLRDataset(SLRTask(Setting(model, nu, 3, 0.0), 256), int(alpha * 256), teacher_seed=0, data_seed=1)
     opts = [
         ERMOptions.of(
             sigma,

@@ -1,5 +1,5 @@
-"""Import direction: layers import only downward (sigmas → vocabulary → data/models/theory → train →
-analysis → figures → commands/cli/config/workflow/resource_laws), checked on the syntax tree of every module, imports inside
+"""Import direction: layers import only downward (sigmas → vocabulary → setting → data/models/theory →
+train → analysis → figures → commands/cli/config/workflow/resource_laws), checked on the syntax tree of every module, imports inside
 functions included."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ RANK = {
     "vocabulary": 0,
     "threads": 0,
     "cf": 0,
-    "lengths": 1,
+    "lengths": 0,
+    "setting": 1,
     "io": 1,
     "provenance": 1,
     "fingerprint": 1,

@@ -11,6 +11,7 @@ import yaml
 from conftest import REPO, assert_self_describing
 
 from slrpipe.config import ConfigError, validate
+from slrpipe.setting import Setting
 from slrpipe.theory import population as pop
 from slrpipe.theory.length_sweep import LengthOptions, length_sweep, nu_for_risk
 from slrpipe.workflow import plan
@@ -20,8 +21,8 @@ U1000 = {k: 1 / 1000 for k in range(1, 1001)}
 
 def test_softmax_attains_bayes_variable_length():
     # Cor. 4.4: with shared (k, v) softmax still reaches the Bayes risk when L ~ Unif{1..1000}
-    res = pop.optimal_risk("softmax", "spiked", 4.0, U1000)
-    bayes = pop.bayes_risk("spiked", 4.0, U1000)
+    res = pop.optimal_risk("softmax", Setting("spiked", 4.0, U1000))
+    bayes = pop.bayes_risk(Setting("spiked", 4.0, U1000))
     assert bayes - 1e-9 <= res["risk"] < bayes + 1e-6
 
 
@@ -37,12 +38,12 @@ def test_length_sweep_dataset():
     opts = LengthOptions(target_risk=0.2, var_L_max=5, var_nus=[2.0])
     ds = length_sweep("bayes", "spiked", [2, 64], [1.0, 4.0], options=opts)
     assert ds.risk.dims == ("L", "nu") and ds.risk.shape == (2, 2)
-    assert ds.risk.sel(L=64, nu=4.0) == pytest.approx(pop.bayes_risk("spiked", 4.0, 64), abs=1e-14)
+    assert ds.risk.sel(L=64, nu=4.0) == pytest.approx(pop.bayes_risk(Setting("spiked", 4.0, 64)), abs=1e-14)
     assert np.all(np.diff(ds.risk.values, axis=0) > 0) and np.all(np.diff(ds.risk.values, axis=1) < 0)
     nt = ds.nu_target.sel(L=64).item()
-    assert pop.bayes_risk("spiked", nt, 64) == pytest.approx(0.2, abs=1e-8)
+    assert pop.bayes_risk(Setting("spiked", nt, 64)) == pytest.approx(0.2, abs=1e-8)
     law = {k: 0.2 for k in range(1, 6)}
-    assert ds.risk_var.item() == pytest.approx(pop.bayes_risk("spiked", 2.0, law), abs=1e-14)
+    assert ds.risk_var.item() == pytest.approx(pop.bayes_risk(Setting("spiked", 2.0, law)), abs=1e-14)
     with pytest.raises(ValueError, match="target"):
         nu_for_risk("linear", "spiked", 10, 1.5)
     with pytest.raises(ValueError, match="target_risk"):
@@ -83,7 +84,7 @@ def test_cli_length(tmp_path):
     assert ds.attrs["history"].endswith(
         f"slrpipe length --sigma linear --model spiked --L-grid 3,30 --nu-grid 2 --target-risk 0.1 --out {out}"
     )
-    assert ds.risk.sel(L=30, nu=2.0) == pytest.approx(pop.linear_risk_spiked(30, 2.0), abs=1e-9)
+    assert ds.risk.sel(L=30, nu=2.0) == pytest.approx(pop.linear_risk_spiked(Setting("spiked", 2.0, 30)), abs=1e-9)
     assert (
         main(
             [

@@ -14,6 +14,7 @@ from flax import nnx
 
 from slrpipe.data import SLRDataset, SLRTask
 from slrpipe.models import Attention, attention_apply, bayes_predict
+from slrpipe.setting import Setting
 from slrpipe.train.metrics import streamed_error
 from slrpipe.vocabulary import SIGMAS
 
@@ -104,18 +105,18 @@ def test_module_init_and_params():
 def test_bayes_oracle_spiked_matches_anchor_and_theory():
     # model.md §4 anchor: spiked, L = 2, ν = 1, Δ = 0: Bayes risk 0.32494. The oracle uses the exact
     # teacher, so its risk has no finite-D error: only Monte Carlo (4 s.e.).
-    task = SLRTask("spiked", 1.0, 2, 0.0, 50)
+    task = SLRTask(Setting("spiked", 1.0, 2, 0.0), 50)
     ds = SLRDataset(task, 100_000, teacher_seed=2, data_seed=5)
     k, v = ds.teacher
     mse, se, n = streamed_error(lambda X, m: bayes_predict(X, m, k, v, "spiked", 1.0), ds.chunks())
     assert abs(mse - 0.32494) < 4 * se, (mse, se)
     population = pytest.importorskip("slrpipe.theory.population")
-    assert abs(mse - population.bayes_risk("spiked", 1.0, 2, 0.0)) < 4 * se
+    assert abs(mse - population.bayes_risk(Setting("spiked", 1.0, 2, 0.0))) < 4 * se
 
 
 def test_bayes_oracle_max_inf_is_exact_up_to_noise():
     # max-SLR at ν = inf: the argmax oracle recovers z*_{ε*} exactly, so y − f = Δξ.
-    task = SLRTask("max", math.inf, {1: 0.3, 3: 0.7}, 0.3, 40)
+    task = SLRTask(Setting("max", math.inf, {1: 0.3, 3: 0.7}, 0.3), 40)
     ds = SLRDataset(task, 5000, teacher_seed=1, data_seed=1)
     k, v = ds.teacher
     ch = ds.load()
@@ -130,9 +131,9 @@ def test_bayes_oracle_max_inf_is_exact_up_to_noise():
 
 
 def test_bayes_oracle_max_finite_nu_matches_theory():
-    task = SLRTask("max", 2.0, 2, 0.0, 40)
+    task = SLRTask(Setting("max", 2.0, 2, 0.0), 40)
     ds = SLRDataset(task, 100_000, teacher_seed=3, data_seed=3)
     k, v = ds.teacher
     mse, se, _ = streamed_error(lambda X, m: bayes_predict(X, m, k, v, "max", 2.0), ds.chunks())
     population = pytest.importorskip("slrpipe.theory.population")
-    assert abs(mse - population.bayes_risk("max", 2.0, 2, 0.0)) < 4 * se, (mse, se)
+    assert abs(mse - population.bayes_risk(Setting("max", 2.0, 2, 0.0))) < 4 * se, (mse, se)

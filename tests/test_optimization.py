@@ -15,6 +15,7 @@ from slrpipe.analysis.aggregate import erm_node
 from slrpipe.analysis.ground import add_ground_state, reached, reference
 from slrpipe.analysis.trajectory import add_trajectory_risk, risk_along
 from slrpipe.data import SLRTask
+from slrpipe.setting import Setting
 from slrpipe.theory.learned import risk_at_gram
 from slrpipe.threads import map_threads
 from slrpipe.train import SolverOptions, minimize
@@ -134,21 +135,17 @@ def test_trajectory_risk_is_the_population_formula_at_that_step(tmp_path):
     common = ["--init", "random", "--init-seed", str(init_seed(0, 0)), "--optimizer", "gd", "--lr", "0.5"]
     full, path = _train(tmp_path, "full", *common, "--max-iter", "30", "--record-every", "10")
     node = erm_node([path])
-    task = SLRTask("spiked", 1.0, 3, 0.0, 2)
+    task = SLRTask(Setting("spiked", 1.0, 3, 0.0), 2)
     node = add_trajectory_risk(node, task)
     traj = node["traj_test_error_pop"].squeeze()
     assert traj.dims == ("step",) and list(traj["step"].values) == [0, 10, 20, 30]
     k_star, v_star = make_teacher(30, 0)
     for t in (10, 20):
         part, _ = _train(tmp_path, f"t{t}", *common, "--max-iter", str(t), "--record-every", "10")
-        exact = risk_at_gram(
-            "softmax", task.model, task.nu, task.L, task.delta, gram(k_star, v_star, part["k"].values, part["v"].values)
-        )
+        exact = risk_at_gram("softmax", task.setting, gram(k_star, v_star, part["k"].values, part["v"].values))
         np.testing.assert_allclose(float(traj.sel(step=t)), exact, rtol=1e-9)
     # the risk moves along the trajectory (not a constant), and the last step is the run's own end
-    end = risk_at_gram(
-        "softmax", task.model, task.nu, task.L, task.delta, gram(k_star, v_star, full["k"].values, full["v"].values)
-    )
+    end = risk_at_gram("softmax", task.setting, gram(k_star, v_star, full["k"].values, full["v"].values))
     np.testing.assert_allclose(float(traj.sel(step=30)), end, rtol=1e-9)
     assert abs(float(traj.sel(step=0)) - end) > 0.01
     with pytest.raises(ValueError, match="erf"):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from slrpipe.scores import score
+from slrpipe.setting import Setting
 from slrpipe.theory import population as pop
 from slrpipe.theory.quadrature import QuadSpec, field_rule
 
@@ -45,9 +46,9 @@ def test_anchor_L2(sigma, model, nu, expected):
     # The spiked anchors also pin the tilt: with ν in place of √ν as the mean of χ*_{ε*}, the
     # ν = 5 values move by O(0.05) (Bayes 0.0844 → ≈0.003), far outside 1e-4.
     if sigma == "bayes":
-        r = pop.bayes_risk(model, nu, 2)
+        r = pop.bayes_risk(Setting(model, nu, 2))
     else:
-        res = pop.optimal_risk(sigma, model, nu, 2)
+        res = pop.optimal_risk(sigma, Setting(model, nu, 2))
         r = res["risk"]
         assert res["risk_err"] < 1e-8
     assert abs(r - expected) < 1e-4
@@ -55,8 +56,8 @@ def test_anchor_L2(sigma, model, nu, expected):
 
 def test_max_inf_closed_forms():
     # linear, max-SLR, ν = ∞: R = 1 − (1 + E[max]²)/L (optimum m_k = E[max]); L = 2: E max = 1/√π
-    assert pop.optimal_risk("linear", "max", INF, 2)["risk"] == pytest.approx(0.5 - 0.5 / math.pi, abs=1e-9)
-    r = pop.optimal_risk("softmax", "max", INF, 2)
+    assert pop.optimal_risk("linear", Setting("max", INF, 2))["risk"] == pytest.approx(0.5 - 0.5 / math.pi, abs=1e-9)
+    r = pop.optimal_risk("softmax", Setting("max", INF, 2))
     assert math.isinf(r["m_k"]) and abs(r["risk"]) < 1e-12 and r["m_v"] == pytest.approx(1.0)
 
 
@@ -75,8 +76,8 @@ def test_rule_moments(model, nu, L):
 
 def test_gh_vs_ordered_smooth_point():
     # smooth integrand: plain tensor GH (60²) and the ordered rule agree to 1e-9
-    a1 = pop.ab("softmax", "spiked", 1.0, 2, 1.0, 1.0, quad=QuadSpec(method="gh"))
-    a2 = pop.ab("softmax", "spiked", 1.0, 2, 1.0, 1.0)
+    a1 = pop.ab("softmax", Setting("spiked", 1.0, 2), 1.0, 1.0, quad=QuadSpec(method="gh"))
+    a2 = pop.ab("softmax", Setting("spiked", 1.0, 2), 1.0, 1.0)
     assert np.allclose(a1, a2, atol=1e-9)
 
 
@@ -87,8 +88,8 @@ def test_ordered_vs_qmc_L3():
         ("erf", "max", 2.0, 0.7, -0.2),
         ("softplus_norm", "spiked", 2.0, 1.5, 0.0),
     ]:
-        a_o, b_o = pop._ab_law(sigma, model, nu, law, m, m * m, c, QuadSpec()).mean(1)
-        ab_q = pop._ab_law(sigma, model, nu, law, m, m * m, c, QuadSpec(method="qmc"))
+        a_o, b_o = pop._ab_law(sigma, Setting(model, nu, law), m, m * m, c, QuadSpec()).mean(1)
+        ab_q = pop._ab_law(sigma, Setting(model, nu, law), m, m * m, c, QuadSpec(method="qmc"))
         g_q = ab_q[0] ** 2 / ab_q[1]
         se = g_q.std(ddof=1) / math.sqrt(g_q.size)
         assert 0 < se < 1e-4
@@ -128,7 +129,7 @@ def test_risk_vs_monte_carlo(sigma, model, nu, L, m_k, q_k, c):
     z = m_v * zs + math.sqrt(q_v - m_v**2) * rng.standard_normal((n, L))
     y = zs[np.arange(n), eps] + delta * rng.standard_normal(n)
     loss = (y - (score(sigma, chi, c=c) * z).sum(1)) ** 2
-    r = pop.risk(sigma, model, nu, L, delta, (m_k, q_k, m_v, q_v), c)
+    r = pop.risk(sigma, Setting(model, nu, L, delta), (m_k, q_k, m_v, q_v), c)
     assert abs(r - loss.mean()) < 4 * loss.std() / math.sqrt(n)
 
 
@@ -146,18 +147,18 @@ def test_risk_vs_monte_carlo(sigma, model, nu, L, m_k, q_k, c):
     ],
 )
 def test_softmax_attains_bayes(model, nu, L, delta):
-    res = pop.optimal_risk("softmax", model, nu, L, delta)
-    bayes = pop.bayes_risk(model, nu, L, delta)
+    res = pop.optimal_risk("softmax", Setting(model, nu, L, delta))
+    bayes = pop.bayes_risk(Setting(model, nu, L, delta))
     assert abs(res["risk"] - bayes) < 1e-6
-    assert bayes == pytest.approx(delta**2 + pop.bayes_risk(model, nu, L), abs=1e-14)  # Δ adds Δ²
+    assert bayes == pytest.approx(delta**2 + pop.bayes_risk(Setting(model, nu, L)), abs=1e-14)  # Δ adds Δ²
     if math.isfinite(nu):  # optimum at the Bayes key scale c_ν (flat minimum: loose location check)
-        assert res["m_k"] == pytest.approx(pop.c_nu(model, nu), rel=1e-3)
+        assert res["m_k"] == pytest.approx(Setting(model, nu, L).c_nu, rel=1e-3)
 
 
 @pytest.mark.parametrize("L,nu", [(1, 2.0), (2, 0.0), (2, 0.5), (3, 3.0)])
 def test_linear_closed_form(L, nu):
-    res = pop.optimal_risk("linear", "spiked", nu, L)
-    assert abs(res["risk"] - pop.linear_risk_spiked(L, nu)) < 1e-7
+    res = pop.optimal_risk("linear", Setting("spiked", nu, L))
+    assert abs(res["risk"] - pop.linear_risk_spiked(Setting("spiked", nu, L))) < 1e-7
 
 
 def test_large_L_qmc():
@@ -167,17 +168,19 @@ def test_large_L_qmc():
     from scipy.stats import norm
 
     qmc = QuadSpec(method="quadrature")  # the field quadrature (QMC at L = 64), not exact_length
-    soft = pop.optimal_risk("softmax", "max", 2.0, 64, quad=qmc)
-    assert abs(soft["risk"] - pop.bayes_risk("max", 2.0, 64, quad=qmc)) < 4 * soft["risk_err"] + 1e-9
+    soft = pop.optimal_risk("softmax", Setting("max", 2.0, 64), quad=qmc)
+    assert abs(soft["risk"] - pop.bayes_risk(Setting("max", 2.0, 64), quad=qmc)) < 4 * soft["risk_err"] + 1e-9
     e_max = quad(lambda t: t * 64 * norm.pdf(t) * norm.cdf(t) ** 63, -10, 10, epsabs=1e-13)[0]
-    lin = pop.optimal_risk("linear", "max", INF, 64, quad=qmc)
+    lin = pop.optimal_risk("linear", Setting("max", INF, 64), quad=qmc)
     assert 0 < lin["risk_err"] < 1e-4
     assert abs(lin["risk"] - (1 - (1 + e_max**2) / 64)) < 4 * lin["risk_err"]
     # default (exact in L): the same closed form to quadrature accuracy
-    assert pop.optimal_risk("linear", "max", INF, 64)["risk"] == pytest.approx(1 - (1 + e_max**2) / 64, abs=1e-9)
-    lin8 = pop.optimal_risk("linear", "max", INF, 8)["risk"]
+    assert pop.optimal_risk("linear", Setting("max", INF, 64))["risk"] == pytest.approx(
+        1 - (1 + e_max**2) / 64, abs=1e-9
+    )
+    lin8 = pop.optimal_risk("linear", Setting("max", INF, 8))["risk"]
     # computed: 0.3408 (L = 2) < 0.6217 (L = 8) < 0.8985 (L = 64) → 1
-    assert pop.optimal_risk("linear", "max", INF, 2)["risk"] < lin8 < lin["risk"] and lin["risk"] > 0.85
+    assert pop.optimal_risk("linear", Setting("max", INF, 2))["risk"] < lin8 < lin["risk"] and lin["risk"] > 0.85
 
 
 # ------------------------------------------------------------------ q_k = m_k², off-manifold
@@ -191,10 +194,10 @@ def test_large_L_qmc():
     ],
 )
 def test_qk_equal_mk2_is_optimal(sigma, model, nu, c):
-    best = pop.optimal_risk(sigma, model, nu, 2)
+    best = pop.optimal_risk(sigma, Setting(model, nu, 2))
     for m in (0.3, 1.0, 2.0):
         for extra in (0.05, 0.5, 2.0):
-            a, b = pop.ab(sigma, model, nu, 2, m, m * m + extra, c)
+            a, b = pop.ab(sigma, Setting(model, nu, 2), m, m * m + extra, c)
             assert best["risk"] - 1e-9 <= 1 - a * a / b
 
 
@@ -208,8 +211,8 @@ def test_risk_gram_on_manifold():
     ]:
         m_v, q_v, delta = 0.7, 0.6, 0.2
         G = np.array([[1, 0, m_k, 0], [0, 1, 0, m_v], [m_k, 0, q_k, 0], [0, m_v, 0, q_v]], float)
-        r1 = pop.risk(sigma, model, nu, 2, delta, (m_k, q_k, m_v, q_v), 0.1)
-        r2 = pop.risk_gram(sigma, model, nu, 2, delta, G, 0.1)
+        r1 = pop.risk(sigma, Setting(model, nu, 2, delta), (m_k, q_k, m_v, q_v), 0.1)
+        r2 = pop.risk_gram(sigma, Setting(model, nu, 2, delta), G, 0.1)
         assert abs(r1 - r2) < 1e-8
 
 
@@ -229,9 +232,9 @@ def test_risk_gram_off_manifold_vs_monte_carlo(model, nu):
         eps = (p.cumsum(1) < rng.random((n, 1))).sum(1)
     y = f[np.arange(n), eps, 1] + delta * rng.standard_normal(n)
     loss = (y - (score("softmax", f[..., 2]) * f[..., 3]).sum(1)) ** 2
-    r = pop.risk_gram("softmax", model, nu, L, delta, G)
+    r = pop.risk_gram("softmax", Setting(model, nu, L, delta), G)
     assert abs(r - loss.mean()) < 4 * loss.std() / math.sqrt(n)
-    assert r >= pop.optimal_risk("softmax", model, nu, L, delta)["risk"]
+    assert r >= pop.optimal_risk("softmax", Setting(model, nu, L, delta))["risk"]
 
 
 # ------------------------------------------------------------------ variable length (Cor. 4.4)
@@ -239,9 +242,12 @@ def test_variable_length_max_inf():
     # Shared (k, v) over L ~ Unif{1,2,3}: the gap to the average of the fixed-L optima measures the
     # loss from not adapting to L. Computed: softmax 0 (= Bayes), softplus_norm 4.7e-4, linear
     # 0.133, erf 0.139; risks softmax 0 < softplus_norm 0.0538 < erf 0.3837 < linear 0.3895.
-    var = {s: pop.optimal_risk(s, "max", INF, UNIF123)["risk"] for s in ("softmax", "softplus_norm", "linear", "erf")}
-    gap = {s: var[s] - np.mean([pop.optimal_risk(s, "max", INF, L)["risk"] for L in (1, 2, 3)]) for s in var}
-    assert abs(var["softmax"] - pop.bayes_risk("max", INF, UNIF123)) < 1e-9
+    var = {
+        s: pop.optimal_risk(s, Setting("max", INF, UNIF123))["risk"]
+        for s in ("softmax", "softplus_norm", "linear", "erf")
+    }
+    gap = {s: var[s] - np.mean([pop.optimal_risk(s, Setting("max", INF, L))["risk"] for L in (1, 2, 3)]) for s in var}
+    assert abs(var["softmax"] - pop.bayes_risk(Setting("max", INF, UNIF123))) < 1e-9
     assert var["softmax"] < var["softplus_norm"] < var["erf"] < var["linear"]
     assert abs(gap["softmax"]) < 1e-9 and 0 <= gap["softplus_norm"] < 1e-3
     assert gap["linear"] > 0.1 and gap["erf"] > 0.1
@@ -250,17 +256,17 @@ def test_variable_length_max_inf():
 # ------------------------------------------------------------------ API, sweep, CLI
 def test_bad_arguments():
     with pytest.raises(ValueError, match="nu"):
-        pop.optimal_risk("softmax", "spiked", INF, 2)
+        pop.optimal_risk("softmax", Setting("spiked", INF, 2))
     with pytest.raises(ValueError, match="sigma"):
-        pop.ab("relu", "max", 1.0, 2, 1.0, 1.0)
+        pop.ab("relu", Setting("max", 1.0, 2), 1.0, 1.0)
     with pytest.raises(ValueError, match="q_k"):
-        pop.ab("softmax", "max", 1.0, 2, 1.0, 0.5)
+        pop.ab("softmax", Setting("max", 1.0, 2), 1.0, 0.5)
     with pytest.raises(ValueError, match="L"):
-        pop.ab("softmax", "max", 1.0, {1: 0.5, 2: 0.4}, 1.0, 1.0)
+        pop.ab("softmax", Setting("max", 1.0, {1: 0.5, 2: 0.4}), 1.0, 1.0)
     with pytest.raises(ValueError, match="gram"):
-        pop.risk_gram("softmax", "max", 1.0, 2, 0.0, np.eye(3))
+        pop.risk_gram("softmax", Setting("max", 1.0, 2, 0.0), np.eye(3))
     with pytest.raises(ValueError, match="model"):
-        pop.bayes_risk("min", 1.0, 2)
+        pop.bayes_risk(Setting("min", 1.0, 2))
 
 
 def test_format_L():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from slrpipe.setting import Setting
 from slrpipe.theory.replica import Draw, ReplicaTask, linalg, solve_replica
 from slrpipe.theory.replica import newton as NW
 from slrpipe.theory.replica import prox as P
@@ -92,7 +93,7 @@ def test_prox_reproduces_the_unrolled_factorisation_at_L3(sigma):
 
 @pytest.mark.parametrize("sigma", ["softmax", "linear"])
 def test_fixed_point_reproduces_the_unrolled_factorisation_at_L3(sigma):
-    r = solve_replica(ReplicaTask(sigma, "spiked", 2.0, 3, 0.0), 0.1, 2.0, fields=Draw(n_samples=512, seed=0))
+    r = solve_replica(ReplicaTask(sigma, Setting("spiked", 2.0, 3, 0.0)), 0.1, 2.0, fields=Draw(n_samples=512, seed=0))
     assert r["converged"]
     for k, ref in REFERENCE_SOLVE[sigma].items():
         assert r[k] == pytest.approx(ref, rel=1e-6), k

@@ -11,6 +11,7 @@ import os
 import numpy as np
 import pytest
 
+from slrpipe.setting import Setting
 from slrpipe.theory.population import optimal_risk
 from slrpipe.theory.replica import Draw, ReplicaTask, solve_replica
 from slrpipe.theory.replica.channel import channel
@@ -38,7 +39,11 @@ def test_L1_softmax_is_ridge_regression(alpha):
     lam, delta = 0.3, 0.5
     V, m, q, e = _ridge_closed_form(alpha, lam, delta)
     r = solve_replica(
-        ReplicaTask("softmax", "spiked", 1.0, 1, delta), lam, alpha, fields=Draw(n_samples=4000, seed=1), tol=1e-7
+        ReplicaTask("softmax", Setting("spiked", 1.0, 1, delta)),
+        lam,
+        alpha,
+        fields=Draw(n_samples=4000, seed=1),
+        tol=1e-7,
     )
     assert r["converged"]
     assert r["m_k"] == pytest.approx(0.0, abs=1e-8) and r["q_k"] == pytest.approx(0.0, abs=1e-8)
@@ -121,7 +126,7 @@ def test_stein_vhat_makes_mhat_estimators_consistent():
     # the exact (distributional) derivative: with Stein they agree within 4 s.e.; the pointwise
     # Jacobian V̂ differs from Stein by ≫ 4 s.e. (docs/theory.md §4). iid fields: the s.e. are
     # the iid formula.
-    f = draw_fields("spiked", 1.0, 2, 0.0, 8000, seed=0)
+    f = draw_fields(Setting("spiked", 1.0, 2, 0.0), 8000, seed=0)
     st = (0.14, 0.289, 8.73, 0.603, 0.842, 5.53)
     c = channel("softmax", f, 1.0, st, vhat="stein")
     assert c["prox_multi"] > 0.05
@@ -155,11 +160,16 @@ def test_large_alpha_reaches_population_optimum(sigma, model, nu, init):
     # 5e-4 (linear) at 4000 samples, but 8e-3 at 2000 samples (softmax, seed 2), i.e. an s.d.
     # of up to ~5e-3 at 4000 samples. Tolerance 5e-3 (the 1/α term at α = 200 is ≈ 7e-3).
     L, lam = 2, 0.1
-    pop = optimal_risk(sigma, model, nu, L)["risk"]
+    pop = optimal_risk(sigma, Setting(model, nu, L))["risk"]
     e = {}
     for a in (100.0, 200.0):
         r = solve_replica(
-            ReplicaTask(sigma, model, nu, L, 0.0), lam, a, fields=Draw(n_samples=4000, seed=2), init=init, n_steps=12
+            ReplicaTask(sigma, Setting(model, nu, L, 0.0)),
+            lam,
+            a,
+            fields=Draw(n_samples=4000, seed=2),
+            init=init,
+            n_steps=12,
         )
         assert r["converged"]
         init = {k: r[k] for k in ("m_k", "q_k", "V_k", "m_v", "q_v", "V_v")}
@@ -170,7 +180,7 @@ def test_large_alpha_reaches_population_optimum(sigma, model, nu, init):
 
 def test_non_convergence_is_flagged():
     r = solve_replica(
-        ReplicaTask("softmax", "spiked", 1.0, 1, 0.5),
+        ReplicaTask("softmax", Setting("spiked", 1.0, 1, 0.5)),
         0.3,
         3.0,
         fields=Draw(n_samples=4000, seed=1),
@@ -188,7 +198,7 @@ def test_polish_finishes_a_near_miss_at_the_same_fixed_point():
     # numbers: |Δx| ≲ |(I − J)⁻¹| tol ≈ 1e-6, bound 1e-5 relative), which is the ridge closed form
     # within its Monte Carlo error (4 %, test above). Without the polish the same solve is flagged.
     kw = dict(fields=Draw(n_samples=4000, seed=1), tol=1e-7)
-    args = (ReplicaTask("softmax", "spiked", 1.0, 1, 0.5), 0.3, 3.0)
+    args = (ReplicaTask("softmax", Setting("spiked", 1.0, 1, 0.5)), 0.3, 3.0)
     full = solve_replica(*args, **kw)
     cut = solve_replica(*args, max_iter=4, polish=False, **kw)
     pol = solve_replica(*args, max_iter=4, **kw)
@@ -215,7 +225,9 @@ def test_bad_arguments_raise(kw, match):
     args = dict(sigma="softmax", model="spiked", nu=1.0, L=2, delta=0.0, lam=0.1, alpha=1.0)
     args.update(kw)
     with pytest.raises(ValueError, match=match):
-        task = ReplicaTask(args.pop("sigma"), args.pop("model"), args.pop("nu"), args.pop("L"), args.pop("delta"))
+        task = ReplicaTask(
+            args.pop("sigma"), Setting(args.pop("model"), args.pop("nu"), args.pop("L"), args.pop("delta"))
+        )
         solve_replica(task, args.pop("lam"), args.pop("alpha"), fields=Draw(n_samples=100))
 
 
@@ -266,7 +278,7 @@ def test_qmc_fields_have_the_data_law(model, nu):
     # moments); bounds 0.1 and 0.5. The categorical location (max-SLR, finite ν) is a
     # discontinuous function of the point: 4 iid s.e. there. P(ε* = ℓ) = 1/L by symmetry.
     L = 3
-    f = draw_fields(model, nu, L, 0.0, 8192, seed=7, qmc=True)
+    f = draw_fields(Setting(model, nu, L, 0.0), 8192, seed=7, qmc=True)
     assert f.qmc and f.seed == 7 and f.n == 8192
     h = f.n // 2
     np.testing.assert_array_equal(f.chi_star[:h], f.chi_star[h:])
@@ -284,8 +296,11 @@ def test_qmc_fields_have_the_data_law(model, nu):
         freq = np.bincount(f.eps[:h], minlength=L) / h
         assert np.all(np.abs(freq - 1 / L) < 4 * math.sqrt((1 / L) * (1 - 1 / L) / h))
     # a different seed is a different scramble; the iid draw is unchanged by the new option
-    assert not np.array_equal(draw_fields(model, nu, L, 0.0, 8192, seed=8, qmc=True).z_star, f.z_star)
-    a, b = draw_fields(model, nu, L, 0.0, 64, seed=1), draw_fields(model, nu, L, 0.0, 64, seed=1, qmc=False)
+    assert not np.array_equal(draw_fields(Setting(model, nu, L, 0.0), 8192, seed=8, qmc=True).z_star, f.z_star)
+    a, b = (
+        draw_fields(Setting(model, nu, L, 0.0), 64, seed=1),
+        draw_fields(Setting(model, nu, L, 0.0), 64, seed=1, qmc=False),
+    )
     np.testing.assert_array_equal(a.xi_v, b.xi_v)
 
 
@@ -347,10 +362,10 @@ def test_anderson_reaches_the_damped_fixed_point():
     # of the same map; |x_A − x_D| ≲ |(I − J)⁻¹| · tol, with |(I − J)⁻¹| ≲ 10 measured at such
     # points: bound 1e-6 relative (measured 1e-8). Anderson needs fewer channel evaluations
     # (measured 19 vs 75).
-    f = draw_fields("spiked", 1.0, 2, 0.0, 1024, seed=3, qmc=True)
+    f = draw_fields(Setting("spiked", 1.0, 2, 0.0), 1024, seed=3, qmc=True)
     kw = dict(fields=f, tol=1e-8, max_iter=400)
-    ra = solve_replica(ReplicaTask("softmax", "spiked", 1.0, 2, 0.0), 0.1, 3.0, method="anderson", **kw)
-    rd = solve_replica(ReplicaTask("softmax", "spiked", 1.0, 2, 0.0), 0.1, 3.0, method="damped", **kw)
+    ra = solve_replica(ReplicaTask("softmax", Setting("spiked", 1.0, 2, 0.0)), 0.1, 3.0, method="anderson", **kw)
+    rd = solve_replica(ReplicaTask("softmax", Setting("spiked", 1.0, 2, 0.0)), 0.1, 3.0, method="damped", **kw)
     assert ra["converged"] and rd["converged"]
     for k in ("m_k", "q_k", "V_k", "m_v", "q_v", "V_v"):
         assert ra[k] == pytest.approx(rd[k], rel=1e-6, abs=1e-9)
@@ -397,7 +412,7 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(
-        ReplicaTask("linear", "spiked", 1.0, 3, 0.0), [0.1], [2, 3, 4, 5, 6, 10, 20], draw=Draw(n_samples=64)
+        ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0)), [0.1], [2, 3, 4, 5, 6, 10, 20], draw=Draw(n_samples=64)
     )
     nb = ds.n_branches.sel(lam=0.1).values.tolist()
     assert nb == [1, 1, 2, 2, 2, 1, 1]
@@ -413,7 +428,7 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
     # one-way continuation sees one branch everywhere and misses B at α = 5, 6; past the fold
     # (α = 3: not converged, the branch reached α = 4) the next point gets a cold start (B at α = 2)
     ds1 = S.replica_sweep(
-        ReplicaTask("linear", "spiked", 1.0, 3, 0.0),
+        ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0)),
         [0.1],
         [2, 3, 4, 5, 6, 10, 20],
         draw=Draw(n_samples=64),
@@ -429,7 +444,11 @@ def test_sweep_measures_the_monte_carlo_error():
     from slrpipe.theory.replica import replica_sweep
 
     ds = replica_sweep(
-        ReplicaTask("softmax", "spiked", 1.0, 1, 0.5), [0.3], [3.0], draw=Draw(n_samples=4096, seed=1), mc_seeds=3
+        ReplicaTask("softmax", Setting("spiked", 1.0, 1, 0.5)),
+        [0.3],
+        [3.0],
+        draw=Draw(n_samples=4096, seed=1),
+        mc_seeds=3,
     )
     sd = float(ds.test_error_mc_sd.sel(lam=0.3, alpha=3.0))
     e = _ridge_closed_form(3.0, 0.3, 0.5)[3]
@@ -465,7 +484,11 @@ def test_cold_start_retries_larger_key_scales(monkeypatch):
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(
-        ReplicaTask("softmax", "spiked", 1.0, 3, 0.0), [0.01], [5, 10, 20], draw=Draw(n_samples=64), two_way=False
+        ReplicaTask("softmax", Setting("spiked", 1.0, 3, 0.0)),
+        [0.01],
+        [5, 10, 20],
+        draw=Draw(n_samples=64),
+        two_way=False,
     )
     assert ds.converged.values.tolist() == [[True, True, True]]
     assert ds.key_scale.values.tolist() == [next(c for c in S.KEY_SCALES if c * c >= 50)]
@@ -498,7 +521,11 @@ def test_cold_start_tries_the_small_alpha_start(monkeypatch):
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(
-        ReplicaTask("linear", "spiked", 1.0, 3, 0.0), [0.01], [0.5, 1.0], draw=Draw(n_samples=64), two_way=False
+        ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0)),
+        [0.01],
+        [0.5, 1.0],
+        draw=Draw(n_samples=64),
+        two_way=False,
     )
     assert ds.converged.values.tolist() == [[True, True]]
     assert ds.key_scale.values.tolist() == [0.0] and S.KEY_SCALES[-1] == 0.0
@@ -511,7 +538,7 @@ def _linear_L16_ladder(monkeypatch, reachable):
     accepts. Returns (sweep dataset, [(init, far_patience) of each start tried], population optimum)."""
     from slrpipe.theory.replica import sweep as S
 
-    task = ReplicaTask("linear", "spiked", 16.0, 16, 0.0)
+    task = ReplicaTask("linear", Setting("spiked", 16.0, 16, 0.0))
     tried = []
 
     def fake(task, lam, alpha, *, fields=None, init=None, options=None, **kw):
@@ -525,7 +552,7 @@ def _linear_L16_ladder(monkeypatch, reachable):
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(task, [0.1], [20.0], draw=Draw(n_samples=64), two_way=False)
-    return ds, tried, optimal_risk(*task[:4])
+    return ds, tried, optimal_risk(task.sigma, task.setting)
 
 
 def test_cold_start_tries_the_population_optimum(monkeypatch):
@@ -593,7 +620,7 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(
-        ReplicaTask("linear", "spiked", 1.0, 3, 0.0), [0.1], [1, 5, 10], draw=Draw(n_samples=64), two_way=False
+        ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0)), [0.1], [1, 5, 10], draw=Draw(n_samples=64), two_way=False
     )
     assert ds.converged.values.tolist() == [[False, True, True]]
     assert ds.m_k.sel(lam=0.1, alpha=5).item() == 5.0
@@ -621,7 +648,7 @@ def _fold_toy(monkeypatch, reach, fold):
 
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)
-    task = ReplicaTask("linear", "spiked", 1.0, 3, 0.0)
+    task = ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0))
     return S.replica_sweep(task, [0.1], [1, 5], draw=Draw(n_samples=64), two_way=False), calls
 
 
@@ -662,7 +689,7 @@ def test_cheap_finish_keeps_the_passes_near_the_root_cheap(monkeypatch):
 
     monkeypatch.setattr(S, "channel", channel)
     monkeypatch.setattr(S, "_residual", residual)
-    f = draw_fields("spiked", 1.0, 2, 0.0, 64, seed=0)
+    f = draw_fields(Setting("spiked", 1.0, 2, 0.0), 64, seed=0)
     o = S.SolverOptions.build(polish=False, method="damped", damping=1.0, tol=1e-6, full_every=3)
     for cheap in (False, True):
         log.clear()
@@ -687,7 +714,7 @@ def test_far_patience_ends_a_hopeless_solve_with_an_honest_flag(monkeypatch):
 
     monkeypatch.setattr(S, "channel", lambda *a, **k: {"warm": None})
     monkeypatch.setattr(S, "_residual", lambda lam, ch, x: (np.full(6, 0.5 * (1 + np.abs(x))), 0.5))
-    f = draw_fields("spiked", 1.0, 2, 0.0, 64, seed=0)
+    f = draw_fields(Setting("spiked", 1.0, 2, 0.0), 64, seed=0)
     it = S.SolverOptions.build(polish=False)
     run = S._iterate("softmax", f, 1.0, 0.1, np.array([0.5, 1.0, 1.0, 0.5, 1.0, 1.0]), it.replace(far_patience=7))
     assert not run.converged and run.it == 1 + 7 and run.resid == 0.5
@@ -764,7 +791,7 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     opts = SolverOptions.build(tol=1e-6)
     ds = S.replica_sweep(
-        ReplicaTask("linear", "spiked", 1.0, 3, 0.0),
+        ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0)),
         [0.1],
         [5, 10],
         draw=Draw(n_samples=64),
@@ -824,7 +851,9 @@ def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
 
     monkeypatch.setattr(S, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
-    ds = S.replica_sweep(ReplicaTask("linear", "spiked", 1.0, 3, 0.0), [0.01], [1.0, 5.0], draw=Draw(n_samples=64))
+    ds = S.replica_sweep(
+        ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0)), [0.01], [1.0, 5.0], draw=Draw(n_samples=64)
+    )
     assert ds.converged.values.tolist() == [[True, False]]
     assert calls.count(1.0) == len(S.ladder("linear"))
 

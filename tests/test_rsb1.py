@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 
+from slrpipe.setting import Setting
 from slrpipe.theory.replica import rsb1
 from slrpipe.theory.replica.channel import channel
 from slrpipe.theory.replica.fields import draw_fields
@@ -48,7 +49,7 @@ def test_independent_inner_sets_are_one_antithetic_set_per_outer_sample():
     np.testing.assert_array_equal(mc.xi_v[:, :4], -mc.xi_v[:, 4:])
     with pytest.raises(ValueError, match="n_outer"):
         rsb1.draw_inner(2, 8, n_outer=0)
-    fields = draw_fields("spiked", 1.0, 2, 0.0, 8, 0, qmc=True)
+    fields = draw_fields(Setting("spiked", 1.0, 2, 0.0), 8, 0, qmc=True)
     x = np.array([0.1, 0.3, 0.05, 8.0, 0.6, 0.8, 0.05, 5.6])
     with pytest.raises(ValueError, match="inner: drawn for 5 outer samples"):
         rsb1.rsb1_channel("softmax", (fields, inner), 1.0, 4.0, x)
@@ -84,8 +85,8 @@ def test_prior_projects_negative_jackknifed_conjugates_to_zero():
 
 def test_dq_zero_reproduces_the_rs_fixed_point():
     """(a) at a softmax point with competing minima: map, fixed point, Φ = objective, Σ = 0."""
-    task = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0)
-    fields = draw_fields("spiked", 1.0, 2, 0.0, 1024, 0, qmc=True)
+    task = ReplicaTask("softmax", Setting("spiked", 1.0, 2, 0.0))
+    fields = draw_fields(Setting("spiked", 1.0, 2, 0.0), 1024, 0, qmc=True)
     tol = 1e-6
     rs = solve_replica(task, 0.1, 5.0, fields=fields, softmin=None, tol=tol, init=RS_START)
     assert rs["converged"], rs["residual"]
@@ -120,11 +121,11 @@ def test_ridge_regression_has_no_rsb(s):
     """(b) σ ≡ 1 (softmax, L = 1) is ridge regression: from δq_v = 0.3 the iteration returns to δq = 0
     and to the closed-form RS point λV² + (λ + α − 1)V − 1 = 0 (docs/theory.md §2, §13)."""
     lam, alpha, delta = 0.1, 2.0, 0.5
-    fields = draw_fields("spiked", 1.0, 1, delta, 2048, 0, qmc=True)
+    fields = draw_fields(Setting("spiked", 1.0, 1, delta), 2048, 0, qmc=True)
     inner = rsb1.draw_inner(1, 16)
     x0 = np.array([0.0, 0.0, 0.0, 1 / lam, 0.5, 0.6, 0.3, 0.5])
     r = rsb1.solve_rsb1(
-        ReplicaTask("softmax", "spiked", 1.0, 1, delta),
+        ReplicaTask("softmax", Setting("spiked", 1.0, 1, delta)),
         lam,
         alpha,
         s,
@@ -144,8 +145,8 @@ def test_complexity_is_s_squared_dphi_ds():
     """(c) Σ(s) (closed form, docs/theory.md §13) against s² (Φ(s + h) − Φ(s − h))/(2h) of the solved
     potential, at a softmax point where RS is unstable (δq > 0), within 3 Monte Carlo s.e.; and the
     explicit ∂Φ/∂s at the saddle (conjugates and state held, the tilt re-weighted) to 1e-6."""
-    task, lam, alpha = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0), 0.1, 1.0
-    fields = draw_fields("spiked", 1.0, 2, 0.0, 512, 0, qmc=True)
+    task, lam, alpha = ReplicaTask("softmax", Setting("spiked", 1.0, 2, 0.0)), 0.1, 1.0
+    fields = draw_fields(Setting("spiked", 1.0, 2, 0.0), 512, 0, qmc=True)
     inner = rsb1.draw_inner(2, 8)
     rs = solve_replica(task, lam, alpha, fields=fields, softmin=None, tol=1e-5)
     s, h = 4.0, 1.0
@@ -182,8 +183,8 @@ def test_anderson_and_damped_iterations_reach_the_same_saddle():
     1.5 tol apart). The bound: the damped map contracts at ρ ≈ 0.7 per pass here (residual 0.3 →
     10⁻⁵ in 31 passes), so a point of residual < tol lies within tol/(1 − ρ) ≈ 3.5 tol of the fixed
     point."""
-    task, lam, alpha = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0), 0.1, 1.0
-    fields = draw_fields("spiked", 1.0, 2, 0.0, 512, 0, qmc=True)
+    task, lam, alpha = ReplicaTask("softmax", Setting("spiked", 1.0, 2, 0.0)), 0.1, 1.0
+    fields = draw_fields(Setting("spiked", 1.0, 2, 0.0), 512, 0, qmc=True)
     inner = rsb1.draw_inner(2, 8)
     rs = solve_replica(task, lam, alpha, fields=fields, softmin=None, tol=1e-5)
     out = {}
@@ -207,8 +208,8 @@ def test_cheap_passes_between_full_searches_reach_the_full_search_saddle(monkeyp
     cheap pass within tol) and every pass a full search (``full_every`` = 1) converge (tol 10⁻⁵) to states
     within 10 tol of each other (the contraction bound of the Anderson/damped test above); the
     default's converged pass is a full search, and it runs cheap passes on the way."""
-    task, lam, alpha = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0), 0.1, 1.0
-    fields = draw_fields("spiked", 1.0, 2, 0.0, 512, 0, qmc=True)
+    task, lam, alpha = ReplicaTask("softmax", Setting("spiked", 1.0, 2, 0.0)), 0.1, 1.0
+    fields = draw_fields(Setting("spiked", 1.0, 2, 0.0), 512, 0, qmc=True)
     inner = rsb1.draw_inner(2, 8)
     rs = solve_replica(task, lam, alpha, fields=fields, softmin=None, tol=1e-5)
     passes = []
@@ -242,7 +243,7 @@ def test_independent_inner_sets_carry_the_inner_error_in_the_standard_error():
     outer sample: the spread over seeds is below the reported s.e. (which holds the outer-sample
     error as well). (Both estimate the same expectation; the shared sets' δq̂_v is skewed — mostly
     low, now and then 3× higher — so a mean of 8 of them is no sharp check of that.)"""
-    fields = draw_fields("spiked", 1.0, 2, 0.0, 512, 0, qmc=True)
+    fields = draw_fields(Setting("spiked", 1.0, 2, 0.0), 512, 0, qmc=True)
     m_k, q_k, V_k, m_v, q_v, V_v = 0.1422, 0.2826, 8.277, 0.6080, 0.8536, 5.613
     dq_k, dq_v = 0.3 * (q_k - m_k**2), 0.3 * (q_v - m_v**2)
     x = np.array([m_k, q_k - dq_k, dq_k, V_k, m_v, q_v - dq_v, dq_v, V_v])
@@ -321,7 +322,7 @@ def test_ground_state_scans_by_the_zero_temperature_rule_and_writes_its_record(m
     rs |= dict.fromkeys(("objective", "test_error", "train_loss", "train_loss_se", "residual"), 0.1) | {
         "converged": True
     }
-    task = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0)
+    task = ReplicaTask("softmax", Setting("spiked", 1.0, 2, 0.0))
     draw = rsb1.Rsb1Draw(n_outer=8, n_inner=4)
     res = rsb1.rsb1_ground_state(
         task, 0.1, 1.0, draw=draw, s_grid=(0.25, 0.5), rs=rs, scan=rsb1.ScanOptions(max_rows=6)
@@ -402,7 +403,7 @@ def test_n0_check_solves_rs_and_the_reported_state_again_on_twice_the_outer_samp
         rs="rs.nc",
         n0_check=True,
     )
-    task = ReplicaTask("softmax", "spiked", 1.0, 2, 0.0)
+    task = ReplicaTask("softmax", Setting("spiked", 1.0, 2, 0.0))
     reported = dict(zip(rsb1.STATE1, [0.1, 0.5, 0.2, 1.0] * 2)) | {"s": 1.7}
     out = doubled(task, job, {}, reported, rsb1.Rsb1Options())
     assert set(out) == set(N0X2) and seen == {"rs": 16, "rsb1": (16, 16, 1.7, 0.2)}

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from slrpipe import scores, sigmas, vocabulary
+from slrpipe.setting import Setting
 from slrpipe.sigmas import Sigma
 from slrpipe.sigmas.kernels import masked
 
@@ -167,7 +168,7 @@ def _dispatchers():
     return {
         "scores.score": lambda s: scores.score(s, np.zeros((1, 3))),
         "vocabulary.check_sigma": vocabulary.check_sigma,
-        "population.ab": lambda s: population.ab(s, "spiked", 1.0, 2, 1.0, 1.0),
+        "population.ab": lambda s: population.ab(s, Setting("spiked", 1.0, 2), 1.0, 1.0),
         "population._sigma_limit": lambda s: population._sigma_limit(s, np.zeros((1, 3))),
         "exact_length.supported": lambda s: exact_length.supported(s, "spiked", 1.0, 1.0),
         "exact_length.ab_exact": lambda s: exact_length.ab_exact(s, "spiked", 1.0, 3, 1.0),
@@ -204,12 +205,12 @@ def test_toy_population_expectations_spiked(toy):
     from slrpipe.theory import population
     from slrpipe.theory.quadrature import QuadSpec
 
-    a, b = population.ab(TOY, "spiked", 2.0, 3, 1.0, 1.0)
-    a1, b1 = population.ab(TOY, "spiked", 2.0, 3, 1.0, 1.0, quad=QuadSpec().refined(3))
+    a, b = population.ab(TOY, Setting("spiked", 2.0, 3), 1.0, 1.0)
+    a1, b1 = population.ab(TOY, Setting("spiked", 2.0, 3), 1.0, 1.0, quad=QuadSpec().refined(3))
     for got, fine, ref, se in ((a, a1, SPIKED_AB[0], SPIKED_SE[0]), (b, b1, SPIKED_AB[1], SPIKED_SE[1])):
         assert abs(got - ref) < 4 * se + abs(fine - got), (got, fine, ref)
     # and scale invariance: the same at m_k = q_k^{1/2} = 3, to the refinement change
-    a3, b3 = population.ab(TOY, "spiked", 2.0, 3, 3.0, 9.0)
+    a3, b3 = population.ab(TOY, Setting("spiked", 2.0, 3), 3.0, 9.0)
     assert abs(a3 - a) <= abs(a1 - a) + 1e-12 and abs(b3 - b) <= abs(b1 - b) + 1e-12
 
 
@@ -219,7 +220,7 @@ def test_toy_population_optimum_uses_its_own_limit(toy):
     from slrpipe.theory import population
 
     exact = 1.0 - MAX_INF_A**2 / MAX_INF_B
-    out = population.optimal_risk(TOY, "max", math.inf, 2)
+    out = population.optimal_risk(TOY, Setting("max", math.inf, 2))
     assert abs(out["risk"] - exact) <= max(3 * out["risk_err"], 1e-9), (out, exact)
     assert abs(out["risk"] - 0.04835) > 0.1
     assert out["m_k"] > 0 and math.isfinite(out["m_v"])  # limit exact, not up to scale: m_v defined
@@ -241,7 +242,7 @@ def test_toy_erm_test_error_is_the_population_risk_at_its_overlaps(toy):
     from slrpipe.data import SLRDataset, SLRTask
     from slrpipe.train import ERMOptions, run_erm
 
-    ds = SLRDataset(SLRTask("spiked", 2.0, 3, 0.0, 60), 600, teacher_seed=0, data_seed=1)
+    ds = SLRDataset(SLRTask(Setting("spiked", 2.0, 3, 0.0), 60), 600, teacher_seed=0, data_seed=1)
     model, r = run_erm(ds, ERMOptions.of(TOY, 0.1, n_test=40_000, max_iter=300, bayes=False))
     assert model.c is None  # no offset declared: no c parameter
     err, theory, se = float(r.test_error), float(r.test_error_theory), float(r.test_error_se)

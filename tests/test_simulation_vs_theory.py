@@ -17,6 +17,7 @@ import pytest
 
 from slrpipe.data import SLRDataset, SLRTask
 from slrpipe.models import attention_apply
+from slrpipe.setting import Setting
 from slrpipe.vocabulary import SIGMAS
 
 population = pytest.importorskip("slrpipe.theory.population")
@@ -32,7 +33,10 @@ POINTS = {
 }
 #: an off-manifold Gram matrix of (k*, v*, k, v)/D: cross overlaps k·v*/D, v·k*/D, k·v/D ≠ 0
 G_OFF = np.array([[1.0, 0.0, 1.0, -0.4], [0.0, 1.0, 0.5, 0.7], [1.0, 0.5, 2.0, -0.2], [-0.4, 0.7, -0.2, 1.0]])
-TASKS = {"spiked": SLRTask("spiked", 1.0, 2, 0.0, D), "max": SLRTask("max", 2.0, {1: 0.3, 2: 0.3, 3: 0.4}, 0.2, D)}
+TASKS = {
+    "spiked": SLRTask(Setting("spiked", 1.0, 2, 0.0), D),
+    "max": SLRTask(Setting("max", 2.0, {1: 0.3, 2: 0.3, 3: 0.4}, 0.2), D),
+}
 
 
 def quad(task):
@@ -99,7 +103,7 @@ def measured(request):
 def test_risk_on_manifold(measured, sigma):
     task, preds, out = measured
     m_k, q_k, m_v, q_v, c = POINTS[sigma]
-    theory = population.risk(sigma, task.model, task.nu, task.L, task.delta, (m_k, q_k, m_v, q_v), c=c, quad=quad(task))
+    theory = population.risk(sigma, task.setting, (m_k, q_k, m_v, q_v), c=c, quad=quad(task))
     mean, se = out[sigma]
     assert abs(mean - theory) < 4 * se, (task.model, sigma, mean, se, theory)
     assert se < 0.01  # the test has power: 4 s.e. ≪ the spread of risks between σ
@@ -108,16 +112,13 @@ def test_risk_on_manifold(measured, sigma):
 @pytest.mark.parametrize("sigma", ["softmax", "linear"])
 def test_risk_off_manifold(measured, sigma):
     task, preds, out = measured
-    theory = population.risk_gram(sigma, task.model, task.nu, task.L, task.delta, G_OFF, quad=quad(task))
+    theory = population.risk_gram(sigma, task.setting, G_OFF, quad=quad(task))
     mean, se = out[f"{sigma}_off"]
     assert abs(mean - theory) < 4 * se, (task.model, sigma, mean, se, theory)
     # the cross overlaps matter: the on-manifold formula with the same diagonal overlaps is far off
     on = population.risk(
         sigma,
-        task.model,
-        task.nu,
-        task.L,
-        task.delta,
+        task.setting,
         (G_OFF[0, 2], G_OFF[2, 2], G_OFF[1, 3], G_OFF[3, 3]),
         quad=quad(task),
     )

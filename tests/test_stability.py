@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import integrate, special
 
+from slrpipe.setting import Setting
 from slrpipe.theory.replica import ReplicaTask, solve_replica
 from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.theory.replica.stability import (
@@ -45,8 +46,8 @@ def test_ridge_replicon_closed_form(lam, alpha):
     """σ ≡ 1 (softmax, L = 1) is ridge regression: replicon = α V_v²/(1 + V_v)² < 1, no jumps.
     The identity holds exactly at the solver's V_v; V_v itself agrees with the closed-form root of
     λV² + (λ + α − 1)V − 1 = 0 within 4 of its Monte Carlo standard errors (V = 1/(λ + V̂))."""
-    f = draw_fields("spiked", 1.0, 1, 0.5, 4096, 0, qmc=True)
-    r = solve_replica(ReplicaTask("softmax", "spiked", 1.0, 1, 0.5), lam, alpha, fields=f, softmin=None)
+    f = draw_fields(Setting("spiked", 1.0, 1, 0.5), 4096, 0, qmc=True)
+    r = solve_replica(ReplicaTask("softmax", Setting("spiked", 1.0, 1, 0.5)), lam, alpha, fields=f, softmin=None)
     assert r["converged"]
     st = rs_stability("softmax", f, alpha, [r[k] for k in STATE])
     assert set(STABILITY) <= set(st)
@@ -117,7 +118,7 @@ def test_softmax_two_tokens_flagged_unstable():
     is flagged unstable (ties within tie_tol, K > 0), and the window estimate of the V̂ jump mass
     agrees with the Stein − pointwise-Jacobian difference of the channel within 3 standard errors
     of the window estimate (docs/theory.md §4, §11)."""
-    f = draw_fields("spiked", 1.0, 2, 0.0, 4096, 0, qmc=True)
+    f = draw_fields(Setting("spiked", 1.0, 2, 0.0), 4096, 0, qmc=True)
     x = dict(m_k=0.147, q_k=0.2863, V_k=8.4822, m_v=0.6208, q_v=0.8572, V_v=5.5972)
     st = rs_stability("softmax", f, 1.0, [x[k] for k in STATE])  # default window 0.01 (§11)
     assert not st["rs_stable"]
@@ -142,7 +143,7 @@ def test_tail_index_recovers_a_pareto_tail():
 
 
 def test_rejects_bad_window():
-    f = draw_fields("spiked", 1.0, 1, 0.0, 16, 0)
+    f = draw_fields(Setting("spiked", 1.0, 1, 0.0), 16, 0)
     with pytest.raises(ValueError, match="tie_tol"):
         rs_stability("softmax", f, 1.0, (0.5, 1.0, 1.0, 0.5, 1.0, 1.0), tie_tol=0.0)
 
@@ -164,8 +165,8 @@ def test_replicon_operator_predicts_the_erm_susceptibility():
     from slrpipe.train.options import SolverOptions
 
     L, lam, alpha, D = 2, 0.1, 10.0, 200
-    f = draw_fields("spiked", 1.0, L, 0.0, 4096, 0, qmc=True)
-    r = solve_replica(ReplicaTask("linear", "spiked", 1.0, L, 0.0), lam, alpha, fields=f)
+    f = draw_fields(Setting("spiked", 1.0, L, 0.0), 4096, 0, qmc=True)
+    r = solve_replica(ReplicaTask("linear", Setting("spiked", 1.0, L, 0.0)), lam, alpha, fields=f)
     assert r["converged"]
     x = [r[k] for k in STATE]
     captured = {}
@@ -195,7 +196,7 @@ def test_replicon_operator_predicts_the_erm_susceptibility():
             blk *= np.eye(L)[None]
     C_diag = predict(diag_only)
 
-    task = SLRTask("spiked", 1.0, L, 0.0, D)
+    task = SLRTask(Setting("spiked", 1.0, L, 0.0), D)
     n = int(alpha * D)
     vals = []  # per seed: (1/D) tr H⁻¹ (k, v), (1/D) tr H⁻² (k, v)
     for seed in range(4):

@@ -18,11 +18,12 @@ import xarray as xr
 
 from slrpipe.data import SLRDataset, SLRTask
 from slrpipe.models import attention_apply
+from slrpipe.setting import Setting
 from slrpipe.train import ERMOptions, SolverOptions, minimize, objective, run_erm
 from slrpipe.train.erm import place_data, transposed
 from slrpipe.train.experiment import run_erm_batch
 
-TASK = SLRTask("spiked", 2.0, 3, 0.0, 100)
+TASK = SLRTask(Setting("spiked", 2.0, 3, 0.0), 100)
 LAM = 0.1
 
 
@@ -140,7 +141,7 @@ def test_objective_normalisation():
 
 @pytest.mark.parametrize("opt", ["gd", "adam", "sgd"])
 def test_first_order_optimisers_record_trajectories(opt):
-    ds = SLRDataset(SLRTask("max", math.inf, {2: 0.5, 3: 0.5}, 0.1, 50), 500, 0, 2)
+    ds = SLRDataset(SLRTask(Setting("max", math.inf, {2: 0.5, 3: 0.5}, 0.1), 50), 500, 0, 2)
     opts = ERMOptions.of(
         "softmax", LAM, optimizer=opt, init="small", init_seed=1, n_test=2000, max_iter=60, record_every=20, bayes=False
     )
@@ -157,7 +158,7 @@ def test_first_order_optimisers_record_trajectories(opt):
 
 
 def test_float64_converges_to_tight_tolerance():
-    ds = SLRDataset(SLRTask("spiked", 1.0, 2, 0.2, 40), 400, 0, 1)
+    ds = SLRDataset(SLRTask(Setting("spiked", 1.0, 2, 0.2), 40), 400, 0, 1)
     r = run_erm(ds, ERMOptions.of("erf", LAM, n_test=1000, max_iter=500, dtype="float64", bayes=False))[1]
     assert r.dtype.item() == "float64" and r.k.dtype == np.float64
     assert bool(r.converged) and float(r.gnorm) < 1e-8
@@ -166,7 +167,7 @@ def test_float64_converges_to_tight_tolerance():
 def test_batch_places_the_training_set_once_and_each_run_is_its_lone_run():
     # run_erm_batch puts X (and its transpose) on the device once per dtype and hands it to every
     # run; each run must still be bit-for-bit the run run_erm makes alone (which places its own)
-    ds = SLRDataset(SLRTask("spiked", 1.0, 3, 0.0, 32), 160, teacher_seed=0, data_seed=1)
+    ds = SLRDataset(SLRTask(Setting("spiked", 1.0, 3, 0.0), 32), 160, teacher_seed=0, data_seed=1)
     opts = [
         ERMOptions.of(sigma, LAM, init=init, init_seed=i, n_test=200, max_iter=60, dtype=dtype, theory=False)
         for sigma, init, i, dtype in (
@@ -207,7 +208,7 @@ def test_minimize_rejects_bad_arguments():
     ):
         with pytest.raises(ValueError, match=field):
             ERMOptions.of(**{"sigma": "softmax", "lam": 0.1, **kwargs})
-    ds = SLRDataset(SLRTask("spiked", 1.0, 2, 0.0, 3), 2, 0, 1)
+    ds = SLRDataset(SLRTask(Setting("spiked", 1.0, 2, 0.0), 3), 2, 0, 1)
     with pytest.raises(ValueError, match="test_seed"):
         run_erm(ds, ERMOptions.of("softmax", 0.1, test_seed=1))
 
@@ -351,9 +352,8 @@ def test_risk_at_overlaps_rebuilds_the_recorded_gram(erm20):
     for sigma, r in erm20.items():
         ov = {k: float(r[k]) for k in OVERLAPS}
         np.testing.assert_allclose(gram_from_overlaps(ov), r.gram.values, rtol=0, atol=1e-12)
-        law = (TASK.model, TASK.nu, TASK.L, TASK.delta)
-        assert abs(risk_at_overlaps(sigma, *law, ov) - float(r.test_error_theory)) < 1e-9
-        assert math.isnan(risk_at_overlaps(sigma, *law, dict(ov, m_k=math.nan)))
+        assert abs(risk_at_overlaps(sigma, TASK.setting, ov) - float(r.test_error_theory)) < 1e-9
+        assert math.isnan(risk_at_overlaps(sigma, TASK.setting, dict(ov, m_k=math.nan)))
 
 
 def test_device_sampler_trains_and_measures_on_the_device():

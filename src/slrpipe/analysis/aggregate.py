@@ -47,6 +47,7 @@ from slrpipe.io import atomic_dir, write_zarr
 from slrpipe.io import read_netcdf as _read_netcdf
 from slrpipe.lengths import format_L, parse_L
 from slrpipe.provenance import constraints_sha256, provenance
+from slrpipe.setting import Setting
 from slrpipe.sigmas import get as get_sigma
 from slrpipe.theory.learned import OVERLAPS, risk_at_overlaps
 from slrpipe.threads import map_processes, map_threads
@@ -192,7 +193,7 @@ def add_population_prediction(node: xr.Dataset, task: SLRTask, workers: int = 1)
         ov = {v: float(node[v].values[idx]) for v in OVERLAPS}
         sigma = str(node["sigma"].values[idx[0]])
         c = float(node["c"].values[idx]) if "c" in node and get_sigma(sigma).offset else 0.0
-        return risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, ov, c)  # NaN if not finite
+        return risk_at_overlaps(sigma, task.setting, ov, c)  # NaN if not finite
 
     pred = np.array(map_threads(risk, list(np.ndindex(shape)), workers), dtype=float).reshape(shape)
     node["test_error_pop"] = (node["m_k"].dims, pred)
@@ -203,7 +204,7 @@ def _erm_task(files) -> SLRTask:
     """The data law shared by an experiment's ERM files, from the first file's coordinates."""
     ds = read_netcdf(files[0])
     law = json.loads(ds.attrs["L_law"])
-    return SLRTask(str(ds["model"].values), float(ds["nu"]), law, float(ds["delta"]), 2)
+    return SLRTask(Setting(str(ds["model"].values), float(ds["nu"]), law, float(ds["delta"])), 2)
 
 
 def _rsb1_part(ds: xr.Dataset) -> xr.Dataset:

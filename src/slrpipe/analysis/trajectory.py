@@ -42,7 +42,7 @@ def risk_along(sigma: str, task: SLRTask, traj: dict) -> np.ndarray:
     out = np.full(cols.shape[0], np.nan)
     for t, row in enumerate(cols):
         if np.isfinite(row).all():
-            out[t] = risk_at_overlaps(sigma, task.model, task.nu, task.L, task.delta, dict(zip(OVERLAPS, row)))
+            out[t] = risk_at_overlaps(sigma, task.setting, dict(zip(OVERLAPS, row)))
     return out
 
 

@@ -33,9 +33,10 @@ def run(args) -> int:
     Raises:
         ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
     from slrpipe.data import SLRDataset, SLRTask, write_dataset
+    from slrpipe.setting import Setting
 
     job = from_namespace(DataJob, args)
-    task = SLRTask(job.model, job.nu, job.L, job.delta, job.D)
+    task = SLRTask(Setting(job.model, job.nu, job.L, job.delta), job.D)
     ds = SLRDataset(task, job.n, job.teacher_seed, job.data_seed, args.chunk_size, job.sampler)
     log.info("generating %d chunks of %d sequences (%s) -> %s", ds.n_chunks, ds.chunk_size, task, args.out)
     write_dataset(args.out, ds)

@@ -25,25 +25,24 @@ def run(args) -> int:
 
     Raises:
         ValueError: a bad parameter (the CLI prints it as one line and exits with 2)."""
+    from slrpipe.setting import Setting
     from slrpipe.theory.replica import Draw, ReplicaTask, bayes_optimal_sweep, replica_sweep
     from slrpipe.theory.replica.options import SolverOptions, SweepOptions
 
     job = from_namespace(ReplicaJob, args)
     if len(job.L) != 1:
         raise ValueError(f"L: the replica solver needs a fixed length, got {text(job.L)}")
-    L = next(iter(job.L))
+    setting = Setting(job.model, job.nu, job.L, job.delta)
     if job.bayes_optimal:
         if job.sigma is not None or job.lam_grid is not None:
             raise ValueError("bayes-optimal: takes no --sigma or --lam-grid (the state evolution has neither)")
-        ds = bayes_optimal_sweep(
-            job.model, job.nu, L, job.delta, list(job.alpha_grid), n_samples=job.n_samples, seed=job.seed
-        )
+        ds = bayes_optimal_sweep(setting, list(job.alpha_grid), n_samples=job.n_samples, seed=job.seed)
     else:
         # the options are built (and range-checked) once, here, for every solve of the sweep
         options = SolverOptions()
         sweep = SweepOptions(two_way=not job.one_way, mc_seeds=job.mc_seeds or 1)
         ds = replica_sweep(
-            ReplicaTask(job.sigma or "softmax", job.model, job.nu, L, job.delta),
+            ReplicaTask(job.sigma or "softmax", setting),
             list(job.lam_grid or (0.1,)),
             list(job.alpha_grid),
             draw=Draw(n_samples=job.n_samples, seed=job.seed, qmc=job.qmc),

@@ -211,12 +211,13 @@ def run(args) -> int:
     Raises:
         ValueError: a bad parameter, or (λ, α) not on the RS sweep's grid (the CLI prints it as one
         line and exits with 2)."""
+    from slrpipe.setting import Setting
     from slrpipe.theory.replica import ReplicaTask, rsb1
 
     job = from_namespace(Rsb1Job, args)
     if len(job.L) != 1:
         raise ValueError(f"L: the replica solver needs a fixed length, got {text(job.L)}")
-    task = ReplicaTask(job.sigma, job.model, job.nu, next(iter(job.L)), job.delta).normalised()
+    task = ReplicaTask(job.sigma, Setting(job.model, job.nu, job.L, job.delta))
     draw = rsb1.Rsb1Draw(job.n_outer, job.n_inner, job.seed, job.inner_seed)
     options = rsb1.Rsb1Options(tol=job.tol, max_iter=job.max_iter)
     init = rs_start(job.rs, job.lam, job.alpha)

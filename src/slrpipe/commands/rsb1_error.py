@@ -109,6 +109,7 @@ def run(args) -> int:
 
     Raises:
         ValueError: K < 2 or not dividing N₀/2 (the CLI prints it as one line and exits with 2)."""
+    from slrpipe.setting import Setting
     from slrpipe.theory.replica import ReplicaTask, rsb1
     from slrpipe.theory.replica.batch_means import antithetic_batches, batch_values, subset
 
@@ -125,7 +126,8 @@ def run(args) -> int:
         write_netcdf(ds, args.out)
         return 0
     c = {k: src[k].values.item() for k in COORDS}
-    task = ReplicaTask(str(c["sigma"]), str(c["model"]), float(c["nu"]), int(c["L"]), float(c["delta"])).normalised()
+    setting = Setting(str(c["model"]), float(c["nu"]), int(c["L"]), float(c["delta"]))
+    task = ReplicaTask(str(c["sigma"]), setting)
     draw = rsb1.Rsb1Draw(n_outer, int(src.attrs["n_inner"]), int(src.attrs["seed"]), int(src.attrs["inner_seed"]))
     fields, inner = draw.samples(task)
     x0 = start_state(src, s)

@@ -97,10 +97,11 @@ def job_of(args) -> TrainJob:
 def dataset(job: TrainJob, chunk_size: int | None = None):
     """The training set of a job: read from ``job.data`` or regenerated from its seeds."""
     from slrpipe.data import SLRDataset, SLRTask
+    from slrpipe.setting import Setting
 
     if job.data is not None:
         return SLRDataset.open(job.data)
-    task = SLRTask(job.model, job.nu, job.L, job.delta, job.D)
+    task = SLRTask(Setting(job.model, job.nu, job.L, job.delta), job.D)
     return SLRDataset(task, job.n, job.teacher_seed, job.data_seed, chunk_size, job.sampler)
 
 

@@ -48,17 +48,15 @@ def sample_chunk_device(task: SLRTask, k_star, v_star, seed: int, index: int, si
                 jnp.asarray(np.asarray(v_star) / sqrtD, jnp.float64),
                 size=int(size),
                 D=task.D,
-                lengths=tuple(task.L),
-                probs=tuple(task.L.values()),
-                model=task.model,
-                nu=task.nu,
-                delta=task.delta,
+                setting=task.setting,
             )
         )
 
 
-@partial(jax.jit, static_argnames=("size", "D", "lengths", "probs", "model", "nu", "delta"))
-def _draw(seed, index, k_scaled, v_scaled, *, size, D, lengths, probs, model, nu, delta):
+@partial(jax.jit, static_argnames=("size", "D", "setting"))
+def _draw(seed, index, k_scaled, v_scaled, *, size, D, setting):
+    model, nu, delta = setting.model, setting.nu, setting.delta
+    lengths, probs = tuple(setting.L), tuple(setting.L.values())
     key = jax.random.fold_in(jax.random.PRNGKey(seed), index)
     k_len, k_x, k_u, k_xi = jax.random.split(key, 4)
     Lm = max(lengths)

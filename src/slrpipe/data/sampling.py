@@ -10,14 +10,13 @@ Source: model.md §2.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from slrpipe.lengths import length_law
 from slrpipe.scores import softmax
-from slrpipe.vocabulary import c_nu, check_delta, check_model_nu
+from slrpipe.setting import Setting
 
 #: default number of floats per chunk (64 MiB of float32 X).
 CHUNK_FLOATS = 2**24
@@ -25,38 +24,31 @@ CHUNK_FLOATS = 2**24
 
 @dataclass(frozen=True)
 class SLRTask:
-    """The data distribution: model ('spiked' | 'max'), ν ≥ 0 (max: inf allowed), length law L
-    (int or {length: prob}), label noise Δ ≥ 0 and dimension D ≥ 2.
+    """The data distribution: a data setting (:class:`slrpipe.setting.Setting`: model, ν, length
+    law L, label noise Δ) in dimension D ≥ 2. The setting's fields read through (``task.model``,
+    ``task.nu``, ``task.L``, ``task.delta``, ``task.L_max``, ``task.c_nu``).
 
     Raises:
-        ValueError: any parameter outside its range (spiked-SLR needs a finite ν).
+        ValueError: D not an integer ≥ 2.
+        TypeError: ``setting`` not a :class:`~slrpipe.setting.Setting`.
     """
 
-    model: str
-    nu: float
-    L: dict = field(hash=False)
-    delta: float
+    setting: Setting
     D: int
 
     def __post_init__(self):
-        nu = check_model_nu(self.model, self.nu)
-        check_delta(self.delta)
+        if not isinstance(self.setting, Setting):
+            raise TypeError(f"setting: must be a Setting, got {type(self.setting).__name__}")
         if int(self.D) != self.D or self.D < 2:
             raise ValueError(f"D: must be an integer ≥ 2, got {self.D}")
-        object.__setattr__(self, "nu", nu)
-        object.__setattr__(self, "delta", float(self.delta))
         object.__setattr__(self, "D", int(self.D))
-        object.__setattr__(self, "L", length_law(self.L))
 
-    @property
-    def L_max(self) -> int:
-        """The longest sequence length of the law (the padded token axis)."""
-        return max(self.L)
-
-    @property
-    def c_nu(self) -> float:
-        """Bayes key scale: √ν (spiked), ν (max; inf at ν = inf). model.md §3."""
-        return c_nu(self.model, self.nu)
+    model = property(lambda self: self.setting.model, doc="'spiked' | 'max'.")
+    nu = property(lambda self: self.setting.nu, doc="ν (float).")
+    L = property(lambda self: self.setting.L, doc="The length law {length: probability}.")
+    delta = property(lambda self: self.setting.delta, doc="Δ (float).")
+    L_max = property(lambda self: self.setting.L_max, doc="The longest length (the padded token axis).")
+    c_nu = property(lambda self: self.setting.c_nu, doc="Bayes key scale c_ν (model.md §3).")
 
     def default_chunk_size(self) -> int:
         """Samples per chunk for ~:data:`CHUNK_FLOATS` floats of X (at least 1)."""

@@ -29,6 +29,7 @@ from slrpipe.data.teacher import make_teacher
 from slrpipe.io import atomic_dir
 from slrpipe.lengths import format_L
 from slrpipe.provenance import provenance
+from slrpipe.setting import Setting
 from slrpipe.vocabulary import JAX, NUMPY, SAMPLERS, check_choice
 
 FORMAT = "slrpipe-dataset-1"
@@ -92,7 +93,8 @@ class SLRDataset:
         a = dict(g.attrs)
         if a.get("format") != FORMAT:
             raise ValueError(f"data: {path} is not an slrpipe dataset store (format {a.get('format')!r})")
-        task = SLRTask(a["model"], float(a["nu"]), {int(k): p for k, p in a["L_law"].items()}, a["delta"], a["D"])
+        law = {int(k): p for k, p in a["L_law"].items()}
+        task = SLRTask(Setting(a["model"], float(a["nu"]), law, a["delta"]), a["D"])
         sampler = a.get("sampler", NUMPY)  # stores written before the jax sampler existed
         return cls(task, a["n"], a["teacher_seed"], a["data_seed"], a["chunk_size"], sampler, Path(path))
 

@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from slrpipe.setting import Setting
+
 log = logging.getLogger(__name__)
 
 #: log2 of the scrambled-Sobol points per scrambling used for learned (off-manifold) Gram matrices:
@@ -37,10 +39,11 @@ def gram_from_overlaps(ov) -> np.ndarray:
     )
 
 
-def risk_at_gram(sigma: str, model: str, nu: float, L, delta: float, gram, c: float = 0.0) -> float:
+def risk_at_gram(sigma: str, setting: Setting, gram, c: float = 0.0) -> float:
     """R(σ; gram) (docs/model.md §4) by ``risk_gram`` with 8 × 2^``QMC_LOG2`` scrambled-Sobol points.
 
-    gram: (4, 4) WᵀW/D of W = [k*, v*, k, v]; c: the erf offset. Returns NaN (with a warning) where
+    setting: the data setting (:class:`~slrpipe.setting.Setting`); gram: (4, 4) WᵀW/D of
+    W = [k*, v*, k, v]; c: the erf offset. Returns NaN (with a warning) where
     the formula cannot evaluate the point (a non-PSD Gram, a σ it lacks), so that a store or a
     training run never dies for one point.
     """
@@ -51,10 +54,7 @@ def risk_at_gram(sigma: str, model: str, nu: float, L, delta: float, gram, c: fl
         return float(
             risk_gram(
                 sigma,
-                model,
-                nu,
-                L,
-                delta,
+                setting,
                 np.asarray(gram, float),
                 c=float(c),
                 quad=QuadSpec(method="qmc", qmc_log2=QMC_LOG2),
@@ -65,8 +65,8 @@ def risk_at_gram(sigma: str, model: str, nu: float, L, delta: float, gram, c: fl
         return math.nan
 
 
-def risk_at_overlaps(sigma: str, model: str, nu: float, L, delta: float, ov, c: float = 0.0) -> float:
+def risk_at_overlaps(sigma: str, setting: Setting, ov, c: float = 0.0) -> float:
     """``risk_at_gram`` at ``gram_from_overlaps(ov)``; NaN where an overlap is not finite."""
     if not np.isfinite([float(ov[k]) for k in OVERLAPS]).all():
         return math.nan
-    return risk_at_gram(sigma, model, nu, L, delta, gram_from_overlaps(ov), c)
+    return risk_at_gram(sigma, setting, gram_from_overlaps(ov), c)

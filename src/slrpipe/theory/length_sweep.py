@@ -21,19 +21,21 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq
 
+from slrpipe.setting import Setting
 from slrpipe.theory.population import bayes_risk, optimal_risk
 from slrpipe.theory.quadrature import QuadSpec
-from slrpipe.vocabulary import BAYES, c_nu, check_delta, check_model_nu, check_sigma
+from slrpipe.vocabulary import BAYES, check_delta, check_model_nu, check_sigma
 
 log = logging.getLogger(__name__)
 
 _NU_MAX = 1e7  # largest ν searched for the target (linear at L = 10⁴ needs ~10⁵ for excess 0.1)
 
 
-def _excess(sigma, model, nu, L, quad) -> float:
+def _optimum(sigma, setting: Setting, quad) -> float:
+    """The optimal population risk of σ in ``setting`` (the Bayes risk for sigma = "bayes")."""
     if sigma == BAYES:
-        return bayes_risk(model, nu, L, quad=quad)
-    return optimal_risk(sigma, model, nu, L, quad=quad)["risk"]
+        return bayes_risk(setting, quad=quad)
+    return optimal_risk(sigma, setting, quad=quad)["risk"]
 
 
 def nu_for_risk(sigma, model, L, target: float, *, quad: QuadSpec | None = None) -> float:
@@ -47,8 +49,8 @@ def nu_for_risk(sigma, model, L, target: float, *, quad: QuadSpec | None = None)
     if not 0 < target < 1:
         raise ValueError(f"target: must be in (0, 1), got {target}")
     quad = quad or QuadSpec()
-    f = lambda lg: _excess(sigma, model, math.exp(lg), L, quad) - target
-    if _excess(sigma, model, 0.0, L, quad) <= target:
+    f = lambda lg: _optimum(sigma, Setting(model, math.exp(lg), L), quad) - target
+    if _optimum(sigma, Setting(model, 0.0, L), quad) <= target:
         return 0.0
     lo, hi = math.log(1e-3), math.log(10.0)
     while f(hi) > 0:
@@ -88,11 +90,12 @@ def _grid_risks(sigma, model, Ls, nus, delta, quad):
     risk, m_k, err = (np.full((Ls.size, nus.size), np.nan) for _ in range(3))
     for i, L in enumerate(Ls):
         for j, nu in enumerate(nus):
+            setting = Setting(model, nu, int(L), delta)
             if sigma == BAYES:
-                risk[i, j] = bayes_risk(model, nu, int(L), delta, quad=quad)
-                m_k[i, j] = c_nu(model, nu)
+                risk[i, j] = bayes_risk(setting, quad=quad)
+                m_k[i, j] = setting.c_nu
             else:
-                res = optimal_risk(sigma, model, nu, int(L), delta, quad=quad)
+                res = optimal_risk(sigma, setting, quad=quad)
                 risk[i, j], m_k[i, j], err[i, j] = res["risk"], res["m_k"], res["risk_err"]
         log.info("length %s %s L=%d: risk=%s", sigma, model, L, np.round(risk[i], 6))
     return risk, m_k, err
@@ -104,14 +107,7 @@ def _variable_length(ds, sigma, model, delta, var, quad):
     var_L_max, var_nus = var
     law = {k: 1.0 / var_L_max for k in range(1, var_L_max + 1)}
     vn = np.asarray([check_model_nu(model, v) for v in var_nus], dtype=float)
-    rv = np.array(
-        [
-            bayes_risk(model, v, law, delta, quad=quad)
-            if sigma == BAYES
-            else optimal_risk(sigma, model, v, law, delta, quad=quad)["risk"]
-            for v in vn
-        ]
-    )
+    rv = np.array([_optimum(sigma, Setting(model, v, law, delta), quad) for v in vn])
     ds = ds.assign_coords(nu_var=vn)
     ds["risk_var"] = ("nu_var", rv)
     ds.attrs["var_L_max"] = int(var_L_max)

@@ -31,13 +31,13 @@ import numpy as np
 from scipy.optimize import minimize, minimize_scalar
 from scipy.special import erf
 
-from slrpipe.lengths import format_L, length_law
+from slrpipe.lengths import format_L
 from slrpipe.scores import score
+from slrpipe.setting import Setting
 from slrpipe.sigmas import get as get_sigma
 from slrpipe.theory import exact_length
 from slrpipe.theory.quadrature import FieldRule, QuadSpec, field_rule
-from slrpipe.vocabulary import BAYES, c_nu
-from slrpipe.vocabulary import check_delta as _check_delta
+from slrpipe.vocabulary import BAYES
 from slrpipe.vocabulary import check_model_nu as _check_model_nu
 from slrpipe.vocabulary import check_sigma as _check_sigma
 
@@ -106,13 +106,14 @@ def _ab_rule(sigma: str, rule: FieldRule, m_k: float, s: float, c: float) -> np.
     return _group_sums(rule, fn, 2)
 
 
-def _exact_args(sigma, model, nu, m_k, q_k, spec):
+def _exact_args(sigma, setting: Setting, m_k, q_k, spec):
     """(ν, m) for :func:`exact_length.ab_exact` when it applies at these overlaps, else None.
 
     Spiked q_k > m_k² is folded into (ν m_k²/q_k, √q_k) as in :func:`_ab_law`; max-SLR needs
     q_k = m_k². Raises ValueError for method "exact" where no reduction exists."""
     if not spec.allows_exact:
         return None
+    model, nu = setting.model, setting.nu
     s2 = 0.0 if math.isinf(m_k) else q_k - m_k**2
     if s2 > 0 and model == "spiked":
         nu, m_k = nu * m_k**2 / q_k, math.sqrt(q_k)
@@ -126,33 +127,36 @@ def _exact_args(sigma, model, nu, m_k, q_k, spec):
     return None
 
 
-def _slow_exact(sigma, model, nu) -> bool:
+def _slow_exact(sigma, setting: Setting) -> bool:
     """max-SLR at finite ν with a per-token σ: the reduction integrates over the normaliser of p
     for each token law, ~10× the L = 3 tensor rule's cost (docs/theory.md §12, Cost)."""
-    return model == "max" and 0 < nu < math.inf and not get_sigma(sigma).normalised
+    return setting.model == "max" and 0 < setting.nu < math.inf and not get_sigma(sigma).normalised
 
 
-def _exact_lengths(sigma, model, nu, spec, law) -> dict:
-    """The part of ``law`` computed by the exact reductions under ``spec`` (where they exist)."""
-    first = spec.exact_from(_slow_exact(sigma, model, nu))  # once: called per evaluation on laws of ~10³ lengths
-    return {L: pL for L, pL in law.items() if L >= first}
+def _exact_lengths(sigma, setting: Setting, spec) -> dict:
+    """The part of the setting's length law computed by the exact reductions under ``spec``
+    (where they exist)."""
+    first = spec.exact_from(_slow_exact(sigma, setting))  # once: called per evaluation on laws of ~10³ lengths
+    return {L: pL for L, pL in setting.L.items() if L >= first}
 
 
-def _uses_exact(sigma, model, nu, m_k, spec, law) -> bool:
-    """Whether every length of ``law`` goes through the exact reductions (at q_k = m_k²)."""
-    return _exact_args(sigma, model, nu, m_k, m_k * m_k, spec) is not None and len(
-        _exact_lengths(sigma, model, nu, spec, law)
-    ) == len(law)
+def _uses_exact(sigma, setting: Setting, m_k, spec) -> bool:
+    """Whether every length of the setting's law goes through the exact reductions (at q_k = m_k²)."""
+    return _exact_args(sigma, setting, m_k, m_k * m_k, spec) is not None and len(
+        _exact_lengths(sigma, setting, spec)
+    ) == len(setting.L)
 
 
-def _ab_law(sigma, model, nu, law, m_k, q_k, c, spec) -> np.ndarray:
-    """(2, n_groups) law-averaged A, B; spiked q_k > m_k² folded into ν (see :func:`ab`); the
-    exact-in-L reductions (one group) where ``spec`` allows them and they exist."""
+def _ab_law(sigma, setting: Setting, m_k, q_k, c, spec) -> np.ndarray:
+    """(2, n_groups) A, B averaged over the setting's length law; spiked q_k > m_k² folded into ν
+    (see :func:`ab`); the exact-in-L reductions (one group) where ``spec`` allows them and they
+    exist."""
+    model, nu, law = setting.model, setting.nu, setting.L
     s2 = 0.0 if math.isinf(m_k) else q_k - m_k**2
     tot = 0.0
-    ex = _exact_args(sigma, model, nu, m_k, q_k, spec)
+    ex = _exact_args(sigma, setting, m_k, q_k, spec)
     if ex is not None:  # the lengths handled exactly, in one pass (weights sum to their mass)
-        sub = _exact_lengths(sigma, model, nu, spec, law)
+        sub = _exact_lengths(sigma, setting, spec)
         if sub:
             a, b = exact_length.ab_exact(sigma, model, ex[0], sub, ex[1], c, spec.exact_level)
             tot = np.array([[a], [b]])
@@ -177,37 +181,36 @@ def _check_overlaps(m_k: float, q_k: float) -> None:
         raise ValueError(f"q_k: must be ≥ m_k² = {m_k**2} (Cauchy–Schwarz), got {q_k}")
 
 
-def ab(sigma, model, nu, L, m_k, q_k, c=0.0, *, quad: QuadSpec | None = None) -> tuple[float, float]:
+def ab(sigma, setting: Setting, m_k, q_k, c=0.0, *, quad: QuadSpec | None = None) -> tuple[float, float]:
     """A = E[σ(χ)_{ε*}] and B = E[|σ(χ)|²] at key overlaps (m_k, q_k) (model.md §4).
 
-    χ_ℓ = m_k χ*_ℓ + √(q_k − m_k²) η_ℓ over the tilted teacher law; L an int or a law
-    {length: probability} (A, B averaged over it). ``c``: erf offset. ``quad``: quadrature spec
-    (default :class:`QuadSpec`: leader+gaps tensor rule for L ≤ 3, scrambled Sobol beyond).
+    χ_ℓ = m_k χ*_ℓ + √(q_k − m_k²) η_ℓ over the tilted teacher law of ``setting``
+    (:class:`~slrpipe.setting.Setting`; A, B averaged over its length law; Δ unused). ``c``: erf
+    offset. ``quad``: quadrature spec (default :class:`QuadSpec`: leader+gaps tensor rule for
+    L ≤ 3, scrambled Sobol beyond).
 
     Raises:
-        ValueError: unknown sigma/model, ν < 0 or ν = ∞ with spiked, bad L, q_k < m_k², non-finite.
+        ValueError: unknown sigma, q_k < m_k², non-finite overlaps.
     """
     _check_sigma(sigma)
-    nu = _check_model_nu(model, nu)
-    law = length_law(L)
     m_k, q_k = float(m_k), float(q_k)
     _check_overlaps(m_k, q_k)
-    a, b = _ab_law(sigma, model, nu, law, m_k, q_k, float(c), quad or QuadSpec()).mean(axis=1)
+    a, b = _ab_law(sigma, setting, m_k, q_k, float(c), quad or QuadSpec()).mean(axis=1)
     return float(a), float(b)
 
 
-def risk(sigma, model, nu, L, delta, overlaps, c=0.0, *, quad: QuadSpec | None = None) -> float:
+def risk(sigma, setting: Setting, overlaps, c=0.0, *, quad: QuadSpec | None = None) -> float:
     """Population risk on 𝓜: Δ² + 1 − 2 m_v A + q_v B (model.md §4) at ``overlaps`` =
-    (m_k, q_k, m_v, q_v); the other arguments as in :func:`ab`.
+    (m_k, q_k, m_v, q_v); the other arguments as in :func:`ab` (Δ: the setting's).
 
     Raises:
-        ValueError: as :func:`ab`, plus Δ < 0 or q_v < m_v².
+        ValueError: as :func:`ab`, plus q_v < m_v².
     """
     m_k, q_k, m_v, q_v = overlaps
-    delta = _check_delta(delta)
+    delta = setting.delta
     if q_v < m_v**2 * (1 - 1e-12) - 1e-15:
         raise ValueError(f"q_v: must be ≥ m_v² = {m_v**2} (Cauchy–Schwarz), got {q_v}")
-    a, b = ab(sigma, model, nu, L, m_k, q_k, c, quad=quad)
+    a, b = ab(sigma, setting, m_k, q_k, c, quad=quad)
     return float(delta**2 + 1.0 - 2.0 * m_v * a + q_v * b)
 
 
@@ -224,7 +227,7 @@ def _check_gram(gram) -> np.ndarray:
     return G
 
 
-def risk_gram(sigma, model, nu, L, delta, gram, c=0.0, *, quad: QuadSpec | None = None) -> float:
+def risk_gram(sigma, setting: Setting, gram, c=0.0, *, quad: QuadSpec | None = None) -> float:
     """Full population risk E(y − σ(χ)ᵀz)² at any Gram matrix of (k*, v*, k, v)/D (model.md §4).
 
     gram: (4, 4) = WᵀW/D, W = [k*, v*, k, v]; gram[0,0] must be 1. Per token, under the base
@@ -233,15 +236,14 @@ def risk_gram(sigma, model, nu, L, delta, gram, c=0.0, *, quad: QuadSpec | None 
     a_ℓ (for z*), b_ℓ (for z) linear in (χ*_ℓ, η_ℓ) and residual covariance S, independent over
     tokens, so with σ = σ(χ), P_ℓ = P(ε* = ℓ | χ*):
         R = Δ² + Σ P_ℓ a_ℓ² + S** − 2 [(Σ P_ℓ a_ℓ)(σ·b) + S*z Σ P_ℓ σ_ℓ] + (σ·b)² + S_zz |σ|²,
-    averaged over the 2L-dim (χ*, η) law (L-dim when s = 0). On 𝓜 it equals :func:`risk`.
+    averaged over the 2L-dim (χ*, η) law (L-dim when s = 0), and over the setting's length law.
+    On 𝓜 it equals :func:`risk`.
 
     Raises:
-        ValueError: as :func:`risk`; gram not symmetric PSD (4, 4) or gram[0,0] ≠ 1.
+        ValueError: unknown sigma; gram not symmetric PSD (4, 4) or gram[0,0] ≠ 1.
     """
     _check_sigma(sigma)
-    nu = _check_model_nu(model, nu)
-    delta = _check_delta(delta)
-    law = length_law(L)
+    model, nu, law, delta = setting.model, setting.nu, setting.L, setting.delta
     G = _check_gram(gram)
     spec = quad or QuadSpec()
     m = G[0, 2]
@@ -276,9 +278,9 @@ def _u_to_m(u: float) -> float:
     return math.inf if u >= 1.0 else u / (1.0 - u)
 
 
-def _gain(sigma, model, nu, law, spec, u, c=0.0) -> float:
+def _gain(sigma, setting: Setting, spec, u, c=0.0) -> float:
     """A²/B at m_k = u/(1−u), q_k = m_k² (the risk is Δ² + 1 − gain)."""
-    a, b = _ab_law(sigma, model, nu, law, _u_to_m(u), _u_to_m(u) ** 2, c, spec).mean(axis=1)
+    a, b = _ab_law(sigma, setting, _u_to_m(u), _u_to_m(u) ** 2, c, spec).mean(axis=1)
     return a * a / b if b > 1e-300 else 0.0
 
 
@@ -287,48 +289,49 @@ def _coarse(spec: QuadSpec, law: dict) -> QuadSpec:
     return spec.coarse(max(law))
 
 
-def _opt_1d(sigma, model, nu, law, spec) -> tuple[float, float]:
+def _opt_1d(sigma, setting: Setting, spec) -> tuple[float, float]:
     """max over u ∈ [0, 1] of the gain: grid (coarse rule), then bounded Brent (full rule)."""
-    coarse = _coarse(spec, law)
-    g = np.array([_gain(sigma, model, nu, law, coarse, u) for u in _U_GRID])
+    coarse = _coarse(spec, setting.L)
+    g = np.array([_gain(sigma, setting, coarse, u) for u in _U_GRID])
     g = np.where(np.isfinite(g), g, -np.inf)  # a failed evaluation never wins
     i = int(np.argmax(g))
     best_u = float(_U_GRID[i])
-    best_g = _gain(sigma, model, nu, law, spec, best_u)
+    best_g = _gain(sigma, setting, spec, best_u)
     lo = _U_GRID[max(i - 1, 0)]
     # finite m_k ≤ 999 only: the rules resolve layers of width ≳ 1e-3 (quadrature.py); beyond,
     # the exact limit u = 1 stands in (the gain is within O(1/m_k) of it)
     hi = min(_U_GRID[min(i + 1, _U_GRID.size - 1)], 0.999)
     if hi > lo:
         res = minimize_scalar(
-            lambda u: -_gain(sigma, model, nu, law, spec, u),
+            lambda u: -_gain(sigma, setting, spec, u),
             bounds=(lo, hi),
             method="bounded",
             options={"xatol": 1e-10},
         )
         # at the top end keep the exact limit u = 1 unless Brent finds a clearly better finite m_k
         # > rule error at m_k ≲ 1e3 for L ≤ 2 (exact reductions: ≤ 1e-11 up to m_k = 999)
-        margin = 0.0 if best_u < 1.0 else (1e-11 if _uses_exact(sigma, model, nu, 999.0, spec, law) else 1e-7)
+        margin = 0.0 if best_u < 1.0 else (1e-11 if _uses_exact(sigma, setting, 999.0, spec) else 1e-7)
         if -res.fun > best_g + margin:
             best_u, best_g = float(res.x), float(-res.fun)
     return best_u, best_g
 
 
-def _erf_gain_grad(model, nu, law, spec, x) -> tuple[float, np.ndarray]:
+def _erf_gain_grad(setting: Setting, spec, x) -> tuple[float, np.ndarray]:
     """−A²/B for erf at (u, c) = x and its gradient (dσ/dc = 2/√π e^{−(c+mχ*)²}, dσ/dm = χ* dσ/dc)."""
     u, c = float(x[0]), float(x[1])
     m = _u_to_m(u)
-    if _exact_args("erf", model, nu, m, m * m, spec) is not None:  # smooth closed forms: central differences
+    if _exact_args("erf", setting, m, m * m, spec) is not None:  # smooth closed forms: central differences
 
         def g(uu, cc):
-            return -_gain("erf", model, nu, law, spec, uu, cc)
+            return -_gain("erf", setting, spec, uu, cc)
 
         h = 1e-6
         du = (g(min(u + h, 0.999999), c) - g(max(u - h, 0.0), c)) / (min(u + h, 0.999999) - max(u - h, 0.0))
         dc = (g(u, c + h) - g(u, c - h)) / (2 * h)
         return g(u, c), np.array([du, dc])
+    model, nu = setting.model, setting.nu
     tot = np.zeros(6)
-    for L, pL in law.items():
+    for L, pL in setting.L.items():
 
         def fn(chi_star, p, eta):
             arg = c + m * chi_star
@@ -355,7 +358,7 @@ def _erf_gain_grad(model, nu, law, spec, x) -> tuple[float, np.ndarray]:
     return -A * A / B, -np.array([gm / (1.0 - u) ** 2, gc])
 
 
-def _opt_offset(sigma, model, nu, law, spec) -> tuple[float, float, float]:
+def _opt_offset(sigma, setting: Setting, spec) -> tuple[float, float, float]:
     """max over (u, c) ∈ [0, 0.999] × [−20, 20] of the gain of a σ with a learned offset: 9 × 9
     grid, then L-BFGS-B with the analytic gradient from the 2 best grid points (grid on the coarse
     rule). The gradient is erf's (:func:`_erf_gain_grad`).
@@ -366,16 +369,16 @@ def _opt_offset(sigma, model, nu, law, spec) -> tuple[float, float, float]:
     if sigma != "erf":
         raise ValueError(f"sigma: the population optimum over an offset c is implemented for erf only, got {sigma!r}")
     uu, cc = np.linspace(0.0, 0.9, 9), np.linspace(-3.0, 3.0, 9)
-    coarse = _coarse(spec, law)
-    g = np.array([[_gain("erf", model, nu, law, coarse, u, c) for c in cc] for u in uu])
+    coarse = _coarse(spec, setting.L)
+    g = np.array([[_gain("erf", setting, coarse, u, c) for c in cc] for u in uu])
     g = np.where(np.isfinite(g), g, -np.inf)
     order = np.argsort(g, axis=None)[::-1][:2]
     u0, c0 = float(uu[order[0] // cc.size]), float(cc[order[0] % cc.size])
-    best = (u0, c0, _gain("erf", model, nu, law, spec, u0, c0))
+    best = (u0, c0, _gain("erf", setting, spec, u0, c0))
     for flat in order:
         x0 = [uu[flat // cc.size], cc[flat % cc.size]]
         res = minimize(
-            lambda x: _erf_gain_grad(model, nu, law, spec, x),
+            lambda x: _erf_gain_grad(setting, spec, x),
             x0,
             jac=True,
             method="L-BFGS-B",
@@ -387,37 +390,38 @@ def _opt_offset(sigma, model, nu, law, spec) -> tuple[float, float, float]:
     return best
 
 
-def _gain_error(sigma, model, nu, law, spec, u, c) -> float:
+def _gain_error(sigma, setting: Setting, spec, u, c) -> float:
     """Quadrature error of the gain at fixed overlaps: spread of the independent QMC scramblings
     (standard error) or, for tensor rules and the exact-in-L reductions, the change under
     refinement (≈1.5× nodes per dim)."""
     m = _u_to_m(u)
     errs = 0.0
-    if _exact_args(sigma, model, nu, m, m * m, spec) is not None:  # exact lengths: one pass
-        sub = _exact_lengths(sigma, model, nu, spec, law)
+    law = setting.L
+    if _exact_args(sigma, setting, m, m * m, spec) is not None:  # exact lengths: one pass
+        sub = _exact_lengths(sigma, setting, spec)
         if sub:
             mass = sum(sub.values())
-            sub = {L: pL / mass for L, pL in sub.items()}
-            a0, b0 = _ab_law(sigma, model, nu, sub, m, m * m, c, spec).mean(axis=1)
+            part = setting.replace(L={L: pL / mass for L, pL in sub.items()})
+            a0, b0 = _ab_law(sigma, part, m, m * m, c, spec).mean(axis=1)
             fine = replace(spec, exact_level=spec.exact_level + 1)
-            a1, b1 = _ab_law(sigma, model, nu, sub, m, m * m, c, fine).mean(axis=1)
+            a1, b1 = _ab_law(sigma, part, m, m * m, c, fine).mean(axis=1)
             errs += mass * float(abs(a1 * a1 / b1 - a0 * a0 / b0))
         law = {L: pL for L, pL in law.items() if L not in sub}
     for L, pL in law.items():
-        sub = {L: 1.0}
-        if not _uses_exact(sigma, model, nu, m, spec, sub) and spec.resolve(L) == "qmc":
-            a, b = _ab_law(sigma, model, nu, sub, m, m * m, c, spec)
+        one = setting.replace(L=L)
+        if not _uses_exact(sigma, one, m, spec) and spec.resolve(L) == "qmc":
+            a, b = _ab_law(sigma, one, m, m * m, c, spec)
             gains = a * a / b
             err = float(gains.std(ddof=1) / math.sqrt(gains.size))
         else:  # exact reductions and tensor rules: change under one refinement
-            a0, b0 = _ab_law(sigma, model, nu, sub, m, m * m, c, spec).mean(axis=1)
-            a1, b1 = _ab_law(sigma, model, nu, sub, m, m * m, c, spec.refined(L)).mean(axis=1)
+            a0, b0 = _ab_law(sigma, one, m, m * m, c, spec).mean(axis=1)
+            a1, b1 = _ab_law(sigma, one, m, m * m, c, spec.refined(L)).mean(axis=1)
             err = abs(a1 * a1 / b1 - a0 * a0 / b0)
         errs += pL * err  # conservative: errors of the L-components added in absolute value
     return errs
 
 
-def optimal_risk(sigma, model, nu, L, delta=0.0, *, quad: QuadSpec | None = None) -> dict:
+def optimal_risk(sigma, setting: Setting, *, quad: QuadSpec | None = None) -> dict:
     """Minimum population risk over the overlaps (model.md §4).
 
     Value overlaps analytic: m_v = A/B, q_v = m_v², R* = Δ² + 1 − A²/B; q_k = m_k² (optimal at
@@ -430,81 +434,74 @@ def optimal_risk(sigma, model, nu, L, delta=0.0, *, quad: QuadSpec | None = None
         estimate of the risk at the returned overlaps).
 
     Raises:
-        ValueError: as :func:`ab`, plus Δ < 0.
+        ValueError: as :func:`ab`.
     """
     _check_sigma(sigma)
-    nu = _check_model_nu(model, nu)
-    delta = _check_delta(delta)
-    law = length_law(L)
     spec = quad or QuadSpec()
     if get_sigma(sigma).offset:
-        u, c, gain = _opt_offset(sigma, model, nu, law, spec)
+        u, c, gain = _opt_offset(sigma, setting, spec)
         if u == 0.0:
             c = 0.0  # m_k = 0: σ is the same constant on every token, the gain does not depend on c
     else:
-        (u, gain), c = _opt_1d(sigma, model, nu, law, spec), 0.0
+        (u, gain), c = _opt_1d(sigma, setting, spec), 0.0
     m_k = _u_to_m(u)
-    a, b = _ab_law(sigma, model, nu, law, m_k, m_k**2, c, spec).mean(axis=1)
+    a, b = _ab_law(sigma, setting, m_k, m_k**2, c, spec).mean(axis=1)
     m_v = float(a / b)
     if math.isinf(m_k) and get_sigma(sigma).limit_up_to_scale:
         m_v = math.nan  # the limit score is only defined up to scale: no finite representative
     out = {
-        "risk": delta**2 + 1.0 - gain,
+        "risk": setting.delta**2 + 1.0 - gain,
         "m_k": m_k,
         "q_k": m_k**2,
         "m_v": m_v,
         "q_v": m_v**2,
         "c": c,
-        "risk_err": _gain_error(sigma, model, nu, law, spec, u, c),
+        "risk_err": _gain_error(sigma, setting, spec, u, c),
     }
     return {k: float(v) for k, v in out.items()}
 
 
-def bayes_risk(model, nu, L, delta=0.0, *, quad: QuadSpec | None = None) -> float:
-    """Bayes risk Δ² + 1 − E[Σ_ℓ p_ℓ²], p = softmax(c_ν χ*) (argmax at ν = ∞), tilted law
-    (model.md §4); L an int or a law (the length is observed, so the posterior is per length).
-
-    Raises:
-        ValueError: bad model/ν/L, Δ < 0.
+def bayes_risk(setting: Setting, *, quad: QuadSpec | None = None) -> float:
+    """Bayes risk Δ² + 1 − E[Σ_ℓ p_ℓ²], p = softmax(c_ν χ*) (argmax at ν = ∞), under the tilted
+    law of ``setting`` (model.md §4); averaged over its length law (the length is observed, so
+    the posterior is per length).
     """
-    delta = _check_delta(delta)
-    cn = c_nu(model, nu)
-    law = length_law(L)
-    _, b = _ab_law("softmax", model, float(nu), law, cn, cn * cn, 0.0, quad or QuadSpec()).mean(axis=1)
-    return float(delta**2 + 1.0 - b)
+    cn = setting.c_nu
+    _, b = _ab_law("softmax", setting, cn, cn * cn, 0.0, quad or QuadSpec()).mean(axis=1)
+    return float(setting.delta**2 + 1.0 - b)
 
 
-def linear_risk_spiked(L, nu, delta=0.0) -> float:
+def linear_risk_spiked(setting: Setting) -> float:
     """Closed-form optimum of linear attention, spiked-SLR, fixed L: Δ² + L(L−1)/((L−1)ν + L²)
     (model.md §4, the paper's Cor. 4.3).
 
     Raises:
-        ValueError: L not an int ≥ 1, ν < 0 or infinite, Δ < 0.
+        ValueError: a max-SLR or variable-length setting.
     """
-    if not isinstance(L, (int, np.integer)) or isinstance(L, bool) or L < 1:
-        raise ValueError(f"L: must be an int ≥ 1, got {L!r}")
-    nu = _check_model_nu("spiked", nu)
-    delta = _check_delta(delta)
-    return delta**2 + L * (L - 1) / ((L - 1) * nu + L * L)
+    if setting.model != "spiked":
+        raise ValueError(f"model: the closed form is for 'spiked' only, got {setting.model!r}")
+    L, nu = setting.length, setting.nu
+    return setting.delta**2 + L * (L - 1) / ((L - 1) * nu + L * L)
 
 
-def _sweep_point(sigma, model, nu, law, delta, spec) -> dict:
+def _sweep_point(sigma, setting: Setting, spec) -> dict:
     """The optimum of :func:`population_sweep` at one ν (the Bayes risk for sigma = "bayes")."""
     if sigma != BAYES:
-        return optimal_risk(sigma, model, nu, law, delta, quad=spec)
-    cn = c_nu(model, nu)
-    r = bayes_risk(model, nu, law, delta, quad=spec)
-    err = _gain_error("softmax", model, nu, law, spec, cn / (1 + cn) if math.isfinite(cn) else 1.0, 0.0)
+        return optimal_risk(sigma, setting, quad=spec)
+    cn = setting.c_nu
+    r = bayes_risk(setting, quad=spec)
+    err = _gain_error("softmax", setting, spec, cn / (1 + cn) if math.isfinite(cn) else 1.0, 0.0)
     return {"risk": r, "m_k": cn, "q_k": cn * cn, "m_v": 1.0, "q_v": 1.0, "c": 0.0, "risk_err": err}
 
 
-def _methods_used(sigma, model, nus, law, spec) -> dict:
-    """Per length of ``law`` (str), the quadrature method(s) used over the ν grid ("a/b")."""
+def _methods_used(sigma, settings: Sequence[Setting], spec) -> dict:
+    """Per length of the settings' length law (str), the quadrature method(s) used over the
+    settings (a ν grid; "a/b")."""
     methods = {}
-    for nu in nus:
-        exact = sigma == BAYES or _exact_args(sigma, model, float(nu), 1.0, 1.0, spec) is not None
-        ex = _exact_lengths("softmax" if sigma == BAYES else sigma, model, float(nu), spec, law) if exact else {}
-        for Lv in law:
+    for setting in settings:
+        exact = sigma == BAYES or _exact_args(sigma, setting, 1.0, 1.0, spec) is not None
+        ex = _exact_lengths("softmax" if sigma == BAYES else sigma, setting, spec) if exact else {}
+        for Lv in setting.L:
             used = methods.setdefault(str(Lv), [])
             m = "exact_length" if Lv in ex else spec.resolve(Lv)
             if m not in used:
@@ -531,13 +528,13 @@ def population_sweep(
     nus = np.asarray([_check_model_nu(model, v) for v in nus], dtype=float)
     if nus.size == 0:
         raise ValueError("nus: must contain at least one value")
-    delta = _check_delta(delta)
-    law = length_law(L)
+    settings = [Setting(model, nu, L, delta) for nu in nus]
+    delta, law = settings[0].delta, settings[0].L
     spec = quad or QuadSpec()
     keys = ("risk", "m_k", "q_k", "m_v", "q_v", "c", "risk_err")
     out = {k: np.empty(nus.size) for k in keys}
-    for i, nu in enumerate(nus):
-        res = _sweep_point(sigma, model, nu, law, delta, spec)
+    for i, (nu, setting) in enumerate(zip(nus, settings)):
+        res = _sweep_point(sigma, setting, spec)
         for k in keys:
             out[k][i] = res[k]
         log.info(
@@ -557,7 +554,7 @@ def population_sweep(
     ds.attrs.update(
         {
             "method": "population optimum over overlaps (model.md §4)",
-            "quadrature": str(_methods_used(sigma, model, nus, law, spec)),
+            "quadrature": str(_methods_used(sigma, settings, spec)),
             "quad_spec": repr(spec),
             "qmc_seed": spec.seed,
             "optimiser": "grid on u=m_k/(1+m_k) + bounded Brent (erf: 9x9 (u, c) grid + L-BFGS-B from 2 starts)",

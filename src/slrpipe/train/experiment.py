@@ -310,8 +310,7 @@ def _theory_at_gram(train: SLRDataset, o: ERMOptions, G: np.ndarray, c: float) -
         return math.nan
     from slrpipe.theory.learned import risk_at_gram
 
-    task = train.task
-    return risk_at_gram(o.sigma, task.model, task.nu, task.L, task.delta, G, c)
+    return risk_at_gram(o.sigma, train.task.setting, G, c)
 
 
 def _data_vars(train: SLRDataset, res: ERMResult, errors: _Errors, G: np.ndarray, c: float, theory: float) -> dict:

@@ -40,8 +40,9 @@ import numpy as np
 import xarray as xr
 from jax.scipy.special import erfc, logsumexp
 
+from slrpipe.setting import Setting
 from slrpipe.theory.replica.channel import _mean_se
-from slrpipe.theory.replica.fields import Fields, check_task, draw_fields
+from slrpipe.theory.replica.fields import Fields, draw_fields
 from slrpipe.vocabulary import DEFAULTS
 
 log = logging.getLogger(__name__)
@@ -77,8 +78,10 @@ def _log_c(model, nu, L, wk, m_k):
     return jnp.log(jnp.maximum(cdf @ w, 1e-300))
 
 
-def _log_zout(wk, wv, y, m_k, m_v, delta, model, nu):
-    """log Z_out(y, ω) and, as auxiliary output, Σ_ε π̄_ε² with π̄ = c/Σc (the ω_χ-only posterior of ε)."""
+def _log_zout(wk, wv, y, m, delta, model, nu):
+    """log Z_out(y, ω) at overlaps m = (m_k, m_v) and, as auxiliary output, Σ_ε π̄_ε² with
+    π̄ = c/Σc (the ω_χ-only posterior of ε)."""
+    m_k, m_v = m
     L = wk.shape[0]
     s2 = 1 - m_v + delta**2
     lc = _log_c(model, nu, L, wk, m_k)
@@ -86,12 +89,11 @@ def _log_zout(wk, wv, y, m_k, m_v, delta, model, nu):
     return lz, jnp.sum(jax.nn.softmax(lc) ** 2)
 
 
+# Δ is traced (one compilation for every Δ); model and ν select the branch of log c_ε
 @functools.partial(jax.jit, static_argnames=("model", "nu"))
-def _channel(wk, wv, y, m_k, m_v, delta, model, nu):
+def _channel(wk, wv, y, m, delta, model, nu):
     def one(a, b, c):
-        (lz, p2), (gk, gv) = jax.value_and_grad(_log_zout, argnums=(0, 1), has_aux=True)(
-            a, b, c, m_k, m_v, delta, model, nu
-        )
+        (lz, p2), (gk, gv) = jax.value_and_grad(_log_zout, argnums=(0, 1), has_aux=True)(a, b, c, m, delta, model, nu)
         return lz, jnp.sum(gk**2), jnp.sum(gv**2), p2
 
     return jax.vmap(one)(wk, wv, y)
@@ -120,8 +122,7 @@ def bo_channel(fields: Fields, alpha: float, m_k: float, m_v: float) -> dict:
                 jnp.asarray(wk),
                 jnp.asarray(wv),
                 jnp.asarray(fields.y),
-                float(m_k),
-                float(m_v),
+                (float(m_k), float(m_v)),
                 float(fields.delta),
                 fields.model,
                 float(fields.nu),
@@ -178,13 +179,13 @@ def _iterate_bo(fields: Fields, alpha, m, o: BayesOptions):
 
 
 def solve_bayes_optimal(
-    model, nu, L, delta, alpha, *, init=(1e-4, 1e-4), fields: Fields | None = None, options=None, **flat
+    setting: Setting, alpha, *, init=(1e-4, 1e-4), fields: Fields | None = None, options=None, **flat
 ) -> dict:
     """Iterate m_a ← m̂_a/(1 + m̂_a) from ``init`` = (m_k, m_v) to a fixed point (docs/theory.md §8).
 
     Args:
-        model: 'spiked' | 'max'.  nu: ν (max-SLR: 0 or inf).  L: sequence length ≥ 1.
-        delta: label-noise std Δ ≥ 0.  alpha: n/D > 0.  fields: the Monte Carlo draws (common
+        setting: :class:`~slrpipe.setting.Setting` of one fixed length (max-SLR: ν = 0 or inf).
+        alpha: n/D > 0.  fields: the Monte Carlo draws (common
         random numbers, ``draw_fields``; None: drawn with n_samples/seed).
         options: :class:`BayesOptions` (defaults if None); ``flat``: its fields by name
         (n_samples, seed, tol: on max |Δm|, max_iter), replacing those of ``options``.
@@ -197,10 +198,9 @@ def solve_bayes_optimal(
         TypeError: an unknown option name.
     """
     o = dataclasses.replace(options or BayesOptions(), **flat)
-    check_task(model, nu, L, delta)
-    check_bayes_model(model, nu)
+    check_bayes_model(setting.model, setting.nu)
     if fields is None:
-        fields = draw_fields(model, nu, L, delta, o.n_samples, o.seed)
+        fields = draw_fields(setting, o.n_samples, o.seed)
     m = np.clip(np.asarray(init, float), 0.0, 1 - 1e-9)
     m, resid, conv, it = _iterate_bo(fields, alpha, m, o)
     ch = bo_channel(fields, alpha, *m)
@@ -246,10 +246,9 @@ OUTPUTS = (
 )
 
 
-def _branches(task, alphas, fields, o: BayesOptions):
+def _branches(setting: Setting, alphas, fields, o: BayesOptions):
     """The fixed points from the uninformed (m ≈ 0, up the α grid) and informed (m ≈ 1, down the
     grid) starts: ({α: result}, {α: result}, {α: seconds}, {α: seconds})."""
-    model, nu, L, delta = task
     # the map is monotone in m and α: the lowest fixed point of α' < α lies below that of α and
     # the highest of α' > α above it, so each branch is warm-started along its own direction
     out = []
@@ -257,7 +256,7 @@ def _branches(task, alphas, fields, o: BayesOptions):
         res, wall = {}, {}
         for alpha in order:
             t0 = time.perf_counter()
-            res[alpha] = r = solve_bayes_optimal(model, nu, L, delta, alpha, init=start, fields=fields, options=o)
+            res[alpha] = r = solve_bayes_optimal(setting, alpha, init=start, fields=fields, options=o)
             start, wall[alpha] = (r["m_k"], r["m_v"]), time.perf_counter() - t0
         out.append((res, wall))
     (lo, t_lo), (hi, t_hi) = out
@@ -278,7 +277,7 @@ def _combine(data: dict, j, a: dict, b: dict, phis) -> dict:
     return best
 
 
-def bayes_optimal_sweep(model, nu, L, delta, alphas, *, options: BayesOptions | None = None, **flat) -> xr.Dataset:
+def bayes_optimal_sweep(setting: Setting, alphas, *, options: BayesOptions | None = None, **flat) -> xr.Dataset:
     """Bayes-optimal fixed points on an α grid, from an uninformed and an informed start.
 
     Args: as :func:`solve_bayes_optimal` (``options``/``flat``: n_samples, seed, tol, max_iter);
@@ -297,10 +296,10 @@ def bayes_optimal_sweep(model, nu, L, delta, alphas, *, options: BayesOptions | 
     alphas = np.asarray(sorted(float(a) for a in alphas))
     if alphas.size == 0 or np.any(alphas <= 0):
         raise ValueError(f"alphas: need a non-empty grid of α > 0, got {alphas.tolist()}")
-    check_task(model, nu, L, delta)
-    check_bayes_model(model, nu)
-    fields = draw_fields(model, float(nu), int(L), float(delta), o.n_samples, o.seed)
-    lo, hi, t_lo, t_hi = _branches((model, nu, L, delta), alphas, fields, o)
+    check_bayes_model(setting.model, setting.nu)
+    model, nu, L, delta = setting.model, setting.nu, setting.length, setting.delta
+    fields = draw_fields(setting, o.n_samples, o.seed)
+    lo, hi, t_lo, t_hi = _branches(setting, alphas, fields, o)
     data = {k: np.full(alphas.size, np.nan) for k in OUTPUTS}
     for j, alpha in enumerate(alphas):
         a, b = lo[alpha], hi[alpha]

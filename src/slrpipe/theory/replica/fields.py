@@ -25,7 +25,8 @@ import numpy as np
 from scipy.special import ndtri
 from scipy.stats import qmc as _qmc
 
-from slrpipe.vocabulary import DEFAULTS, check_delta, check_length, check_model_nu
+from slrpipe.setting import Setting
+from slrpipe.vocabulary import DEFAULTS
 
 
 @dataclass(frozen=True)
@@ -63,13 +64,6 @@ class Fields:
         return np.take_along_axis(self.z_star, self.eps[:, None], 1)[:, 0] + self.delta * self.noise
 
 
-def check_task(model: str, nu: float, L: int, delta: float) -> None:
-    """Raise ValueError (one line naming the argument) for parameters outside their range."""
-    check_model_nu(model, nu)
-    check_length(L)
-    check_delta(delta)
-
-
 def _base_draws(half: int, L: int, n_uniform: int, seed: int, qmc: bool):
     """(half, 4L + 1) standard normals and (half, n_uniform) uniforms, iid or scrambled Sobol'.
 
@@ -98,10 +92,9 @@ def _base_draws(half: int, L: int, n_uniform: int, seed: int, qmc: bool):
     return ndtri(u[:, :n_gauss]), u[:, n_gauss:]
 
 
-def draw_fields(
-    model: str, nu: float, L: int, delta: float, n_samples: int, seed: int = 0, *, qmc: bool = False
-) -> Fields:
-    """Draw ``n_samples`` (rounded up to even) channel samples; seed → ``np.random.default_rng``.
+def draw_fields(setting: Setting, n_samples: int, seed: int = 0, *, qmc: bool = False) -> Fields:
+    """Draw ``n_samples`` (rounded up to even) channel samples of ``setting`` (a fixed-length
+    :class:`~slrpipe.setting.Setting`); seed → ``np.random.default_rng``.
 
     Spiked-SLR puts ε* = 0 (σ is permutation-equivariant) and χ*_0 ~ N(√ν, 1); max-SLR draws
     χ* ~ N(0, I_L) and ε* ~ Categorical(softmax(ν χ*)) by inverse CDF (argmax at ν = ∞). model.md §2.
@@ -109,12 +102,11 @@ def draw_fields(
     two gives the full net (best), otherwise a prefix is used.
 
     Raises:
-        ValueError: bad model/nu/L/delta, or n_samples < 2.
+        ValueError: a variable-length setting, or n_samples < 2.
     """
-    check_task(model, nu, L, delta)
+    model, nu, L, delta = setting.model, setting.nu, setting.length, setting.delta
     if n_samples < 2:
         raise ValueError(f"n_samples: must be ≥ 2, got {n_samples}")
-    L = int(L)
     half = (int(n_samples) + 1) // 2
     categorical = model == "max" and not math.isinf(nu)
     g, uni = _base_draws(half, L, int(categorical), int(seed), bool(qmc))
@@ -164,10 +156,9 @@ class Draw(NamedTuple):
 
     def fields(self, task) -> Fields:
         """The :class:`Fields` of ``task`` (a :class:`~slrpipe.theory.replica.options.ReplicaTask`;
-        its model, ν, L and Δ) drawn this way.
+        its setting) drawn this way.
 
         Raises:
             ValueError: as :func:`draw_fields`.
         """
-        _, model, nu, L, delta = task
-        return draw_fields(model, float(nu), int(L), float(delta), self.n_samples, self.seed, qmc=self.qmc)
+        return draw_fields(task.setting, self.n_samples, self.seed, qmc=self.qmc)

@@ -1,8 +1,8 @@
 """The task of the replica solver and its options, grouped by what they control (built once, e.g.
 by the CLI).
 
-``ReplicaTask``: the setting (σ, model, ν, L, Δ) that every replica solve takes first
-(docs/theory.md §2–3).
+``ReplicaTask``: σ and the data setting (model, ν, fixed L, Δ) that every replica solve takes
+first (docs/theory.md §2–3).
 ``ChannelOptions``: how one channel pass is estimated (docs/theory.md §4–5, §9).
 ``IterateOptions``: the fixed-point iteration and when it gives up (docs/theory.md §9).
 ``PolishOptions``: the root-finding finish of a near miss (docs/theory.md §9, "Polish").
@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import NamedTuple
+
+from slrpipe.setting import Setting
 
 METHODS = ("anderson", "damped")
 VHAT_ESTIMATORS = ("stein", "jacobian")
@@ -28,27 +29,46 @@ def _pos_int(name, v, low=1):
         raise ValueError(f"{name}: must be an integer ≥ {low}, got {v}")
 
 
-class ReplicaTask(NamedTuple):
-    """The setting of a replica computation, everything but (λ, α) (docs/theory.md §2–3): the first
-    argument of :func:`~slrpipe.theory.replica.solve_replica`,
-    :func:`~slrpipe.theory.replica.replica_sweep`, :func:`~slrpipe.theory.replica.rsb1.solve_rsb1`
-    and :func:`~slrpipe.theory.replica.rsb1.rsb1_ground_state`.
+@dataclass(frozen=True)
+class ReplicaTask:
+    """The task of a replica computation, everything but (λ, α) (docs/theory.md §2–3): a score
+    function σ and a fixed-length data setting. The first argument of
+    :func:`~slrpipe.theory.replica.solve_replica`, :func:`~slrpipe.theory.replica.replica_sweep`,
+    :func:`~slrpipe.theory.replica.rsb1.solve_rsb1` and
+    :func:`~slrpipe.theory.replica.rsb1.rsb1_ground_state`.
 
-    sigma: str, 'softmax' | 'linear' | 'softplus_norm'.  model: str, 'spiked' | 'max'.
-    nu: float, signal strength ≥ 0 (max-SLR: inf allowed).  L: int, fixed sequence length ≥ 1.
-    delta: float, label-noise std Δ ≥ 0.
-    A plain tuple; the functions that take it check the ranges (ValueError naming the field).
+    sigma: str, a σ of the replica theory (the solvers check it: ``vocabulary.REPLICA_SIGMAS``).
+    setting: :class:`slrpipe.setting.Setting` with one fixed length L. Its fields read through:
+    ``model``, ``nu`` (float), ``L`` (int, the length), ``delta`` (float).
+
+    Raises:
+        TypeError: ``setting`` not a :class:`~slrpipe.setting.Setting`.
+        ValueError: the setting's length law has more than one length.
     """
 
     sigma: str
-    model: str
-    nu: float
-    L: int
-    delta: float
+    setting: Setting
 
-    def normalised(self) -> ReplicaTask:
-        """The same task with ν and Δ as float and L as int (as the solvers use them)."""
-        return ReplicaTask(self.sigma, self.model, float(self.nu), int(self.L), float(self.delta))
+    def __post_init__(self):
+        if not isinstance(self.setting, Setting):
+            raise TypeError(f"setting: must be a Setting, got {type(self.setting).__name__}")
+        self.setting.length  # noqa: B018  (raises ValueError for a variable length)
+
+    model = property(lambda self: self.setting.model, doc="'spiked' | 'max'.")
+    nu = property(lambda self: self.setting.nu, doc="ν (float).")
+    L = property(lambda self: self.setting.length, doc="The fixed sequence length (int).")
+    delta = property(lambda self: self.setting.delta, doc="Δ (float).")
+
+
+def replica_task(task) -> ReplicaTask:
+    """``task`` if it is a :class:`ReplicaTask`.
+
+    Raises:
+        TypeError: anything else (one line naming the argument).
+    """
+    if not isinstance(task, ReplicaTask):
+        raise TypeError(f"task: must be a ReplicaTask(sigma, Setting), got {type(task).__name__}")
+    return task
 
 
 @dataclass(frozen=True)

@@ -47,10 +47,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import root
 
+from slrpipe.setting import Setting
 from slrpipe.theory import population
 from slrpipe.theory.replica.channel import channel
-from slrpipe.theory.replica.fields import Draw, Fields, check_task
-from slrpipe.theory.replica.options import METHODS, ReplicaTask, SolverOptions  # noqa: F401  (METHODS: re-export)
+from slrpipe.theory.replica.fields import Draw, Fields
+from slrpipe.theory.replica.options import METHODS, ReplicaTask, SolverOptions, replica_task  # noqa: F401  (METHODS: re-export)
 from slrpipe.theory.replica.prior import ridge_prior
 from slrpipe.theory.replica.prox import check_sigma
 
@@ -64,9 +65,8 @@ _RESTART = 10.0  # Anderson memory restarts when the residual exceeds this facto
 _STALL = 6  # … and every _STALL evaluations without a new best residual (breaks cycles)
 
 
-def _check(sigma, model, nu, L, delta, lam, alpha):
-    check_sigma(sigma)
-    check_task(model, nu, L, delta)
+def _check(task: ReplicaTask, lam, alpha):
+    check_sigma(task.sigma)
     if not lam > 0:
         raise ValueError(f"lam: must be > 0, got {lam}")
     if not alpha > 0:
@@ -114,11 +114,13 @@ def trust_region(cand, x, max_step=0.5):
     return x + (cand - x) * min(1.0, max_step / step) if step > 0 else cand
 
 
-def _polish(sigma, fields, alpha, lam, x0, warm, copts, maxfev):
-    """Root of F(x) − x near x0 by 'hybr' (module docstring); F with its prox warm starts frozen.
+def _polish(sigma, fields, alpha, lam, x0, warm, opts: SolverOptions):
+    """Root of F(x) − x near x0 by 'hybr' (module docstring), at most ``opts.polish.maxfev``
+    channel passes (``opts.channel``); F with its prox warm starts frozen.
     The unknowns are (m_a, q_a − m_a², V_a): forward finite differences then stay inside the
     domain q_a ≥ m_a² even where it is tight (L = 1: m_k = q_k = 0). Returns (x, number of channel
     evaluations); x is not checked here."""
+    copts, maxfev = opts.channel, opts.polish.maxfev
     scale = 1.0 + np.abs(x0)
     bad = np.full(x0.size, 1e3)  # outside the domain, or λ + V̂ ≤ 0: steer hybr away
     to_u = lambda x: x - np.array([0, x[0] ** 2, 0, 0, x[3] ** 2, 0])
@@ -135,7 +137,7 @@ def _polish(sigma, fields, alpha, lam, x0, warm, copts, maxfev):
     return to_x(sol.x), int(sol.nfev)
 
 
-def test_error(sigma, model, nu, L, delta, overlaps) -> float:
+def test_error(sigma: str, setting: Setting, overlaps) -> float:
     """e_test = E(y − f)² = Δ² + 1 − 2 m_v A + q_v B at the order parameters ``overlaps`` =
     (m_k, q_k, m_v, q_v) (model.md §4), by the quadrature of :mod:`slrpipe.theory.population`
     (deterministic).
@@ -143,7 +145,7 @@ def test_error(sigma, model, nu, L, delta, overlaps) -> float:
     Raises:
         ValueError: as :func:`slrpipe.theory.population.risk`.
     """
-    return population.risk(sigma, model, nu, L, delta, overlaps)
+    return population.risk(sigma, setting, overlaps)
 
 
 @dataclass
@@ -160,6 +162,7 @@ class _Iterated:
     it: int
     damping: float
     n_rejected: int
+    polished: bool = False  # set by the solve after :func:`_polish_near_miss`
 
 
 @dataclass
@@ -312,7 +315,7 @@ def _polish_near_miss(sigma, fields, alpha, lam, run: _Iterated, opts: SolverOpt
     # the warm starts of one full search at x: those carried along the iteration can leave a
     # jump in the frozen map near the root (seen: hybr stuck at 4e-5)
     warm = channel(sigma, fields, alpha, run.x, options=copts)["warm"]
-    xp, nfev = _polish(sigma, fields, alpha, lam, run.x, warm, copts, p.maxfev)
+    xp, nfev = _polish(sigma, fields, alpha, lam, run.x, warm, opts)
     run.it += nfev + 1
     run.warm = warm
     if _valid(xp):
@@ -325,15 +328,14 @@ def _polish_near_miss(sigma, fields, alpha, lam, run: _Iterated, opts: SolverOpt
     return run, True
 
 
-def _outputs(task, ch, x) -> dict:
+def _outputs(task: ReplicaTask, lam, alpha, ch, x) -> dict:
     """The physical outputs of :func:`solve_replica` at state x from the channel pass ``ch`` there:
     order parameters, conjugates (+ ``*_se``), test error, train loss, objective, diagnostics."""
-    sigma, model, nu, L, delta, lam, alpha = task
     st = dict(zip(STATE, map(float, x)))
     out = dict(st)
     out.update({k: ch[k] for k in CONJ})
     out.update({k + "_se": ch[k + "_se"] for k in CONJ})
-    out["test_error"] = test_error(sigma, model, nu, L, delta, (st["m_k"], st["q_k"], st["m_v"], st["q_v"]))
+    out["test_error"] = test_error(task.sigma, task.setting, (st["m_k"], st["q_k"], st["m_v"], st["q_v"]))
     out["train_loss"] = ch["train_loss"]
     out["train_loss_se"] = ch["train_loss_se"]
     out["objective"] = alpha * ch["train_loss"] + 0.5 * lam * (st["q_k"] + st["q_v"])
@@ -351,13 +353,13 @@ def _outputs(task, ch, x) -> dict:
     return out
 
 
-def _report(task, fields, run: _Iterated, polished, opts, t0) -> dict:
+def _report(task: ReplicaTask, lam, alpha, fields, run: _Iterated, opts, t0) -> dict:
     """The output dict of :func:`solve_replica` at the run's point (a full channel pass there if
-    the run has none: train loss and conjugates consistent with x). ``task``: (sigma, model, nu,
-    L, delta, lam, alpha); ``t0``: start of the solve (``time.perf_counter``)."""
-    sigma, model, nu, L, _, lam, alpha = task
+    the run has none: train loss and conjugates consistent with x); ``t0``: start of the solve
+    (``time.perf_counter``)."""
+    sigma = task.sigma
     ch = run.ch if run.ch is not None else channel(sigma, fields, alpha, run.x, warm=run.warm, options=opts.channel)
-    out = _outputs(task, ch, run.x)
+    out = _outputs(task, lam, alpha, ch, run.x)
     out.update(
         prox_unconverged=ch["prox_unconverged"],
         prox_multi=ch["prox_multi"],
@@ -366,7 +368,7 @@ def _report(task, fields, run: _Iterated, polished, opts, t0) -> dict:
         converged=bool(run.converged),
         damping=run.damping,
         n_rejected=run.n_rejected,
-        polished=polished,
+        polished=run.polished,
         n_samples=fields.n,
         seed=fields.seed,
         qmc=bool(fields.qmc),
@@ -377,9 +379,9 @@ def _report(task, fields, run: _Iterated, polished, opts, t0) -> dict:
         log.warning(
             "replica %s %s ν=%g L=%d λ=%g α=%g: not converged after %d iterations (residual %.2e)",
             sigma,
-            model,
-            nu,
-            L,
+            task.model,
+            task.nu,
+            task.L,
             lam,
             alpha,
             run.it,
@@ -416,10 +418,9 @@ def solve_replica(
     """Solve the RS fixed point of ridge ERM on SLR at one (λ, α) (docs/theory.md §2–6, §9).
 
     Args:
-        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (sigma, model, nu, L, delta),
-            or a plain tuple of those five: sigma 'softmax' | 'linear' | 'softplus_norm', model
-            'spiked' | 'max', nu signal strength ≥ 0 (max-SLR: inf allowed), L fixed sequence
-            length ≥ 1, delta label-noise std Δ ≥ 0.
+        task: :class:`~slrpipe.theory.replica.options.ReplicaTask`: sigma (a σ of
+            ``vocabulary.REPLICA_SIGMAS``) and the setting (model, ν, fixed length L, Δ;
+            :class:`~slrpipe.setting.Setting`).
         lam: ridge λ > 0 (float).  alpha: n/D > 0 (float).
         fields: the common random numbers: pre-drawn :class:`Fields` (N samples), or the
             :class:`~slrpipe.theory.replica.fields.Draw` (n_samples: Monte Carlo samples of the
@@ -445,11 +446,11 @@ def solve_replica(
         and train loss are those of the last (full) pass, at the returned state.
     Raises:
         ValueError: any argument or option outside its range (one line naming it).
-        TypeError: ``task`` not of five fields.
+        TypeError: ``task`` not a :class:`ReplicaTask`.
     """
-    task = ReplicaTask(*task).normalised()
+    task = replica_task(task)
     lam, alpha = float(lam), float(alpha)
-    _check(*task, lam, alpha)
+    _check(task, lam, alpha)
     opts = SolverOptions.build(options, **flat)
     t0 = time.perf_counter()
     if not isinstance(fields, Fields):
@@ -457,5 +458,5 @@ def solve_replica(
     x = _start_point(init, warm, fields)
     sigma = task.sigma
     run = _iterate(sigma, fields, alpha, lam, x, opts, warm=warm)
-    run, polished = _polish_near_miss(sigma, fields, alpha, lam, run, opts)
-    return _report((*task, lam, alpha), fields, run, polished, opts, t0)
+    run, run.polished = _polish_near_miss(sigma, fields, alpha, lam, run, opts)
+    return _report(task, lam, alpha, fields, run, opts, t0)

@@ -28,7 +28,7 @@ import xarray as xr
 from slrpipe.theory.population import optimal_risk
 from slrpipe.theory.replica.fields import Draw, Fields
 from slrpipe.theory.replica.linalg import _UNROLL_MAX
-from slrpipe.theory.replica.options import ReplicaTask, SolverOptions, SweepOptions
+from slrpipe.theory.replica.options import ReplicaTask, SolverOptions, SweepOptions, replica_task
 from slrpipe.theory.replica.solver import CONJ, STATE, solve_replica
 from slrpipe.theory.replica.stability import STABILITY, rs_stability
 
@@ -102,7 +102,7 @@ def _population_init(task: ReplicaTask, balanced: bool = False) -> dict | None:
     """Order parameters at the population optimum of ``task`` (model.md §4), spread by
     ``POP_SPREAD`` and ``POP_V`` (``balanced``: both m_a = √(m_k m_v), V_a = ``POP_BALANCED_V``);
     None where the optimum is not finite (m_k → ∞) or ``balanced`` and m_k m_v ≤ 0."""
-    opt = optimal_risk(task.sigma, task.model, task.nu, task.L, task.delta)
+    opt = optimal_risk(task.sigma, task.setting)
     m = {a: opt[f"m_{a}"] for a in "kv"}
     if not all(math.isfinite(v) for v in m.values()):
         return None
@@ -248,7 +248,8 @@ def _step(setup: _Setup, lam, a_from, a_to, start) -> tuple[dict, float]:
 
 
 def _log_point(setup: _Setup, lam, alpha, r) -> None:
-    sigma, model, nu, L, _ = setup.task
+    t = setup.task
+    sigma, model, nu, L = t.sigma, t.model, t.nu, t.L
     log.info(
         "replica %s %s ν=%g L=%d λ=%g α=%g: e_test=%.5f objective=%.5f converged=%s it=%d (%.1fs)",
         sigma,
@@ -425,7 +426,8 @@ def _record_point(setup: _Setup, res: _Results, ij, lam, alpha, passes) -> None:
 
 def _dataset(setup: _Setup, res: _Results, lams, alphas) -> xr.Dataset:
     """The Dataset of :func:`replica_sweep` from its filled-in results."""
-    sigma, model, nu, L, delta = setup.task
+    t = setup.task
+    sigma, model, nu, L, delta = t.sigma, t.model, t.nu, t.L, t.delta
     sw, dims = setup.sw, ("lam", "alpha")
     ds = xr.Dataset(
         {k: (dims, v) for k, v in {**res.data, **res.alt}.items()},
@@ -486,8 +488,7 @@ def replica_sweep(
     """RS fixed points on the grid lams × alphas (docs/theory.md §9–10).
 
     Args:
-        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (sigma, model, nu, L, delta),
-            or a plain tuple of those five, as for :func:`solve_replica`.
+        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (σ and the setting), as for :func:`solve_replica`.
         lams, alphas: 1-D sequences of positive floats (λ and α grids; sorted here).
         draw: :class:`~slrpipe.theory.replica.fields.Draw` (n_samples, seed, qmc) of the common
             random numbers: one draw, shared by every point (None: ``Draw()``; qmc: scrambled
@@ -519,11 +520,11 @@ def replica_sweep(
     Raises:
         ValueError: empty or non-positive grids, mc_seeds < 1, or any argument of
             ``solve_replica``.
-        TypeError: ``task`` not of five fields.
+        TypeError: ``task`` not a ``ReplicaTask``.
     """
     lams, alphas = _grid("lams", "λ", lams), _grid("alphas", "α", alphas)
     opts, sw = _split_options(options, sweep, flat)
-    task, draw = ReplicaTask(*task).normalised(), Draw(*(draw or ()))
+    task, draw = replica_task(task), Draw(*(draw or ()))
     setup = _Setup(task, draw.fields(task), draw, opts, sw)
     res = _Results.empty(lams.size, alphas.size)
     for i, lam in enumerate(lams):

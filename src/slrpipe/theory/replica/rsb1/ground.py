@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from slrpipe.theory.replica.options import ReplicaTask
+from slrpipe.theory.replica.options import ReplicaTask, replica_task
 from slrpipe.theory.replica.rsb1.channel import STATE1
 from slrpipe.theory.replica.rsb1.sampling import Rsb1Draw
 from slrpipe.theory.replica.rsb1.scan import ScanOptions, ScanResult, scan_potential
@@ -144,8 +144,7 @@ def rsb1_ground_state(
     the nearest solved s (the first from the RS state with δq = frac·(q − m²)).
 
     Args:
-        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (sigma, model, nu, L, delta),
-            or a plain tuple of those five, as for ``solve_replica``.
+        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (σ and the setting), as for ``solve_replica``.
         lam: ridge λ > 0.  alpha: n/D > 0 (floats).
         draw: :class:`Rsb1Draw` (None: ``Rsb1Draw()``): N₀, N₁ and their seeds.
         s_grid: Parisi parameters (> 0) to start from.  frac: δq/(q − m²) of the first start.
@@ -156,11 +155,11 @@ def rsb1_ground_state(
         :class:`GroundState`.
     Raises:
         ValueError: as :func:`solve_rsb1`, or an empty / non-positive s_grid.
-        TypeError: ``task`` not of five fields.
+        TypeError: ``task`` not a ``ReplicaTask``.
     """
     from slrpipe.theory.replica.solver import solve_replica
 
-    task = ReplicaTask(*task).normalised()
+    task = replica_task(task)
     if not len(s_grid) or min(s_grid) <= 0:
         raise ValueError(f"s_grid: need Parisi parameters > 0, got {list(s_grid)}")
     fields, inner = Rsb1Draw(*(draw or ())).samples(task)

@@ -12,7 +12,7 @@ from scipy.special import ndtri
 from scipy.stats import qmc as _qmc
 
 from slrpipe.theory.replica.fields import Draw, Fields
-from slrpipe.theory.replica.options import ReplicaTask
+from slrpipe.theory.replica.options import replica_task
 from slrpipe.vocabulary import DEFAULTS
 
 
@@ -110,7 +110,7 @@ class Rsb1Draw(NamedTuple):
         Raises:
             ValueError: as :func:`~slrpipe.theory.replica.fields.draw_fields` / :func:`draw_inner`.
         """
-        L = ReplicaTask(*task).L
+        L = replica_task(task).L
         fields = Draw(int(self.n_outer), int(self.seed), qmc=True).fields(task)
         n_outer = fields.n if self.independent else None
         return fields, draw_inner(int(L), int(self.n_inner), int(self.inner_seed), n_outer)

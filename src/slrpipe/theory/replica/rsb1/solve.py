@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from slrpipe.theory.replica.fields import Fields, check_task
-from slrpipe.theory.replica.options import ReplicaTask
+from slrpipe.theory.replica.fields import Fields
+from slrpipe.theory.replica.options import ReplicaTask, replica_task
 from slrpipe.theory.replica.prox import check_sigma
 from slrpipe.theory.replica.rsb1.channel import (
     CONJ1,
@@ -64,15 +64,23 @@ class Rsb1Options:
 
 
 class _Rsb1Point(NamedTuple):
-    """One point of a 1RSB solve: the task's five fields (:class:`ReplicaTask`), the ridge λ and α."""
+    """One point of a 1RSB solve: the task (:class:`ReplicaTask`), the ridge λ and α."""
 
-    sigma: str
-    model: str
-    nu: float
-    L: int
-    delta: float
+    task: ReplicaTask
     lam: float
     alpha: float
+
+    @property
+    def sigma(self) -> str:
+        return self.task.sigma
+
+    @property
+    def model(self) -> str:
+        return self.task.model
+
+    @property
+    def L(self) -> int:
+        return self.task.L
 
 
 class _Best(NamedTuple):
@@ -98,7 +106,6 @@ class _Iterated(NamedTuple):
 
 def _check_rsb1_task(pt: _Rsb1Point, s, fields: Fields) -> None:
     check_sigma(pt.sigma)
-    check_task(pt.model, pt.nu, pt.L, pt.delta)
     if not (pt.lam > 0 and pt.alpha > 0 and s > 0):
         raise ValueError(f"lam, alpha, s: must be > 0, got {pt.lam}, {pt.alpha}, {s}")
     if fields.L != pt.L or fields.model != pt.model:
@@ -199,7 +206,7 @@ def _rsb1_outputs(pt: _Rsb1Point, s, x, ch) -> dict:
     for k in CONJ1:
         out[k], out[k + "_se"] = ch[k], ch[k + "_se"]
     out.update(thermodynamics(pt.lam, pt.alpha, s, x, ch))
-    out["test_error"] = rs_test_error(pt.sigma, pt.model, pt.nu, pt.L, pt.delta, (x[0], x[1] + x[2], x[4], x[5] + x[6]))
+    out["test_error"] = rs_test_error(pt.sigma, pt.task.setting, (x[0], x[1] + x[2], x[4], x[5] + x[6]))
     out.update({k: v for k, v in ch.items() if k.endswith("_n1_bias")})
     out["phi_samples"] = pt.alpha * ch["phi_out_samples"]
     return out
@@ -238,8 +245,7 @@ def solve_rsb1(
     """The 1RSB saddle point at Parisi parameter s by damped iteration (docs/theory.md §13).
 
     Args:
-        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (sigma, model, nu, L, delta),
-            or a plain tuple of those five, as for ``solve_replica``.
+        task: :class:`~slrpipe.theory.replica.options.ReplicaTask` (σ and the setting), as for ``solve_replica``.
         lam: ridge λ > 0.  alpha: n/D > 0.  s: Parisi parameter > 0 (floats).
         samples: (fields, inner): outer samples (:class:`Fields`, N₀, drawn for the task's model
             and L) and :class:`Inner` (N₁); e.g. ``Rsb1Draw().samples(task)``.
@@ -256,10 +262,10 @@ def solve_rsb1(
         prox_warm. Reported at the last full pass's state when converged, else at the best one.
     Raises:
         ValueError: any argument outside its range.
-        TypeError: ``task`` not of five fields.
+        TypeError: ``task`` not a ``ReplicaTask``.
     """
     o = options or Rsb1Options()
-    pt = _Rsb1Point(*ReplicaTask(*task), lam, alpha)
+    pt = _Rsb1Point(replica_task(task), lam, alpha)
     fields, inner = samples
     _check_rsb1_task(pt, s, fields)
     t0 = time.perf_counter()

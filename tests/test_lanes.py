@@ -15,7 +15,8 @@ from slrpipe.data import SLRDataset, SLRTask
 from slrpipe.train import ERMOptions, SolverOptions, minimize
 from slrpipe.train.erm import place_data
 from slrpipe.train.experiment import init_model, run_erm_batch
-from slrpipe.train.lanes import _cubic_step, minimize_lanes
+from slrpipe.train.lane_steps import _cubic_step
+from slrpipe.train.lanes import minimize_lanes
 
 LAM = 0.1
 TIGHT = SolverOptions(max_iter=2000, tol=1e-10)
@@ -151,3 +152,25 @@ def test_every_model_of_a_training_set_as_lanes_gets_its_numbers_alone(model, nu
         for name in (*OVERLAPS, "test_error", "train_mse"):
             scale = max(abs(b[name].item()), 1e-2)  # the cross overlaps are ~0: compare to 1e-2
             assert abs(a[name].item() - b[name].item()) <= rel * scale, (o, name, rel)
+
+
+def test_the_wide_and_the_plain_product_forms_give_the_same_values_and_gradients(problem, monkeypatch):
+    # ``lane_fields`` picks its product form by the number of columns (``WIDE_COLUMNS``): both
+    # forms compute the same sums in another order, so in float64 J and ∇J agree to rounding
+    # (~1e-16 per term over D = 32 terms; 1e-12 relative leaves a margin of > 100)
+    from slrpipe.train import lane_steps
+
+    ds, X, mask, y, starts = problem
+    segments = (("linear", 1), ("softmax", 2))
+    with jax.enable_x64(True):
+        data = place_data(X, mask, y, np.float64, True)
+        P = jax.tree.map(lambda *a: np.stack(a), *starts)
+        lam = np.array([0.01, 0.1, 1.0])
+        out = {}
+        for wide in (0, 10**9):
+            monkeypatch.setattr(lane_steps, "WIDE_COLUMNS", wide)
+            out[wide] = lane_steps._values_and_grads(P, data, segments, lam)
+    (v0, g0), (v1, g1) = out[0], out[10**9]
+    np.testing.assert_allclose(v0, v1, rtol=1e-12)
+    for name in ("k", "v"):
+        np.testing.assert_allclose(g0[name], g1[name], rtol=1e-12, atol=1e-12 * np.abs(g1[name]).max())

@@ -174,3 +174,41 @@ def test_the_wide_and_the_plain_product_forms_give_the_same_values_and_gradients
     np.testing.assert_allclose(v0, v1, rtol=1e-12)
     for name in ("k", "v"):
         np.testing.assert_allclose(g0[name], g1[name], rtol=1e-12, atol=1e-12 * np.abs(g1[name]).max())
+
+
+def test_stopped_lanes_drop_out_of_the_passes_and_each_lane_keeps_its_run(problem, caplog):
+    # six lanes (twelve columns: the wide product form) of two σ and three λ stop at different
+    # iterations; with stopped lanes dropped from the products (the default) every lane reaches the
+    # point it reaches when all are evaluated to the end, and alone, to the float64 criterion of the
+    # tests above (1e-8 of |θ|, iterations ±1 from rounding in the products), while the products
+    # hold fewer lanes than six per pass
+    import logging
+    import re
+
+    from flax import nnx
+
+    ds, X, mask, y, starts = problem
+    with jax.enable_x64(True):
+        more = []
+        for seed in (3, 4, 5):
+            model = init_model(ds, "softmax", "random", seed, np.float64)
+            more.append({k: np.asarray(a) for k, a in nnx.to_pure_dict(nnx.split(model, nnx.Param)[1]).items()})
+        six = starts + more
+        sigmas = ["softmax", "linear"] * 3
+        lams = [0.1, 0.1, 1.0, 1.0, 0.3, 0.3]
+        data = place_data(X, mask, y, np.float64)
+        with caplog.at_level(logging.INFO, logger="slrpipe.train.lanes"):
+            dropped = minimize_lanes(six, data, sigmas, lams, TIGHT)
+            full = minimize_lanes(six, data, sigmas, lams, TIGHT, compact=False)
+        alone = {i: minimize_lanes([six[i]], data, sigmas[i], lams[i], TIGHT)[0] for i in (0, 1)}
+    counts = [tuple(map(int, m)) for m in re.findall(r"(\d+) passes over X for (\d+) lane-evaluations", caplog.text)]
+    (passes, work), (passes_full, work_full) = counts
+    assert work_full == 6 * passes_full and work < 6 * passes
+    assert len({r.iterations for r in full}) > 1  # the lanes do stop at different iterations
+    for a, b in zip(dropped, full):
+        assert a.converged and b.converged, (a.reason, b.reason)
+        _close(a.params, b.params, 1e-8)
+        assert abs(a.iterations - b.iterations) <= 1
+    for i, b in alone.items():
+        _close(dropped[i].params, b.params, 1e-8)
+        assert abs(dropped[i].iterations - b.iterations) <= 1

@@ -56,7 +56,7 @@ def _wide_bwd(XT, g):
 _wide_project.defvjp(_wide_fwd, _wide_bwd)
 
 
-def lane_fields(P, X, XT):
+def _fields(P, X, XT):
     """(χ, z) of every lane, each (S, n, L): X·k/√D and X·v/√D for P = {"k": (S, D), "v": (S, D)},
     from one product with W = (k, v) of all lanes, in the form fastest for its 2S columns
     (``WIDE_COLUMNS``; with the stored transpose XT, as on CPU) or one plain product (without)."""
@@ -75,15 +75,51 @@ def lane_fields(P, X, XT):
     return F[:, 0], F[:, 1]
 
 
-def lane_objectives(P, X, mask, y, XT, segments, lam):
+def widths(S: int) -> tuple[int, ...]:
+    """The product widths (in lanes) a solve of S lanes uses: S and the powers of two below it,
+    widest first (14: 14, 8, 4, 2, 1)."""
+    return (S,) + tuple(1 << k for k in reversed(range((S - 1).bit_length())))
+
+
+def _width_index(on):
+    """The index in ``widths(S)`` of the narrowest width that holds the lanes where ``on``."""
+    return jnp.sum(jnp.asarray(widths(on.shape[0])[1:]) >= jnp.sum(on))
+
+
+def lane_fields(P, X, XT, on=None):
+    """(χ, z) of every lane, each (S, n, L), as ``_fields``; with ``on`` (bool (S,)) only the lanes
+    where it holds are computed, in the narrowest product of ``widths`` that holds them (one
+    compiled branch per width, ``lax.switch``), the others' fields left 0: stopped lanes drop out of
+    the pass over X. The lanes of a width are the ``on`` ones first, then others (distinct lanes, so
+    that the gather and its scatter back are a permutation and the gradients exact)."""
+    S = P["k"].shape[0]
+    kv = {"k": P["k"], "v": P["v"]}
+    if on is None or S == 1:
+        return _fields(kv, X, XT)
+    idx = jnp.argsort(jnp.where(on, 0, 1), stable=True)
+
+    def branch(w):
+        def fields(kv):
+            if w == S:
+                return _fields(kv, X, XT)
+            sub = _fields(jax.tree.map(lambda a: a[idx[:w]], kv), X, XT)
+            return tuple(jnp.zeros((S,) + F.shape[1:], F.dtype).at[idx[:w]].set(F) for F in sub)
+
+        return fields
+
+    return jax.lax.switch(_width_index(on), [branch(w) for w in widths(S)], kv)
+
+
+def lane_objectives(P, X, mask, y, XT, segments, lam, on=None):
     """J of every lane: (S,) for P = {"k": (S, D), "v": (S, D)[, "c": (S,)]}.
 
-    One product of X with W (D, 2S) for all lanes (``lane_fields``). After it, each lane's own
+    One product of X with W (D, 2S) for all lanes, or those where ``on`` only (``lane_fields``;
+    the others' J is then meaningless). After it, each lane's own
     attention and penalty: ``segments`` ((σ, count), …) gives the σ of consecutive lanes (a str:
     one σ for every lane), ``lam`` the ridge λ, a scalar or (S,).
     """
     S = P["k"].shape[0]
-    chi, z = (jnp.where(mask[None], F, 0.0) for F in lane_fields(P, X, XT))
+    chi, z = (jnp.where(mask[None], F, 0.0) for F in lane_fields(P, X, XT, on))
     parts, a = [], 0
     for sigma, count in ((segments, S),) if isinstance(segments, str) else segments:
         seg = jax.tree.map(lambda x, a=a, count=count: x[a : a + count], P)
@@ -97,12 +133,13 @@ def lane_objectives(P, X, mask, y, XT, segments, lam):
     return (0.5 * jnp.sum(r * r, axis=1) + 0.5 * lam * pen) / y.shape[0]
 
 
-def _values_and_grads(P, data, segments, lam):
-    """(J (S,), ∇J per lane): the gradient of Σ_lanes J is each lane's own, the lanes being independent."""
+def _values_and_grads(P, data, segments, lam, on=None):
+    """(J (S,), ∇J per lane): the gradient of Σ_lanes J is each lane's own, the lanes being
+    independent (with ``on``: only the lanes where it holds are meaningful)."""
     X, mask, y, XT = data
 
     def total(Q):
-        values = lane_objectives(Q, X, mask, y, XT, segments, lam)
+        values = lane_objectives(Q, X, mask, y, XT, segments, lam, on)
         return jnp.sum(values), values
 
     (_, values), grads = jax.value_and_grad(total, has_aux=True)(P)
@@ -200,12 +237,13 @@ def _new_search(s: LaneState, opt) -> LaneState:
     )
 
 
-def _tick(s: LaneState, on, data, segments, lam, opt) -> LaneState:
+def _tick(s: LaneState, on, data, segments, lam, opt, compact) -> LaneState:
     """One evaluation of J and ∇J for all lanes, each at its own trial step, and the lanes where
     ``on`` moved on: the bracket updated (Nocedal & Wright Alg. 3.6), and where the search has
     ended (a strong-Wolfe step, or ``MAX_LINESEARCH_STEPS`` trials: its best Armijo step, or none)
-    the step taken, the count advanced and the next search started."""
-    ft, gt = _values_and_grads(_along(s.P, s.t, s.d), data, segments, lam)
+    the step taken, the count advanced and the next search started. With ``compact`` the
+    evaluation is of the ``on`` lanes only (``lane_fields``)."""
+    ft, gt = _values_and_grads(_along(s.P, s.t, s.d), data, segments, lam, on if compact else None)
     st = _lane_dot(gt, s.d)
     decrease = _decrease(ft, st, s.t, s.value, s.s0)
     accept = decrease & (jnp.abs(st) <= -C2 * s.s0)
@@ -245,18 +283,22 @@ def lane_gnorm(grad):
     return jnp.sqrt(_lane_dot(grad, grad))
 
 
-def _lanes_block(state: LaneState, data, lam, live, end, tol, segments, memory_size, ticks):
+def _lanes_block(state: LaneState, data, lam, live, end, tol, segments, memory_size, counts, compact):
     """Ticks (``_tick``) until every lane where ``live`` (bool (S,)) has reached the count ``end``
     or |∇J|₂ < ``tol``; the other lanes are left as they are. Each lane's line search goes at its
-    own pace: a tick costs one evaluation for all lanes (one pass over X), whatever each lane's step
-    in its search. Returns (state, ``ticks`` + the ticks made)."""
+    own pace: a tick costs one pass over X for the lanes it moves on (with ``compact``: in the
+    narrowest of ``widths``; without, for all lanes), whatever each lane's step in its search.
+    Returns (state, ``counts`` + (the ticks made, the lanes their products held)), int32."""
     opt = optax.scale_by_lbfgs(memory_size=memory_size)
+    S = state.value.shape[0]
 
     def active(s):
         return live & (s.count < end) & (lane_gnorm(s.grad) >= tol)
 
-    return jax.lax.while_loop(
-        lambda c: jnp.any(active(c[0])),
-        lambda c: (_tick(c[0], active(c[0]), data, segments, lam, opt), c[1] + 1),
-        (state, ticks),
-    )
+    def body(c):
+        s, (ticks, work) = c
+        on = active(s)
+        width = jnp.asarray(widths(S), jnp.int32)[_width_index(on)] if compact else S
+        return _tick(s, on, data, segments, lam, opt, compact), (ticks + 1, work + width)
+
+    return jax.lax.while_loop(lambda c: jnp.any(active(c[0])), body, (state, counts))

@@ -3,21 +3,22 @@
 
 ERM's evaluation of J and ∇J streams X (n, L, D) and its transposed copy once each, whatever the
 number of parameter vectors they multiply: S models as one (D, 2S) product cost far less than S
-products of (D, 2) (``benchmarks/bench_erm.py starts``, ``share``). The lanes of one solve may differ in their
-start, their σ (consecutive lanes of one σ: a static segment, whose attention is applied to its
-columns of the shared product) and their ridge λ (an (S,) array). ``optax.lbfgs`` cannot be
-batched: under ``jax.vmap`` every ``lax.cond`` of its zoom line search becomes a select that runs
-both branches (two evaluations per step) on copies of X, one per lane. Here the L-BFGS direction is
-still optax's (``optax.scale_by_lbfgs``, vmapped: it never touches X), and the line search is this
-module's: a strong-Wolfe bracketing and cubic-interpolation search (Nocedal & Wright, *Numerical
-Optimization*, 2nd ed., Alg. 3.5–3.6) written lane-wise with ``jnp.where``, so that each of its
-steps is one evaluation for all lanes.
+products of (D, 2) (``benchmarks/bench_erm.py starts``, ``share``). The lanes of one solve may
+differ in their start, their σ (consecutive lanes of one σ: a static segment, whose attention is
+applied to its columns of the shared product) and their ridge λ (an (S,) array). ``optax.lbfgs``
+cannot be batched: under ``jax.vmap`` every ``lax.cond`` of its zoom line search becomes a select
+that runs both branches (two evaluations per step) on copies of X, one per lane. Here the L-BFGS
+direction is still optax's (``optax.scale_by_lbfgs``, vmapped: it never touches X), and the line
+search is ``slrpipe.train.lane_steps``': a strong-Wolfe search written lane-wise, so that each of
+its steps is one evaluation for all lanes.
 
 Each lane is an independent L-BFGS run: its own direction, step size, iteration count and stop
-(|∇J|₂ < tol); a lane that stops is frozen while the others go on (its evaluations continue,
-unused, until the last lane stops: a block's cost is the slowest lane's). The whole solve is one
-device program (``lanes_solve``): the stop tests and the trajectory stay on the device, and the
-host receives only (S,)-sized progress reports (``jax.debug.callback``) until the end.
+(|∇J|₂ < tol). A lane that stops is frozen while the others go on, and drops out of the passes over
+X: each evaluation multiplies X with the lanes that move on only, gathered into the narrowest of a
+few product widths (S and the powers of two below it, one compiled branch each), so that a solve's
+cost follows the lanes still running rather than the slowest lane. The whole solve is one device
+program (``lanes_solve``): the stop tests and the trajectory stay on the device, and the host
+receives only (S,)-sized progress reports (``jax.debug.callback``) until the end.
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ def _report(*args) -> None:
     _RECEIVERS[-1](*args)
 
 
-@partial(jax.jit, static_argnames=("segments", "memory_size", "max_iter", "record_every", "log_every"))
-def lanes_solve(P, data, lam, tol, teacher, segments, memory_size, max_iter, record_every, log_every):
+@partial(jax.jit, static_argnames=("segments", "memory_size", "max_iter", "record_every", "log_every", "compact"))
+def lanes_solve(P, data, lam, tol, teacher, segments, memory_size, max_iter, record_every, log_every, compact=True):
     """The whole L-BFGS solve of every lane as one device program (module docstring).
 
     Blocks of ``record_every`` iterations (every live lane reaches the block's end count or its
@@ -93,9 +94,14 @@ def lanes_solve(P, data, lam, tol, teacher, segments, memory_size, max_iter, rec
     count crossed a multiple of ``log_every``, some lane stopped, or the budget ended: nothing else
     leaves the device until the end.
 
+    With ``compact`` (the default), each evaluation computes the lanes that move on only, in the
+    narrowest product that holds them (``slrpipe.train.lane_steps.lane_fields``): a stopped lane,
+    or one at its block's end while others finish theirs, drops out of the passes over X.
+
     Returns:
         (final ``LaneState``, reason codes (S,) int (``REASONS``), ``_Trace``, the evaluations of J
-        and ∇J made, each one pass over X for all lanes (int32; the start's included)).
+        and ∇J made, each one pass over X (int32; the start's included), and the lanes their
+        products held in all (int32; S per evaluation without ``compact``)).
     """
     dtype = P["k"].dtype
     state = _lanes_init(P, data, lam, segments, memory_size)
@@ -119,9 +125,9 @@ def lanes_solve(P, data, lam, tol, teacher, segments, memory_size, max_iter, rec
         return jnp.any(live) & (step < max_iter)
 
     def body(c):
-        s, live, reason, step, last, trace, r, ticks = c
+        s, live, reason, step, last, trace, r, counts = c
         end = jnp.minimum(step + record_every, max_iter)
-        s, ticks = _lanes_block(s, data, lam, live, end, tol, segments, memory_size, ticks)
+        s, counts = _lanes_block(s, data, lam, live, end, tol, segments, memory_size, counts, compact)
         gnorm = lane_gnorm(s.grad)
         stalled = (s.count == end) & (s.value == last)
         code = jnp.where(
@@ -140,11 +146,12 @@ def lanes_solve(P, data, lam, tol, teacher, segments, memory_size, max_iter, rec
             lambda: jax.debug.callback(_report, s.count, s.value, gnorm, ov, live, reason, ordered=True),
             lambda: None,
         )
-        return s, still, reason, end, s.value, trace, r + 1, ticks
+        return s, still, reason, end, s.value, trace, r + 1, counts
 
-    init = (state, live, reason, jnp.int32(0), state.value, trace, jnp.int32(0), jnp.int32(1))
-    state, _, reason, _, _, trace, _, ticks = jax.lax.while_loop(cond, body, init)
-    return state, reason, trace, ticks
+    counts = (jnp.int32(1), jnp.int32(S))  # the start's evaluation
+    init = (state, live, reason, jnp.int32(0), state.value, trace, jnp.int32(0), counts)
+    state, _, reason, _, _, trace, _, (ticks, work) = jax.lax.while_loop(cond, body, init)
+    return state, reason, trace, ticks, work
 
 
 def _lane(tree, i):
@@ -193,6 +200,7 @@ def minimize_lanes(
     options: SolverOptions | None = None,
     *,
     teacher=None,
+    compact: bool = True,
 ) -> list[ERMResult]:
     """Minimise J from each of ``params0`` at once, the starts as lanes (module docstring), each
     with its own σ and λ: every model of a training set evaluated from one product X·W, W (D, 2S).
@@ -206,6 +214,8 @@ def minimize_lanes(
         options: ``SolverOptions`` (optimizer "lbfgs"): max_iter, tol, memory_size, record_every,
             log_every are each lane's.
         teacher: optional (k*, v*) to record overlaps along each trajectory (in the lanes' dtype).
+        compact: stopped lanes drop out of later evaluations (``lanes_solve``); False: every lane
+            is evaluated until the last stops (the same numbers to rounding, at the slowest's cost).
 
     Returns:
         One ``ERMResult`` per start, in order, with stop reasons as ``minimize``'s ("tol",
@@ -242,7 +252,7 @@ def minimize_lanes(
     progress = _Progress(S, o.log_every, o.record_every, teacher is not None, order)
     _RECEIVERS.append(progress)
     try:
-        state, reason, trace, passes = lanes_solve(
+        state, reason, trace, passes, work = lanes_solve(
             P,
             data,
             lam_j,
@@ -253,10 +263,12 @@ def minimize_lanes(
             o.max_iter,
             o.record_every,
             o.log_every,
+            compact,
         )
         reason, trace = np.asarray(reason), jax.tree.map(np.asarray, trace)  # waits for the solve
         jax.effects_barrier()
-        log.info("lanes: %d models, %d passes over X, %.1f s", S, int(passes), time.perf_counter() - progress.t0)
+        t = time.perf_counter() - progress.t0
+        log.info("lanes: %d models, %d passes over X for %d lane-evaluations, %.1f s", S, int(passes), int(work), t)
     finally:
         _RECEIVERS.pop()
     wall = progress.wall

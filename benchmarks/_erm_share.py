@@ -7,7 +7,7 @@ as lanes (``slrpipe.train.lanes.minimize_lanes``: one product X·W, W (D, 2S), p
 Each is timed after its compilation (the lanes' solve is run twice, the second timed). Printed:
 time per model-iteration, and passes over X (evaluations of J and ∇J, each streaming X and, on CPU,
 its transposed copy) per iteration of the training set: one after the other it is at least one per
-model, as lanes it is counted.
+model, as lanes it is counted, with the lanes the products held (those moving on only).
 
 Default: config/paper.yaml's largest batch (spiked ν = 1, α = 0.5: D = 14 142, n = 7071, L = 3,
 X = 1.12 GB float32), its first training set (14 models), 3 iterations. ``--quick`` (CI): the
@@ -132,7 +132,7 @@ def main(argv=None) -> int:
         o.log_every,
     )
     out = lanes_solve(*args)
-    passes, rounds = int(out[3]), int(np.max(np.asarray(out[0].count)))
+    passes, work, rounds = int(out[3]), int(out[4]), int(np.max(np.asarray(out[0].count)))
     _RECEIVERS.pop()
     ma = lanes_solve.lower(*args).compile().memory_analysis()
 
@@ -145,7 +145,9 @@ def main(argv=None) -> int:
     print(
         f"as lanes (slrpipe.train.lanes): {w_lanes:.1f} s wall, {c_lanes:.1f} s CPU, {it_lanes} model-iterations: "
         f"{1e3 * per_lanes:.0f} ms CPU per model-iteration; {passes} passes over X in {rounds} iterations "
-        f"= {passes / max(rounds, 1):.2f} per iteration of the set (the start's included)"
+        f"= {passes / max(rounds, 1):.2f} per iteration of the set (the start's included); the products held "
+        f"{work} lanes in all, {work / max(passes * S, 1):.0%} of {S} per pass (stopped lanes and lanes at their "
+        "block's end drop out)"
     )
     print(
         f"per-model-iteration CPU: {per_seq / per_lanes:.1f}× lower as lanes (wall {w_seq / max(it_seq, 1) / (w_lanes / max(it_lanes, 1)):.1f}×); "

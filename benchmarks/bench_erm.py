@@ -9,6 +9,8 @@ Modes:
   share   every model of one training set in one pass over X: a config's training set (default:
           the paper's largest batch) one model after the other against all as lanes, time per
           model-iteration and passes over X per iteration (benchmarks/_erm_share.py)
+  products  the product forms of the lanes' evaluation: CPU rate of each against the number of
+          columns (benchmarks/_erm_products.py)
   scipy   side by side with research code: scipy's L-BFGS-B in float64 with jitted JAX gradients,
           one start after another, against the lanes (benchmarks/_erm_scipy.py)
   batch   one train-batch job as the workflow submits it: peak memory, time split, the resource
@@ -32,6 +34,7 @@ MODES = {
     "eval": "_erm_eval",
     "starts": "_erm_starts",
     "share": "_erm_share",
+    "products": "_erm_products",
     "scipy": "_erm_scipy",
     "batch": "_erm_batch",
     "job": "_erm_job",

@@ -76,8 +76,14 @@ FIGURES = {
         rf"iterations = {NUM} per iteration",
         rf"^per-model-iteration CPU: {NUM}× lower as lanes",
     ],
+    "bench_erm.py products": [
+        r"^products: n·L = \d+, D = \d+, float32",
+        rf"^C = 28: X @ W {NUM} ms {NUM} GFLOP/s .*; Wt·Xᵀ {NUM} ms {NUM} GFLOP/s \(\w+\)\*",
+        rf"^square 1024 GEMM: {NUM} GFLOP/s",
+    ],
     "bench_erm.py scipy": [
         rf"^this project \(lanes, float32\): {NUM} s wall, {NUM} s CPU",
+        rf"^  without dropping stopped lanes \(compact=False\): {NUM} s wall, {NUM} s CPU",
         rf"^research code \(scipy \S+ L-BFGS-B, float64, jitted JAX gradients\): {NUM} s wall, {NUM} s CPU",
         rf"^ratio \(research / this project\): {NUM}× in CPU, {NUM}× in wall; same J .* at \d+ of \d+ starts",
     ],

@@ -16,7 +16,8 @@ from slrpipe.setting import Setting
 from slrpipe.train import ERMOptions, SolverOptions, minimize
 from slrpipe.train.erm import place_data
 from slrpipe.train.experiment import init_model, run_erm_batch
-from slrpipe.train.lanes import _cubic_step, minimize_lanes
+from slrpipe.train.lane_steps import _cubic_step
+from slrpipe.train.lanes import minimize_lanes
 
 LAM = 0.1
 TIGHT = SolverOptions(max_iter=2000, tol=1e-10)
@@ -152,3 +153,63 @@ def test_every_model_of_a_training_set_as_lanes_gets_its_numbers_alone(model, nu
         for name in (*OVERLAPS, "test_error", "train_mse"):
             scale = max(abs(b[name].item()), 1e-2)  # the cross overlaps are ~0: compare to 1e-2
             assert abs(a[name].item() - b[name].item()) <= rel * scale, (o, name, rel)
+
+
+def test_the_wide_and_the_plain_product_forms_give_the_same_values_and_gradients(problem, monkeypatch):
+    # ``lane_fields`` picks its product form by the number of columns (``WIDE_COLUMNS``): both
+    # forms compute the same sums in another order, so in float64 J and ∇J agree to rounding
+    # (~1e-16 per term over D = 32 terms; 1e-12 relative leaves a margin of > 100)
+    from slrpipe.train import lane_steps
+
+    ds, X, mask, y, starts = problem
+    segments = (("linear", 1), ("softmax", 2))
+    with jax.enable_x64(True):
+        data = place_data(X, mask, y, np.float64, True)
+        P = jax.tree.map(lambda *a: np.stack(a), *starts)
+        lam = np.array([0.01, 0.1, 1.0])
+        out = {}
+        for wide in (0, 10**9):
+            monkeypatch.setattr(lane_steps, "WIDE_COLUMNS", wide)
+            out[wide] = lane_steps._values_and_grads(P, data, segments, lam)
+    (v0, g0), (v1, g1) = out[0], out[10**9]
+    np.testing.assert_allclose(v0, v1, rtol=1e-12)
+    for name in ("k", "v"):
+        np.testing.assert_allclose(g0[name], g1[name], rtol=1e-12, atol=1e-12 * np.abs(g1[name]).max())
+
+
+def test_stopped_lanes_drop_out_of_the_passes_and_each_lane_keeps_its_run(problem, caplog):
+    # six lanes (twelve columns: the wide product form) of three λ stop at different iterations
+    # (both σ with dropped lanes: the D = 256 test above); with stopped lanes dropped from the
+    # products (the default) every lane reaches the point it reaches when all are evaluated to the
+    # end, and alone, to the float64 criterion of the tests above (1e-8 of |θ|, iterations ±1 from
+    # rounding in the products), while the products hold fewer lanes than six per pass
+    import logging
+    import re
+
+    from flax import nnx
+
+    ds, X, mask, y, starts = problem
+    with jax.enable_x64(True):
+        more = []
+        for seed in (3, 4, 5):
+            model = init_model(ds, "softmax", "random", seed, np.float64)
+            more.append({k: np.asarray(a) for k, a in nnx.to_pure_dict(nnx.split(model, nnx.Param)[1]).items()})
+        six = starts + more
+        sigmas = ["softmax"] * 6
+        lams = [0.1, 1.0, 0.3, 0.1, 1.0, 0.3]
+        data = place_data(X, mask, y, np.float64)
+        with caplog.at_level(logging.INFO, logger="slrpipe.train.lanes"):
+            dropped = minimize_lanes(six, data, sigmas, lams, TIGHT)
+            full = minimize_lanes(six, data, sigmas, lams, TIGHT, compact=False)
+        alone = {i: minimize_lanes([six[i]], data, sigmas[i], lams[i], TIGHT)[0] for i in (0, 1)}
+    counts = [tuple(map(int, m)) for m in re.findall(r"(\d+) passes over X for (\d+) lane-evaluations", caplog.text)]
+    (passes, work), (passes_full, work_full) = counts[:2]
+    assert work_full == 6 * passes_full and work < 6 * passes
+    assert len({r.iterations for r in full}) > 1  # the lanes do stop at different iterations
+    for a, b in zip(dropped, full):
+        assert a.converged and b.converged, (a.reason, b.reason)
+        _close(a.params, b.params, 1e-8)
+        assert abs(a.iterations - b.iterations) <= 1
+    for i, b in alone.items():
+        _close(dropped[i].params, b.params, 1e-8)
+        assert abs(dropped[i].iterations - b.iterations) <= 1

@@ -9,8 +9,8 @@ for MinJobAge = 1800 s; there is no slurmdbd, so no sacct):
 - a job killed with ``scancel`` while running is reported failed, its outputs are removed, the
   other jobs finish (keep-going), and a rerun redoes only what was lost, leaving every file of
   the first run byte-identical and untouched; a further run has nothing to do;
-- a job over its time limit ends TIMEOUT and comes back with attempt x its limit (the toy's
-  train_erm, 65 s against 1 then 2 min; run in the background beside the smoke runs, whose scancel
+- a job over its time limit ends TIMEOUT and comes back with more time (the toy's train_erm, 65 s
+  against a site's ``--set-resources "train_erm:runtime=attempt**3"``, 1 then 8 min; run in the background beside the smoke runs, whose scancel
   picks only their own jobs); a job over its memory is killed by Slurm's memory enforcement
   (OverMemoryKill; slurmd logs it) and comes back with more (the smoke workflow run up to its
   training batches, forced to 300 then 2400 MB, beside the rerun); every training result file of that run equals the
@@ -294,17 +294,20 @@ def _copy_workflow(dest: Path) -> tuple[Path, list[str]]:
     return dest, ["--configfile", "config/smoke.yaml"]
 
 
-#: s the toy's train_erm job runs: over its first time limit (1 min), and under its second (2 min)
-#: with room for the job's start-up on a loaded machine. A job that ends past its limit is TIMEOUT
+#: s the toy's train_erm job runs: over its first time limit (1 min), and under its second
+#: (``TIMEOUT_RUNTIME``: 8 min, room for the jobstep's start-up beside the smoke runs' jobs). A job that ends past its limit is TIMEOUT
 #: whether slurmctld's time-limit sweep (every 30 s) killed it or it ended first, so any sleep over
 #: the limit is one Slurm times out; a short one is seen ended at an earlier status check
 TIMEOUT_SLEEP = 65
+#: the toy's train_erm time limit (min) per attempt, as a site would override a rule's law
+#: (``--set-resources``, an expression of the attempt): 1 then 8 min
+TIMEOUT_RUNTIME = "attempt**3"
 
 
 @pytest.fixture(scope="module")
 def time_limit_run(cluster, tmp_path_factory):
-    """The toy's train_erm, asking for attempt x 1 min and running ``TIMEOUT_SLEEP`` s, with one
-    retry: started in the background as soon as the cluster is up (its job sleeps, it costs no
+    """The toy's train_erm, its limit set to ``TIMEOUT_RUNTIME`` minutes and running
+    ``TIMEOUT_SLEEP`` s, with one retry: started in the background as soon as the cluster is up (its job sleeps, it costs no
     CPU) and collected by its test; :func:`smoke_runs` requests it so that it runs beside them."""
     if cluster.gpus:
         restart(cluster, gpus=0)
@@ -314,7 +317,15 @@ def time_limit_run(cluster, tmp_path_factory):
     (work / "results" / "data" / "0.txt").write_text("made locally\n")
     profile = write_test_profile(tmp_path_factory.mktemp("profile-time-limit"), gpus=False, retries=1)
     config = ["n_train=1", f"slow_seconds={TIMEOUT_SLEEP}", "minutes=1"]
-    run = Run(work, profile, "results/train/0.txt", "--config", *config)
+    run = Run(
+        work,
+        profile,
+        "results/train/0.txt",
+        "--set-resources",
+        f"train_erm:runtime={TIMEOUT_RUNTIME}",
+        "--config",
+        *config,
+    )
     _BACKGROUND.append(run)
     yield run
     run.stop()
@@ -469,14 +480,14 @@ def submissions(out: str) -> dict[int, list[str]]:
 
 
 def test_a_job_over_its_time_limit_comes_back_with_more_time(cluster, time_limit_run):
-    """The toy's train_erm asks for attempt × 1 min and runs ``TIMEOUT_SLEEP`` s: Slurm ends the
-    first attempt TIMEOUT, Snakemake resubmits it with 2 min (retries), and it completes."""
+    """The toy's train_erm asks for 1 min (``TIMEOUT_RUNTIME``) and runs ``TIMEOUT_SLEEP`` s: Slurm
+    ends the first attempt TIMEOUT, Snakemake resubmits it with 8 min (retries), and it completes."""
     rc, out = time_limit_run.wait()
     assert rc == 0, f"snakemake failed ({rc}):\n{out[-6000:]}"
     print(f"time limit run (in the background): {elapsed(out)}")
     jobs = {j["job_id"]: j for j in cluster.jobs()}
     (ids,) = submissions(out).values()
-    assert [(jobs[i]["state"], jobs[i]["time_limit"]) for i in ids] == [("TIMEOUT", "1:00"), ("COMPLETED", "2:00")], [
+    assert [(jobs[i]["state"], jobs[i]["time_limit"]) for i in ids] == [("TIMEOUT", "1:00"), ("COMPLETED", "8:00")], [
         jobs.get(i) for i in ids
     ]
     assert (time_limit_run.workdir / "results" / "train" / "0.txt").read_text().startswith(f"job={ids[1]} ")

@@ -40,7 +40,7 @@ def test_overlap_ratios_are_drawn_over_ergs_ground_state():
     fig, ax = plt.subplots()
     draw_overlaps(ax, _rep(), "softmax", 0.01, 5.0, row)
     stars = [line for line in ax.lines if line.get_marker() == "*"]
-    squares = [line for line in ax.lines if line.get_marker() == "s"]
+    squares = [line for line in ax.lines if line.get_marker() == "D"]
     # q₁_v is left out: ERM's q_v = 0.1 ± 0.2 is within 2 s.e. of 0
     np.testing.assert_allclose([s.get_ydata()[0] for s in stars], [1.5, 0.5, 2.0])
     np.testing.assert_allclose([s.get_ydata()[0] for s in squares], [2.0, 0.75, 40.0 / 30.0])
@@ -56,3 +56,21 @@ def test_find_row_matches_the_point_and_nothing_else():
     assert find_row([row], "e", "linear", 0.01, 5.0) is None
     assert find_row([row], "f", "softmax", 0.01, 5.0) is None
     assert find_row([dataclasses.replace(row, rsb1_s_star=None)], "e", "softmax", 0.01, 5.0) is None
+
+
+def test_a_state_that_did_not_converge_is_named_not_drawn():
+    nan = float("nan")
+    row = _row(
+        rsb1_m_k=nan, rsb1_m_k_batch_se=nan, erm_m_k=1.0, erm_m_k_se=0.05,
+        rsb1_m_v=nan, rsb1_m_v_batch_se=nan, erm_m_v=4.0, erm_m_v_se=0.1,
+        rsb1_q1_k=nan, rsb1_q1_k_batch_se=nan, erm_q_k=30.0, erm_q_k_se=1.0,
+        rsb1_q1_v=nan, rsb1_q1_v_batch_se=nan, erm_q_v=9.0, erm_q_v_se=0.2,
+    )  # fmt: skip
+    fig, ax = plt.subplots()
+    draw_overlaps(ax, _rep(), "softmax", 0.01, 5.0, row)
+    assert not [line for line in ax.lines if line.get_marker() == "*"]
+    assert len([line for line in ax.lines if line.get_marker() == "D"]) == 4  # RS is still drawn
+    assert [t.get_text() for t in ax.texts] == [
+        "1RSB state not converged: " + ", ".join(label for *_, label in OVERLAPS)
+    ]
+    plt.close(fig)

@@ -158,11 +158,12 @@ def find_row(rows, experiment: str, sigma: str, lam: float, alpha: float) -> Row
 
 
 def draw_overlaps(ax, rep: xr.Dataset, sigma: str, lam: float, alpha: float, row: Row | None) -> None:
-    """The overlap panel of one point (module docstring): 1RSB's and RS's m_k, m_v, q₁_k, q₁_v
-    over ERM's ground state's. An overlap whose ERM value is not measured, or within 2 s.e. of 0
-    (no ratio), is left out and named in the panel."""
+    """The overlap panel of one point (module docstring): 1RSB's (stars) and RS's (diamonds) m_k,
+    m_v, q₁_k, q₁_v over ERM's ground state's. An overlap whose ERM value is not measured, or within
+    2 s.e. of 0 (no ratio), is left out and named in the panel, as are the 1RSB overlaps of a state
+    that did not converge (NaN)."""
     x = np.arange(len(OVERLAPS))
-    skipped = []
+    skipped, unsolved = [], []
     pt = rep.sel(sigma=sigma, lam=lam, alpha=alpha)
     for i, (mine, erm, label) in enumerate(OVERLAPS):
         ref = np.nan if row is None else getattr(row, f"erm_{erm}")
@@ -180,29 +181,35 @@ def draw_overlaps(ax, rep: xr.Dataset, sigma: str, lam: float, alpha: float, row
                 lw=0,
             )
         v, v_se = getattr(row, f"rsb1_{mine}"), getattr(row, f"rsb1_{mine}_batch_se")
-        ax.errorbar(
-            [i + 0.08],
-            [v / ref],
-            yerr=[abs(v_se / ref)],
-            fmt="*",
-            color="black",
-            ms=7,
-            capsize=2,
-            label="1RSB state ± s.e. / ERM ground state",
-        )
+        if np.isfinite(v):  # NaN: the state reported did not converge
+            ax.errorbar(
+                [i + 0.08],
+                [v / ref],
+                yerr=[abs(v_se / ref)],
+                fmt="*",
+                color="black",
+                ms=7,
+                capsize=2,
+                label="1RSB state ± s.e. / ERM ground state",
+            )
+        else:
+            unsolved.append(label)
         if erm in pt:
-            ax.plot([i - 0.08], [float(pt[erm]) / ref], "s", color="grey", ms=5, label="RS (sweep) / ERM ground state")
+            ax.plot([i - 0.08], [float(pt[erm]) / ref], "D", color="grey", ms=4, label="RS (sweep) / ERM ground state")
     ax.axhline(
         1.0,
         color=SHADES["ground state"],
         lw=1,
         ls=":",
-        label=f"ERM ground state ({'' if row is None else row.erm_overlaps_ref})",
+        label="ERM ground state (D → ∞ where fitted, else largest D)",
     )
     ax.set_xticks(x, [lab for *_, lab in OVERLAPS])
     ax.set_xlim(-0.5, len(OVERLAPS) - 0.5)
     ax.set_ylabel("overlap / ERM's")
-    note = "no ERM ground state" if row is None else (f"left out (ERM ≈ 0): {', '.join(skipped)}" if skipped else "")
+    notes = ["no ERM ground state"] if row is None else []
+    notes += [f"left out (ERM ≈ 0): {', '.join(skipped)}"] if skipped else []
+    notes += [f"1RSB state not converged: {', '.join(unsolved)}"] if unsolved else []
+    note = "; ".join(notes)
     if note:
         ax.text(0.5, 0.02, note, transform=ax.transAxes, ha="center", va="bottom", fontsize=6)
     ax.set_title(f"overlaps, {LABELS.get(sigma, sigma)}, λ = {lam:g}, α = {alpha:g}", fontsize=8)

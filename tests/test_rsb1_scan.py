@@ -57,7 +57,7 @@ def test_rem_maximum_on_the_grid_is_bracketed_and_refined():
     lo, hi = res.rows[res.bracket.lo], res.rows[res.bracket.hi]
     assert lo["s"] < S_STAR < hi["s"] and res.rows[res.top]["phi"] - max(lo["phi"], hi["phi"]) >= FALL_Z * 1.4e-3
     assert res.refine == "sigma root"  # Σ(1) = 0.44, Σ(2) = −0.31, both resolved (s.e. 0.01)
-    assert 1.0 < res.s_star < 2.0 and abs(res.s_star - S_STAR) < 0.02
+    assert res.s_star == pytest.approx(S_STAR, abs=0.02)  # the exact 2√ln 2, inside the bracket (1, 2)
     # the refinement stops where its checks hold: Σ(s*) ≈ 0 (both estimators), de/ds < 0
     assert res.check.ok and res.check.de_ds == pytest.approx(-0.5)
     assert abs(res.check.sigma) <= FALL_Z * 1e-2

@@ -324,7 +324,7 @@ def ab_exact(
 
     L: an int or a law {length: weight} (A, B are the weighted sums; weights need not sum to 1, so
     a law can be split between methods). m = inf: the limit score up to a positive factor (as
-    population._sigma_limit): argmax for softmax, relu-normalised for softplus_norm, χ* for
+    overlap_risk._sigma_limit): argmax for softmax, relu-normalised for softplus_norm, χ* for
     linear, 1 + sign χ* for erf. ``c``: erf offset. ``level``: node counts × 1.5^level.
     The reduction is the one σ declares (``Sigma.exact_length``: normalised_exp, normalised_softplus,
     token_linear, token_erf). Returns None where none is implemented (a σ that declares none;

@@ -10,7 +10,7 @@ import yaml
 from conftest import REPO, snakemake
 
 from slrpipe.config import ConfigError, validate
-from slrpipe.jobs import argv
+from slrpipe.job_args import argv
 from slrpipe.workflow import fmt, plan, size
 
 SMOKE = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
@@ -240,7 +240,7 @@ def test_defaults_filled_and_plan():
 def test_device_sampler_is_part_of_the_data_sets_key():
     """sampler: jax draws other data sets: paths keyed by it beside the numpy ones, its training
     sets shared by its σ and λ only, and the command lines carry it."""
-    from slrpipe.jobs import argv
+    from slrpipe.job_args import argv
 
     cfg = copy.deepcopy(SMOKE)
     cfg["erm"]["on_device"] = {**cfg["erm"]["spiked_L2"], "sampler": "jax"}

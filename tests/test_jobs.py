@@ -16,19 +16,8 @@ import yaml
 
 from slrpipe.cli import build_parser
 from slrpipe.config import validate
-from slrpipe.jobs import (
-    RECORDS,
-    DataJob,
-    ReplicaJob,
-    Rsb1ErrorJob,
-    Rsb1Job,
-    TrainBatchJob,
-    TrainJob,
-    argv,
-    defaults,
-    from_namespace,
-    text,
-)
+from slrpipe.job_args import argv, defaults, from_namespace, text
+from slrpipe.jobs import RECORDS, DataJob, ReplicaJob, Rsb1ErrorJob, Rsb1Job, TrainBatchJob, TrainJob
 from slrpipe.workflow import plan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -218,7 +207,7 @@ def _record_options(cls) -> set[str]:
 
 @pytest.mark.parametrize("command", sorted(RECORDS))
 def test_a_commands_options_are_its_records_fields(command):
-    """The options of a command are generated from its record (jobs.add_arguments): one per field,
+    """The options of a command are generated from its record (job_args.add_arguments): one per field,
     with the field's default (required where it has none), beside the listed non-record options."""
     assert set(NOT_RECORD) == set(RECORDS)
     assert _options(command) == _record_options(RECORDS[command]) | NOT_RECORD[command]
@@ -256,7 +245,7 @@ def test_a_planned_record_of_every_command_round_trips(command):
     (config/smoke.yaml; length: config/config.yaml, smoke has no length experiment). A train record
     is taken without its stored set (``data``), whose fields the command would read from the store."""
     from slrpipe.commands.train import job_of
-    from slrpipe.jobs import members_from_json
+    from slrpipe.job_args import members_from_json
 
     p = _plan("config/config.yaml" if command == "length" else "config/smoke.yaml")
     table = p.length if command == "length" else getattr(p, _SMOKE_RECORDS[command])
@@ -358,7 +347,7 @@ def test_a_field_the_generator_cannot_read_is_refused():
     construction instead of becoming an option that reads text as something else."""
     import argparse
 
-    from slrpipe.jobs import add_arguments
+    from slrpipe.job_args import add_arguments
 
     @dataclasses.dataclass(frozen=True)
     class Grid:

@@ -337,7 +337,8 @@ def test_cli_population_batch_writes_what_each_sweep_writes_alone(tmp_path):
     import xarray as xr
 
     from slrpipe.cli import main
-    from slrpipe.jobs import PopulationBatchJob, PopulationJob, argv
+    from slrpipe.job_args import argv
+    from slrpipe.jobs import PopulationBatchJob, PopulationJob
     from slrpipe.provenance import VOLATILE
 
     law = dict(model="max", L={1: 0.5, 2: 0.5}, delta=0.0, nu_grid=(0.0, 1.0, math.inf))

@@ -65,14 +65,14 @@ class TrainJob(DataJob):
 
     sigma: str = arg("score function", "softmax", choices=SIGMAS)
     lam: float = arg("ridge λ on ½Σ(y−f)² + (λ/2)(|k|²+|v|²)", 0.1)
-    init: str = arg("start of training", "informed", choices=INITS)
+    init: str = arg("start of training", _ERM["inits"][0], choices=INITS)
     restart: int = arg(
         "index of this start among the restarts of its seed (recorded as a coordinate; the workflow "
         "sets --init-seed to slrpipe.vocabulary.init_seed(seed, restart))",
         0,
     )
     init_seed: int = arg("seed of a random or small start", 0)
-    optimizer: str = arg("optimiser (slrpipe.train.erm)", "lbfgs", choices=OPTIMIZERS)
+    optimizer: str = arg("optimiser (slrpipe.train.erm)", _ERM["optimizers"][0], choices=OPTIMIZERS)
     lr: float | None = arg("gd/sgd/adam step size (none: slrpipe.vocabulary.DEFAULTS['erm']['lr'])", None)
     max_iter: int = arg("L-BFGS iterations or optimiser steps", _ERM["max_iter"])
     record_every: int = arg("trajectory period in steps", _ERM["record_every"])

@@ -16,9 +16,11 @@ from slrpipe.commands.generate import add_chunk_argument
 from slrpipe.job_args import add_arguments as add_record_arguments
 from slrpipe.job_args import defaults, from_namespace
 from slrpipe.jobs import DataJob, TrainJob
+from slrpipe.vocabulary import DEFAULTS
 
+_RUN = DEFAULTS["execution"]
 #: how a run is executed, beside what it is (the TrainJob): argparse dest -> default
-EXECUTION = {"batch_size": None, "sgd_seed": 0, "log_every": 100, "no_theory": False}
+EXECUTION = {"batch_size": None, "sgd_seed": _RUN["sgd_seed"], "log_every": _RUN["log_every"], "no_theory": False}
 
 
 def add_arguments(p) -> None:

@@ -307,7 +307,7 @@ def bench_compile(a):
                 jnp.repeat(y, S, 0),
             )
             pieces = {
-                "newton (8 steps)": lambda: NW._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8),
+                "newton (8 steps)": lambda: NW.batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8),
                 "finish (Jacobian, soft-min)": lambda: NW.batch_finish.lower(
                     NW.Ends(lanes[0].reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S))),
                     NW.Obs(wk, wv, y),

@@ -318,7 +318,7 @@ def test_two_phase_newton_equals_straight_newton():
     chi0 = wk + rng.standard_normal((M, L))
     with jax.enable_x64(True):
         a = NW.run_lanes(chi0, wk, wv, y, Vk, Vv, "softmax", 25)
-        b = [np.asarray(t) for t in NW._batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
+        b = [np.asarray(t) for t in NW.batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
     np.testing.assert_allclose(a[0], b[0], atol=1e-8)
     np.testing.assert_allclose(a[1], b[1], atol=1e-12, rtol=1e-12)
 
@@ -337,13 +337,13 @@ def test_newton_lane_does_not_depend_on_its_batch():
     wk, wv, y = rng.standard_normal((M, L)), rng.standard_normal((M, L)), 1.5 * rng.standard_normal(M)
     chi0 = wk + 2.0 * rng.standard_normal((M, L))
     with jax.enable_x64(True):
-        mixed = [np.asarray(t) for t in NW._batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
+        mixed = [np.asarray(t) for t in NW.batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
         conv = mixed[2] < NW._CONT_TOL * (1 + 1 / Vk)
         assert conv.mean() > 0.9, conv.mean()
         # lane i alone among copies of the converged end point of lane j: it runs its own steps
         i, j = int(np.argmax(~conv)) if (~conv).any() else 0, int(np.argmax(conv))
         pad = lambda a, b: np.concatenate([a[None], np.repeat(b[None], M - 1, 0)])
-        alone = NW._batch_newton(
+        alone = NW.batch_newton(
             pad(chi0[i], mixed[0][j]), pad(wk[i], wk[j]), pad(wv[i], wv[j]), pad(y[i], y[j]), Vk, Vv, "softmax", 25
         )
         alone = [np.asarray(t) for t in alone]
@@ -352,7 +352,7 @@ def test_newton_lane_does_not_depend_on_its_batch():
             np.testing.assert_allclose(a[1:], np.repeat(b[j : j + 1], M - 1, 0), rtol=1e-13, atol=1e-13)
         # the same lanes in another order (another batch composition): the same end points
         perm = rng.permutation(M)
-        shuffled = NW._batch_newton(chi0[perm], wk[perm], wv[perm], y[perm], Vk, Vv, "softmax", 25)
+        shuffled = NW.batch_newton(chi0[perm], wk[perm], wv[perm], y[perm], Vk, Vv, "softmax", 25)
         for a, b in zip(shuffled, mixed):
             np.testing.assert_allclose(np.asarray(a), b[perm], rtol=1e-13, atol=1e-13)
 

@@ -229,6 +229,12 @@ def _spiked_tokens(kind: str, m: float, mu: float, level: float) -> tuple[np.nda
     return out
 
 
+def clear_token_cache() -> None:
+    """Forget the per-token quadratures of spiked-SLR cached so far (:func:`_spiked_tokens`): the
+    next evaluation computes them anew, as a first one does (a benchmark's cold start)."""
+    _spiked_tokens.cache_clear()
+
+
 def _spiked_normalised(sigma, nu, Ls, ps, m, level) -> tuple[float, float]:
     mu = math.sqrt(nu)
     if m == 0.0:

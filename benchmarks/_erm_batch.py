@@ -89,8 +89,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         a.out = a.out or tmp
         from slrpipe.commands.train_batch import members
+        from slrpipe.job_args import argv as job_argv
         from slrpipe.jobs import TrainBatchJob
-        from slrpipe.jobs import argv as job_argv
         from slrpipe.threads import thread_env
 
         if a.batch:  # on a machine without the workflow's dependencies (e.g. a GPU node)

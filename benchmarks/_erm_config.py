@@ -29,7 +29,7 @@ def run_variant(cfg: dict, lanes: bool, root: Path, max_batches: int | None = No
     import xarray as xr
 
     from slrpipe.config import validate
-    from slrpipe.jobs import argv as job_argv
+    from slrpipe.job_args import argv as job_argv
     from slrpipe.threads import thread_env
     from slrpipe.workflow import plan
 

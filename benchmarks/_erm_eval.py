@@ -110,7 +110,7 @@ def main(argv=None):
 
     from slrpipe.data import SLRDataset, SLRTask
     from slrpipe.train import SolverOptions, minimize, objective
-    from slrpipe.train.erm import _DeviceData, _lbfgs_block, _lbfgs_init, transposed
+    from slrpipe.train.erm import DeviceData, lbfgs_block, lbfgs_init, transposed
 
     if a.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
@@ -167,12 +167,12 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     p0 = {"k": jnp.asarray(rng.standard_normal(a.D), dt), "v": jnp.asarray(rng.standard_normal(a.D), dt)}
     lam, tol = jnp.asarray(0.1, dt), jnp.asarray(0.0, dt)
-    dj = _DeviceData(Xj, mj, yj, XTj)
-    p5, s5, *_ = _lbfgs_block(p0, _lbfgs_init(p0, 10), dj, lam, 5, tol, a.sigma, 10)
+    dj = DeviceData(Xj, mj, yj, XTj)
+    p5, s5, *_ = lbfgs_block(p0, lbfgs_init(p0, 10), dj, lam, 5, tol, a.sigma, 10)
     ts = []
     for _ in range(5):
         t0 = time.perf_counter()
-        out = jax.block_until_ready(_lbfgs_block(p5, s5, dj, lam, 5 + a.iters, tol, a.sigma, 10))
+        out = jax.block_until_ready(lbfgs_block(p5, s5, dj, lam, 5 + a.iters, tol, a.sigma, 10))
         ts.append((time.perf_counter() - t0) / (int(out[4]) - 5))
     t_it = min(ts)
     # evaluations per iteration: the zoom line search's steps (optax info), one iteration at a time
@@ -180,7 +180,7 @@ def main(argv=None):
 
     p_, s_, steps = p5, s5, []
     for i in range(a.iters):
-        p_, s_, *_ = _lbfgs_block(p_, s_, dj, lam, 6 + i, tol, a.sigma, 10)
+        p_, s_, *_ = lbfgs_block(p_, s_, dj, lam, 6 + i, tol, a.sigma, 10)
         steps.append(int(otu.tree_get(s_, "info").num_linesearch_steps))
     evals = max(float(np.mean(steps)), 1.0)
     print(

@@ -77,10 +77,10 @@ def child(a):
     mark("device copy + transpose")
     params = nnx.to_pure_dict(state)
     lam = jnp.asarray(0.1, jnp.float32)
-    jax.block_until_ready(erm._value_gnorm(params, *dev[:3], lam, a.sigma, dev[3]))
-    s0 = erm._lbfgs_init(params, o_s.memory_size)
+    jax.block_until_ready(erm.value_gnorm(params, *dev[:3], lam, a.sigma, dev[3]))
+    s0 = erm.lbfgs_init(params, o_s.memory_size)
     mark("J, |∇J| and L-BFGS init programs")
-    low = erm._lbfgs_block.lower(params, s0, dev, lam, 10, jnp.asarray(o_s.tol, jnp.float32), a.sigma, o_s.memory_size)
+    low = erm.lbfgs_block.lower(params, s0, dev, lam, 10, jnp.asarray(o_s.tol, jnp.float32), a.sigma, o_s.memory_size)
     mark("L-BFGS block: trace + lower")
     low.compile()
     mark("L-BFGS block: compile or cache load")
@@ -94,10 +94,10 @@ def child(a):
     nnx.update(model, state)
     k_star, v_star = train.teacher
     streamed_errors(
-        {"f": E._predictor(model, o), "bayes": lambda X, m: bayes_predict(X, m, k_star, v_star, "spiked", 1.0)}, chunks
+        {"f": E.predictor(model, o), "bayes": lambda X, m: bayes_predict(X, m, k_star, v_star, "spiked", 1.0)}, chunks
     )
     mark("test errors of f and the Bayes oracle (numpy)")
-    ds = E._to_dataset(train, o, test_seed, res, E._Errors(0.0, (0.0, 0.0), (0.0, 0.0)))
+    ds = E.result_dataset(train, o, test_seed, res, E.RunErrors(0.0, (0.0, 0.0), (0.0, 0.0)))
     with tempfile.TemporaryDirectory() as d:
         write_netcdf(ds, os.path.join(d, "r.nc"))
     mark("Dataset + netCDF")

@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     from slrpipe.resource_laws import lanes_device_mb
     from slrpipe.train.erm import minimize, place_data
     from slrpipe.train.experiment import init_model
-    from slrpipe.train.lanes import _RECEIVERS, _Progress, _segments, lanes_solve, minimize_lanes
+    from slrpipe.train.lanes import lanes_solve, minimize_lanes, receiving_progress, sigma_segments
 
     name, members = pick_set(a.config, a.setting, a.alpha)
     opts = [options(dataclasses.replace(m, max_iter=a.max_iter, lanes=True), no_theory=True) for m in members]
@@ -118,22 +118,21 @@ def main(argv=None) -> int:
     order = sorted(range(S), key=lambda i: sigmas[i])
     o = opts[0].solver.resolved(m0.n)
     P = jax.tree.map(lambda *x: np.stack(x), *[starts[i] for i in order])
-    _RECEIVERS.append(_Progress(S, o.log_every, o.record_every, False))
     args = (
         P,
         dd,
         np.asarray([lams[i] for i in order], np.float32),
         np.float32(o.tol),
         None,
-        _segments([sigmas[i] for i in order]),
+        sigma_segments([sigmas[i] for i in order]),
         o.memory_size,
         o.max_iter,
         o.record_every,
         o.log_every,
     )
-    out = lanes_solve(*args)
-    passes, work, rounds = int(out[3]), int(out[4]), int(np.max(np.asarray(out[0].count)))
-    _RECEIVERS.pop()
+    with receiving_progress(S, o.log_every, o.record_every, False):
+        out = lanes_solve(*args)
+        passes, work, rounds = int(out[3]), int(out[4]), int(np.max(np.asarray(out[0].count)))
     ma = lanes_solve.lower(*args).compile().memory_analysis()
 
     per_seq, per_lanes = c_seq / max(it_seq, 1), c_lanes / max(it_lanes, 1)

@@ -91,11 +91,11 @@ def main(argv=None):
     # every start at once: the solver's own block (one L-BFGS lane per start, its own end and tolerance)
     block = jax.jit(
         jax.vmap(
-            lambda q, s, end: erm._lbfgs_block(q, s, dd, lam_j, end, tol, sigma, o.memory_size),
+            lambda q, s, end: erm.lbfgs_block(q, s, dd, lam_j, end, tol, sigma, o.memory_size),
             in_axes=(0, 0, 0),
         )
     )
-    state = jax.vmap(lambda q: erm._lbfgs_init(q, o.memory_size))(stacked)
+    state = jax.vmap(lambda q: erm.lbfgs_init(q, o.memory_size))(stacked)
     params, step, done = stacked, np.zeros(a.starts, int), np.zeros(a.starts, bool)
     hlo = block.lower(params, state, jnp.asarray(step)).compile().as_text()
     # X, and its transposed copy where the solver keeps one (on CPU)

@@ -32,7 +32,7 @@ for _v in BLAS_THREAD_VARS:
 import numpy as np  # noqa: E402
 
 from slrpipe.setting import Setting  # noqa: E402
-from slrpipe.theory.exact_length import _spiked_tokens, ab_exact  # noqa: E402
+from slrpipe.theory.exact_length import ab_exact, clear_token_cache  # noqa: E402
 from slrpipe.theory.population import bayes_risk, optimal_risk, population_sweep  # noqa: E402
 from slrpipe.theory.quadrature import QuadSpec  # noqa: E402
 
@@ -73,7 +73,7 @@ def bench_grid(quick: bool) -> None:
 
 
 def _point(sigma, nu, L, spec):
-    _spiked_tokens.cache_clear()  # a cold optimum: no per-token quadrature from an earlier point
+    clear_token_cache()  # a cold optimum: no per-token quadrature from an earlier point
     t0, c0 = time.perf_counter(), time.process_time()
     if sigma == "bayes":
         r, err = bayes_risk(Setting("spiked", nu, L), quad=spec), math.nan

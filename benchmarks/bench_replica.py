@@ -71,7 +71,7 @@ from scipy.optimize import minimize
 from slrpipe.scores import score
 from slrpipe.setting import Setting
 from slrpipe.theory.replica import Draw, ReplicaTask, replica_sweep, solve_replica
-from slrpipe.theory.replica import sweep as sweep_module
+from slrpipe.theory.replica import continuation as continuation_module
 from slrpipe.theory.replica.channel import centres, channel
 from slrpipe.theory.replica.fields import draw_fields
 from slrpipe.theory.replica.options import SolverOptions, SweepOptions
@@ -178,14 +178,14 @@ def bench_panel(a):
 
 def _timed_sweep(a, sigma, model, nu, L, lam, alphas, n_samples, **sweep_kw):
     """replica_sweep with every solve_replica call recorded: returns (ds, wall, cpu, solves)."""
-    solves, inner = [], sweep_module.solve_replica
+    solves, inner = [], continuation_module.solve_replica
 
     def counted(*args, **kw):
         r = inner(*args, **kw)
         solves.append((float(args[2]), r["iterations"], bool(r["converged"]), r["wall_time"]))
         return r
 
-    sweep_module.solve_replica = counted
+    continuation_module.solve_replica = counted
     try:
         t, c = time.perf_counter(), time.process_time()
         ds = replica_sweep(
@@ -198,7 +198,7 @@ def _timed_sweep(a, sigma, model, nu, L, lam, alphas, n_samples, **sweep_kw):
         )
         return ds, time.perf_counter() - t, time.process_time() - c, solves
     finally:
-        sweep_module.solve_replica = inner
+        continuation_module.solve_replica = inner
 
 
 def _evals(solves):
@@ -307,7 +307,7 @@ def bench_compile(a):
                 jnp.repeat(y, S, 0),
             )
             pieces = {
-                "newton (8 steps)": lambda: NW._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8),
+                "newton (8 steps)": lambda: NW.batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8),
                 "finish (Jacobian, soft-min)": lambda: NW.batch_finish.lower(
                     NW.Ends(lanes[0].reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S))),
                     NW.Obs(wk, wv, y),

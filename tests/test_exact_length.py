@@ -18,6 +18,7 @@ from scipy.special import erf
 
 from slrpipe.scores import score
 from slrpipe.setting import Setting
+from slrpipe.theory import overlap_risk
 from slrpipe.theory import population as pop
 from slrpipe.theory.exact_length import _erf_mean, _erf_sq_mean, ab_exact
 from slrpipe.theory.quadrature import QuadSpec
@@ -48,7 +49,7 @@ CASES = [  # (σ, model, ν, m, c): each has an exact reduction
 @pytest.mark.parametrize("L", [2, 3])
 def test_equals_field_quadrature(sigma, model, nu, m, c, L):
     spec = ORDERED if L == 2 else ORDERED.refined(3)
-    q = pop._ab_law(sigma, Setting(model, nu, {L: 1.0}), m, m * m, c, spec).mean(1)
+    q = overlap_risk.ab_law(sigma, Setting(model, nu, {L: 1.0}), m, m * m, c, spec).mean(1)
     e = ab_exact(sigma, model, nu, L, m, c)
     assert abs(e[0] - q[0]) < 1e-8 and abs(e[1] - q[1]) < 1e-8 * max(1.0, q[1])
 

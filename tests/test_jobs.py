@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import inspect
 import json
 import math
 import re
@@ -16,19 +17,8 @@ import yaml
 
 from slrpipe.cli import build_parser
 from slrpipe.config import validate
-from slrpipe.jobs import (
-    RECORDS,
-    DataJob,
-    ReplicaJob,
-    Rsb1ErrorJob,
-    Rsb1Job,
-    TrainBatchJob,
-    TrainJob,
-    argv,
-    defaults,
-    from_namespace,
-    text,
-)
+from slrpipe.job_args import argv, defaults, from_namespace, text
+from slrpipe.jobs import RECORDS, DataJob, ReplicaJob, Rsb1ErrorJob, Rsb1Job, TrainBatchJob, TrainJob
 from slrpipe.workflow import plan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -218,7 +208,7 @@ def _record_options(cls) -> set[str]:
 
 @pytest.mark.parametrize("command", sorted(RECORDS))
 def test_a_commands_options_are_its_records_fields(command):
-    """The options of a command are generated from its record (jobs.add_arguments): one per field,
+    """The options of a command are generated from its record (job_args.add_arguments): one per field,
     with the field's default (required where it has none), beside the listed non-record options."""
     assert set(NOT_RECORD) == set(RECORDS)
     assert _options(command) == _record_options(RECORDS[command]) | NOT_RECORD[command]
@@ -256,7 +246,7 @@ def test_a_planned_record_of_every_command_round_trips(command):
     (config/smoke.yaml; length: config/config.yaml, smoke has no length experiment). A train record
     is taken without its stored set (``data``), whose fields the command would read from the store."""
     from slrpipe.commands.train import job_of
-    from slrpipe.jobs import members_from_json
+    from slrpipe.job_args import members_from_json
 
     p = _plan("config/config.yaml" if command == "length" else "config/smoke.yaml")
     table = p.length if command == "length" else getattr(p, _SMOKE_RECORDS[command])
@@ -301,10 +291,11 @@ def test_a_config_left_to_its_defaults_plans_the_records_defaults():
     """The config's defaults and the records' (so the command lines') are one: a config that sets
     nothing optional plans jobs whose shared parameters are the record defaults, and the library
     options of the same parameters default to them too."""
+    from slrpipe.commands.train import EXECUTION
     from slrpipe.jobs import PopulationJob, Rsb1ErrorJob
     from slrpipe.theory.replica.bayes_optimal import BayesOptions
     from slrpipe.theory.replica.fields import Draw
-    from slrpipe.theory.replica.rsb1 import Rsb1Draw, Rsb1Options, ScanOptions
+    from slrpipe.theory.replica.rsb1 import Rsb1Draw, Rsb1Options, ScanOptions, rsb1_ground_state
     from slrpipe.train.options import ERMOptions, SolverOptions
 
     law = {"model": "spiked", "L": 2, "nu": 1.0}
@@ -315,7 +306,7 @@ def test_a_config_left_to_its_defaults_plans_the_records_defaults():
     }
     p = plan(validate(cfg))
     shared = {
-        TrainJob: ("delta", "sampler", "max_iter", "record_every", "n_test", "dtype"),
+        TrainJob: ("delta", "init", "optimizer", "sampler", "max_iter", "record_every", "n_test", "dtype"),
         DataJob: ("delta", "sampler"),
         PopulationJob: ("delta",),
         ReplicaJob: ("delta", "n_samples", "seed"),
@@ -338,16 +329,20 @@ def test_a_config_left_to_its_defaults_plans_the_records_defaults():
         record = next(r for r in table.values() if not getattr(r, "bayes_optimal", False))
         assert {n: getattr(record, n) for n in names} == {n: defaults(cls)[n] for n in names}, cls.__name__
     solver, erm = SolverOptions(), ERMOptions("softmax", 0.1)
-    assert (solver.max_iter, solver.record_every, erm.n_test, erm.dtype) == tuple(
-        defaults(TrainJob)[n] for n in ("max_iter", "record_every", "n_test", "dtype")
+    assert (solver.optimizer, solver.max_iter, solver.record_every, erm.init, erm.n_test, erm.dtype) == tuple(
+        defaults(TrainJob)[n] for n in ("optimizer", "max_iter", "record_every", "init", "n_test", "dtype")
     )
+    assert (solver.sgd_seed, solver.log_every) == (EXECUTION["sgd_seed"], EXECUTION["log_every"])
     assert (Rsb1Options().tol, Rsb1Options().max_iter) == (defaults(Rsb1Job)["tol"], defaults(Rsb1Job)["max_iter"])
     assert (ScanOptions().extend, ScanOptions().max_rows) == (
         defaults(Rsb1Job)["s_extend"],
         defaults(Rsb1Job)["s_max_rows"],
     )
     assert (Draw().n_samples, Draw().seed) == (defaults(ReplicaJob)["n_samples"], defaults(ReplicaJob)["seed"])
-    assert (Rsb1Draw().seed, Rsb1Draw().inner_seed) == (defaults(Rsb1Job)["seed"], defaults(Rsb1Job)["inner_seed"])
+    assert tuple(Rsb1Draw())[:4] == tuple(defaults(Rsb1Job)[n] for n in ("n_outer", "n_inner", "seed", "inner_seed"))
+    ground = inspect.signature(rsb1_ground_state).parameters
+    rsb1_job = next(iter(p.rsb1.values()))
+    assert (ground["s_grid"].default, ground["frac"].default) == (rsb1_job.s_grid, defaults(Rsb1Job)["frac"])
     cfg["replica"]["r"]["bayes_optimal"] = True
     p = plan(validate(cfg))
     assert next(r for r in p.replica.values() if r.bayes_optimal).n_samples == BayesOptions().n_samples
@@ -358,7 +353,7 @@ def test_a_field_the_generator_cannot_read_is_refused():
     construction instead of becoming an option that reads text as something else."""
     import argparse
 
-    from slrpipe.jobs import add_arguments
+    from slrpipe.job_args import add_arguments
 
     @dataclasses.dataclass(frozen=True)
     class Grid:

@@ -53,7 +53,7 @@ def test_ladder_order_does_not_matter():
 def _run_jobs(p, names):
     """Train every ERM job of ``names`` through the CLI, with the command line the workflow generates."""
     from slrpipe.cli import main
-    from slrpipe.jobs import argv
+    from slrpipe.job_args import argv
 
     for name in names:
         for path in p.members[("erm", name)]:

@@ -24,6 +24,7 @@ RANK = {
     "provenance": 1,
     "fingerprint": 1,
     "scores": 1,
+    "job_args": 1,
     "data": 2,
     "models": 2,
     "theory": 2,

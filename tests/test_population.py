@@ -16,6 +16,7 @@ import pytest
 
 from slrpipe.scores import score
 from slrpipe.setting import Setting
+from slrpipe.theory import overlap_risk
 from slrpipe.theory import population as pop
 from slrpipe.theory.quadrature import QuadSpec, field_rule
 
@@ -88,8 +89,8 @@ def test_ordered_vs_qmc_L3():
         ("erf", "max", 2.0, 0.7, -0.2),
         ("softplus_norm", "spiked", 2.0, 1.5, 0.0),
     ]:
-        a_o, b_o = pop._ab_law(sigma, Setting(model, nu, law), m, m * m, c, QuadSpec()).mean(1)
-        ab_q = pop._ab_law(sigma, Setting(model, nu, law), m, m * m, c, QuadSpec(method="qmc"))
+        a_o, b_o = overlap_risk.ab_law(sigma, Setting(model, nu, law), m, m * m, c, QuadSpec()).mean(1)
+        ab_q = overlap_risk.ab_law(sigma, Setting(model, nu, law), m, m * m, c, QuadSpec(method="qmc"))
         g_q = ab_q[0] ** 2 / ab_q[1]
         se = g_q.std(ddof=1) / math.sqrt(g_q.size)
         assert 0 < se < 1e-4
@@ -336,7 +337,8 @@ def test_cli_population_batch_writes_what_each_sweep_writes_alone(tmp_path):
     import xarray as xr
 
     from slrpipe.cli import main
-    from slrpipe.jobs import PopulationBatchJob, PopulationJob, argv
+    from slrpipe.job_args import argv
+    from slrpipe.jobs import PopulationBatchJob, PopulationJob
     from slrpipe.provenance import VOLATILE
 
     law = dict(model="max", L={1: 0.5, 2: 0.5}, delta=0.0, nu_grid=(0.0, 1.0, math.inf))

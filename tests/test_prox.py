@@ -160,7 +160,7 @@ def test_prox_program_does_not_grow_with_L():
             lanes = (chi, jnp.repeat(wk, S, 0), jnp.repeat(wv, S, 0), jnp.repeat(y, S, 0))
             texts = [
                 NW.batch_starts.lower(NW.Obs(wk, wv, y), None, (3.0, 2.0), "softmax", True).as_text(),
-                NW._batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8).as_text(),
+                NW.batch_newton.lower(*lanes, 3.0, 2.0, "softmax", 8).as_text(),
                 NW.batch_finish.lower(
                     NW.Ends(chi.reshape(n, S, L), jnp.zeros((n, S)), jnp.zeros((n, S))),
                     NW.Obs(wk, wv, y),

@@ -318,7 +318,7 @@ def test_two_phase_newton_equals_straight_newton():
     chi0 = wk + rng.standard_normal((M, L))
     with jax.enable_x64(True):
         a = NW.run_lanes(chi0, wk, wv, y, Vk, Vv, "softmax", 25)
-        b = [np.asarray(t) for t in NW._batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
+        b = [np.asarray(t) for t in NW.batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
     np.testing.assert_allclose(a[0], b[0], atol=1e-8)
     np.testing.assert_allclose(a[1], b[1], atol=1e-12, rtol=1e-12)
 
@@ -337,13 +337,13 @@ def test_newton_lane_does_not_depend_on_its_batch():
     wk, wv, y = rng.standard_normal((M, L)), rng.standard_normal((M, L)), 1.5 * rng.standard_normal(M)
     chi0 = wk + 2.0 * rng.standard_normal((M, L))
     with jax.enable_x64(True):
-        mixed = [np.asarray(t) for t in NW._batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
+        mixed = [np.asarray(t) for t in NW.batch_newton(chi0, wk, wv, y, Vk, Vv, "softmax", 25)]
         conv = mixed[2] < NW._CONT_TOL * (1 + 1 / Vk)
         assert conv.mean() > 0.9, conv.mean()
         # lane i alone among copies of the converged end point of lane j: it runs its own steps
         i, j = int(np.argmax(~conv)) if (~conv).any() else 0, int(np.argmax(conv))
         pad = lambda a, b: np.concatenate([a[None], np.repeat(b[None], M - 1, 0)])
-        alone = NW._batch_newton(
+        alone = NW.batch_newton(
             pad(chi0[i], mixed[0][j]), pad(wk[i], wk[j]), pad(wv[i], wv[j]), pad(y[i], y[j]), Vk, Vv, "softmax", 25
         )
         alone = [np.asarray(t) for t in alone]
@@ -352,7 +352,7 @@ def test_newton_lane_does_not_depend_on_its_batch():
             np.testing.assert_allclose(a[1:], np.repeat(b[j : j + 1], M - 1, 0), rtol=1e-13, atol=1e-13)
         # the same lanes in another order (another batch composition): the same end points
         perm = rng.permutation(M)
-        shuffled = NW._batch_newton(chi0[perm], wk[perm], wv[perm], y[perm], Vk, Vv, "softmax", 25)
+        shuffled = NW.batch_newton(chi0[perm], wk[perm], wv[perm], y[perm], Vk, Vv, "softmax", 25)
         for a, b in zip(shuffled, mixed):
             np.testing.assert_allclose(np.asarray(a), b[perm], rtol=1e-13, atol=1e-13)
 
@@ -384,6 +384,7 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
     # pass stays on A down to α = 4 and fails below; the up pass (cold start = B) stays on B up to
     # α = 6 and jumps to A above. Where both converge to different points (α = 4, 5, 6) the sweep
     # must report two branches, the lower objective, and the other one in *_alt.
+    from slrpipe.theory.replica import continuation as C
     from slrpipe.theory.replica import sweep as S
 
     def obj(branch, alpha):
@@ -409,7 +410,7 @@ def test_two_way_sweep_flags_two_branches(monkeypatch):
         )
         return r
 
-    monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(C, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(
         ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0)), [0.1], [2, 3, 4, 5, 6, 10, 20], draw=Draw(n_samples=64)
@@ -461,6 +462,7 @@ def test_cold_start_retries_larger_key_scales(monkeypatch):
     # Toy equations whose only fixed point at the largest α lies at large key norm (softmax at
     # small λ, docs/theory.md §10 (iv)): reachable from q_k ≥ 50 only; once there, continuation
     # down in α works. The sweep must find it from its key-scale ladder and say which start.
+    from slrpipe.theory.replica import continuation as C
     from slrpipe.theory.replica import sweep as S
 
     def fake(task, lam, alpha, *, fields=None, init=None, **kw):
@@ -481,7 +483,7 @@ def test_cold_start_retries_larger_key_scales(monkeypatch):
         )
         return r
 
-    monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(C, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(
         ReplicaTask("softmax", Setting("spiked", 1.0, 3, 0.0)),
@@ -491,13 +493,14 @@ def test_cold_start_retries_larger_key_scales(monkeypatch):
         two_way=False,
     )
     assert ds.converged.values.tolist() == [[True, True, True]]
-    assert ds.key_scale.values.tolist() == [next(c for c in S.KEY_SCALES if c * c >= 50)]
+    assert ds.key_scale.values.tolist() == [next(c for c in C.KEY_SCALES if c * c >= 50)]
     assert ds.q_k.values.tolist() == [[70.0, 70.0, 70.0]]
 
 
 def test_cold_start_tries_the_small_alpha_start(monkeypatch):
     # Toy equations whose only fixed point at the smallest α has V_k ≈ 1/λ (linear σ, λ = 0.01,
     # spiked ν = 1, α = 0.5: V_k = 99): reachable only from the α → 0 start, the last of the ladder.
+    from slrpipe.theory.replica import continuation as C
     from slrpipe.theory.replica import sweep as S
 
     def fake(task, lam, alpha, *, fields=None, init=None, **kw):
@@ -518,7 +521,7 @@ def test_cold_start_tries_the_small_alpha_start(monkeypatch):
         )
         return r
 
-    monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(C, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(
         ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0)),
@@ -528,7 +531,7 @@ def test_cold_start_tries_the_small_alpha_start(monkeypatch):
         two_way=False,
     )
     assert ds.converged.values.tolist() == [[True, True]]
-    assert ds.key_scale.values.tolist() == [0.0] and S.KEY_SCALES[-1] == 0.0
+    assert ds.key_scale.values.tolist() == [0.0] and C.KEY_SCALES[-1] == 0.0
     assert ds.V_k.values.tolist() == [[99.0, 99.0]]
 
 
@@ -536,6 +539,7 @@ def _linear_L16_ladder(monkeypatch, reachable):
     """Run the cold-start ladder of linear, spiked ν = 16, L = 16, α = 20 on toy equations whose
     only fixed point (the one ERM reaches, m_v ≪ m_k) converges from the starts ``reachable(init)``
     accepts. Returns (sweep dataset, [(init, far_patience) of each start tried], population optimum)."""
+    from slrpipe.theory.replica import continuation as C
     from slrpipe.theory.replica import sweep as S
 
     task = ReplicaTask("linear", Setting("spiked", 16.0, 16, 0.0))
@@ -549,7 +553,7 @@ def _linear_L16_ladder(monkeypatch, reachable):
         r.update(iterations=3, wall_time=0.0, objective=alpha, test_error=0.54 if ok else 16.0)
         return r
 
-    monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(C, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(task, [0.1], [20.0], draw=Draw(n_samples=64), two_way=False)
     return ds, tried, optimal_risk(task.sigma, task.setting)
@@ -559,41 +563,42 @@ def test_cold_start_tries_the_population_optimum(monkeypatch):
     # Reachable only from a start with the population optimum's unbalanced proportions
     # (m_v < 0.1 m_k): at the top of the grid above L = 6 linear tries that start first, without
     # the cold far cap.
-    from slrpipe.theory.replica import sweep as S
+    from slrpipe.theory.replica import continuation as C
 
     ds, tried, opt = _linear_L16_ladder(monkeypatch, lambda init: init["m_v"] < 0.1 * init["m_k"])
-    assert ds.converged.values.tolist() == [[True]] and ds.key_scale.values.tolist() == [S.POPULATION]
+    assert ds.converged.values.tolist() == [[True]] and ds.key_scale.values.tolist() == [C.POPULATION]
     assert len(tried) == 1  # the population optimum, before the default init
     init, far = tried[0]
     assert init["m_k"] == opt["m_k"] and init["m_v"] == opt["m_v"] and far is None
-    assert init["q_k"] == pytest.approx((1 + S.POP_SPREAD) * opt["m_k"] ** 2) and init["V_v"] > 0
-    pop = (S.POPULATION, S.POPULATION_BALANCED)
+    assert init["q_k"] == pytest.approx((1 + C.POP_SPREAD) * opt["m_k"] ** 2) and init["V_v"] > 0
+    pop = (C.POPULATION, C.POPULATION_BALANCED)
     # softmax keeps its ladder and tries the population optimum last, at every L
     for L, top in ((3, False), (16, True), (64, True)):
-        assert S.ladder("softmax", L, top) == (*S.KEY_SCALES, *pop)
+        assert C.ladder("softmax", L, top) == (*C.KEY_SCALES, *pop)
     # linear: first at the top of the grid above L = 6, else right after the default init
-    assert S.ladder("linear", 16, top=True) == (*pop, *S.KEY_SCALES)
-    assert S.ladder("linear", 16, top=False)[:3] == S.ladder("linear", 3, top=True)[:3] == (1.0, *pop)
-    assert set(S.ladder("linear")) == set(S.ladder("softmax"))
+    assert C.ladder("linear", 16, top=True) == (*pop, *C.KEY_SCALES)
+    assert C.ladder("linear", 16, top=False)[:3] == C.ladder("linear", 3, top=True)[:3] == (1.0, *pop)
+    assert set(C.ladder("linear")) == set(C.ladder("softmax"))
 
 
 def test_cold_start_tries_the_balanced_population_optimum(monkeypatch):
     # Reachable only from |k| = |v| with the population optimum's m_k m_v (at L = 16 the
     # own-proportions start stalls): the second rung of linear at the top of the grid.
-    from slrpipe.theory.replica import sweep as S
+    from slrpipe.theory.replica import continuation as C
 
     ds, tried, opt = _linear_L16_ladder(monkeypatch, lambda init: init["m_v"] == init["m_k"])
-    assert ds.key_scale.values.tolist() == [S.POPULATION_BALANCED] and len(tried) == 2
+    assert ds.key_scale.values.tolist() == [C.POPULATION_BALANCED] and len(tried) == 2
     init = tried[1][0]
     m = init["m_k"]
-    assert m == pytest.approx(math.sqrt(opt["m_k"] * opt["m_v"])) and init["V_k"] == S.POP_BALANCED_V
-    assert init["q_v"] == pytest.approx((1 + S.POP_SPREAD) * m * m)
+    assert m == pytest.approx(math.sqrt(opt["m_k"] * opt["m_v"])) and init["V_k"] == C.POP_BALANCED_V
+    assert init["q_v"] == pytest.approx((1 + C.POP_SPREAD) * m * m)
 
 
 def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
     # Toy branch m_k = α that exists for α ≥ 3 only (a fold at α = 3) and that the solver can
     # follow in steps of |Δα| ≤ 2 only. Down the grid [1, 5, 10]: 10 → 5 needs intermediate
     # points (5 is reached); 5 → 1 fails, but the pass records that the branch reaches α = 3.
+    from slrpipe.theory.replica import continuation as C
     from slrpipe.theory.replica import sweep as S
 
     calls = []
@@ -617,7 +622,7 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
         )
         return r
 
-    monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(C, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(
         ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0)), [0.1], [1, 5, 10], draw=Draw(n_samples=64), two_way=False
@@ -627,13 +632,14 @@ def test_continuation_halves_its_step_and_locates_the_fold(monkeypatch):
     assert ds.alpha_reached_down.values.tolist() == [[3.0, 5.0, 10.0]]
     assert np.isnan(ds.alpha_reached_up.values).all()
     # past the fold (from α = 3 towards 1) the steps halve down to 4/2^MAX_HALVINGS = 0.25, no further
-    assert S.MAX_HALVINGS == 4
+    assert C.MAX_HALVINGS == 4
     assert sorted({a for a in calls if 1 < a < 3}) == [2.0, 2.5, 2.75]
 
 
 def _fold_toy(monkeypatch, reach, fold):
     """replica_sweep one-way down [1, 5] on a toy branch m_k = α that exists for α ≥ ``fold`` and
     that the solver follows in steps |Δα| ≤ ``reach`` only; returns (dataset, α of every solve)."""
+    from slrpipe.theory.replica import continuation as C
     from slrpipe.theory.replica import sweep as S
 
     calls = []
@@ -646,7 +652,7 @@ def _fold_toy(monkeypatch, reach, fold):
         r.update(converged=ok, iterations=1, wall_time=0.0, objective=alpha, test_error=1.0 / alpha)
         return r
 
-    monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(C, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)
     task = ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0))
     return S.replica_sweep(task, [0.1], [1, 5], draw=Draw(n_samples=64), two_way=False), calls
@@ -762,6 +768,7 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
     # polish, shorter patience), the grid points with the full ones, the cold start with the cap
     # on wasted work; each solve gets the prox
     # warm starts of the last converged one, none after a cold start's failure.
+    from slrpipe.theory.replica import continuation as C
     from slrpipe.theory.replica import sweep as S
     from slrpipe.theory.replica.options import SolverOptions
 
@@ -787,7 +794,7 @@ def test_continuation_solves_intermediate_points_cheaply_and_passes_warm_starts(
         )
         return r
 
-    monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(C, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     opts = SolverOptions.build(tol=1e-6)
     ds = S.replica_sweep(
@@ -826,6 +833,7 @@ def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
     # start: the down pass cold-starts at 5 (fails) and then at 1; the up pass starts at 1 too.
     # A cold start is deterministic, so the up pass must reuse the down pass's one (one ladder
     # of KEY_SCALES solves at α = 1, not two) with the same result.
+    from slrpipe.theory.replica import continuation as C
     from slrpipe.theory.replica import sweep as S
 
     calls = []
@@ -849,13 +857,13 @@ def test_two_way_sweep_cold_starts_each_point_once(monkeypatch):
         )
         return r
 
-    monkeypatch.setattr(S, "solve_replica", fake)
+    monkeypatch.setattr(C, "solve_replica", fake)
     monkeypatch.setattr(S, "rs_stability", _no_stability)  # sweep logic under test, not the replicon
     ds = S.replica_sweep(
         ReplicaTask("linear", Setting("spiked", 1.0, 3, 0.0)), [0.01], [1.0, 5.0], draw=Draw(n_samples=64)
     )
     assert ds.converged.values.tolist() == [[True, False]]
-    assert calls.count(1.0) == len(S.ladder("linear"))
+    assert calls.count(1.0) == len(C.ladder("linear"))
 
 
 def test_prox_does_not_depend_on_the_chunk_size():

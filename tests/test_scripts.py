@@ -1,5 +1,6 @@
 """scripts/: thin command lines over library functions — none imports another script or a private
-name of the package, and scripts/README.md lists exactly the scripts there."""
+name of the package, and scripts/README.md lists exactly the scripts there; benchmarks/ import no
+private name of the package either."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+BENCHMARKS = SCRIPTS.parent / "benchmarks"
 
 
 def problems(path: Path, scripts: set[str]) -> list[str]:
@@ -40,6 +42,11 @@ def problems(path: Path, scripts: set[str]) -> list[str]:
 
 @pytest.mark.parametrize("path", sorted(SCRIPTS.glob("*.py")), ids=lambda p: p.name)
 def test_a_script_imports_no_script_and_no_private_name(path):
+    assert problems(path, {p.stem for p in SCRIPTS.glob("*.py")}) == []
+
+
+@pytest.mark.parametrize("path", sorted(BENCHMARKS.glob("*.py")), ids=lambda p: p.name)
+def test_a_benchmark_imports_no_private_name(path):
     assert problems(path, {p.stem for p in SCRIPTS.glob("*.py")}) == []
 
 

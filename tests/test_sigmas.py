@@ -161,7 +161,7 @@ def _dispatchers():
     from slrpipe.analysis.distance import weight_distance
     from slrpipe.figures.length import fit_laws
     from slrpipe.models import Attention
-    from slrpipe.theory import exact_length, population
+    from slrpipe.theory import exact_length, overlap_risk, population
     from slrpipe.theory.replica import prox
 
     w = (np.ones(3), np.ones(3))
@@ -169,7 +169,7 @@ def _dispatchers():
         "scores.score": lambda s: scores.score(s, np.zeros((1, 3))),
         "vocabulary.check_sigma": vocabulary.check_sigma,
         "population.ab": lambda s: population.ab(s, Setting("spiked", 1.0, 2), 1.0, 1.0),
-        "population._sigma_limit": lambda s: population._sigma_limit(s, np.zeros((1, 3))),
+        "overlap_risk._sigma_limit": lambda s: overlap_risk._sigma_limit(s, np.zeros((1, 3))),
         "exact_length.supported": lambda s: exact_length.supported(s, "spiked", 1.0, 1.0),
         "exact_length.ab_exact": lambda s: exact_length.ab_exact(s, "spiked", 1.0, 3, 1.0),
         "exact_length._kind": lambda s: exact_length._kind(s, 1.0),

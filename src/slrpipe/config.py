@@ -21,7 +21,7 @@ import yaml
 
 from slrpipe import sigmas
 from slrpipe.figures import REGISTRY as FIGURES
-from slrpipe.vocabulary import BAYES, DEFAULTS, RS, RSB1
+from slrpipe.vocabulary import BAYES, DEFAULTS, RS, RSB1, UNCONFIGURED
 
 #: the config schema, package data (workflow/schemas/config.schema.yaml links to it)
 SCHEMA = resources.files("slrpipe") / "resources" / "config.schema.yaml"
@@ -83,7 +83,7 @@ def load_schema(schema_path=SCHEMA) -> dict:
     ``enum`` of :data:`REGISTRY_ENUMS` at this call (a σ registered since import included), and the
     defaults of ``slrpipe.vocabulary.DEFAULTS`` set on its properties: ``DEFAULTS[section]`` on
     ``$defs[section]`` (nested dicts on nested properties), ``DEFAULTS["law"]`` on every section
-    that has the parameter.
+    that has the parameter (the sections of ``UNCONFIGURED`` on none).
 
     Raises:
         ValueError: an ``x-registry`` name not in :data:`REGISTRY_ENUMS`.
@@ -100,6 +100,8 @@ def load_schema(schema_path=SCHEMA) -> dict:
         node["enum"] = list(REGISTRY_ENUMS[source]())
     defs = schema["$defs"]
     for section, values in DEFAULTS.items():
+        if section in UNCONFIGURED:
+            continue
         if section == "law":
             for name, value in values.items():
                 for sub in defs.values():

@@ -1,7 +1,7 @@
 """A batch job's members by file: the manifest the workflow writes for each batch and the batch
 command reads (``--members-file``), so that no job carries its members on the command line.
 
-A manifest holds :func:`slrpipe.jobs.members_json` of one batch record; its path is keyed by the
+A manifest holds :func:`slrpipe.job_args.members_json` of one batch record; its path is keyed by the
 batch's family and name (:data:`MANIFEST`, the name spelling out the batch's defining parameters,
 :func:`slrpipe.workflow.batch_key`). It is written atomically and only when its text changes, so
 an unchanged batch keeps its file (and its modification time) across any number of plans.
@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from slrpipe.io import write_text
-from slrpipe.jobs import members_json
+from slrpipe.job_args import members_json
 
 #: the manifest of batch ``batch`` of rule family ``family`` (``train_erm``, ``population``)
 MANIFEST = "{results}/plan/{family}/{batch}.json"

@@ -165,13 +165,18 @@ def project(X, k, v, mask=None, xp=np):
 # ------------------------------------------------------------------------------------- defaults
 #: The default of each parameter that more than one place takes, declared once: config section
 #: (``$defs`` name in the config schema) -> {parameter: default}; ``law``: the data law's, in every
-#: section that has the parameter. Read by the job records (and so the command lines generated from
-#: them, slrpipe.jobs), the config loader (filled into the schema's properties, slrpipe.config.load_schema)
-#: and the library options of the same parameter (slrpipe.train.options, the replica solvers). A
-#: default that only one place has stays there (the schema's or the options class's).
+#: section that has the parameter; sections in :data:`UNCONFIGURED`: parameters no config sets.
+#: Read by the job records (and so the command lines generated from them, slrpipe.jobs), the config
+#: loader (filled into the schema's properties, slrpipe.config.load_schema), the commands and the
+#: library options of the same parameter (slrpipe.train.options, the replica solvers). A config's
+#: default list (``inits``, ``optimizers``) has one entry: the default of one run's parameter
+#: (``init``, ``optimizer``). A default that only one place has stays there (the schema's or the
+#: options class's).
 DEFAULTS = {
     "law": {"delta": 0.0},
     "erm": {
+        "inits": ["informed"],
+        "optimizers": ["lbfgs"],
         "sampler": NUMPY,
         "max_iter": 1000,
         "record_every": 10,
@@ -185,6 +190,7 @@ DEFAULTS = {
         "n_outer": 1024,
         "n_inner": 32,
         "inner_seed": 1,
+        "s_grid": [0.5, 1.0, 2.0, 4.0, 8.0],
         "s_extend": 2.0,
         "s_max_rows": 10,
         "frac": 0.05,
@@ -192,4 +198,9 @@ DEFAULTS = {
         "max_iter": 80,
         "batches": 4,
     },
+    # how a training run is executed, beside what it is (slrpipe train's execution options and
+    # slrpipe.train.options.SolverOptions): the sgd minibatch stream's seed, the progress log period
+    "execution": {"sgd_seed": 0, "log_every": 100},
 }
+#: the sections of DEFAULTS that no config has: not set on the config schema (slrpipe.config.load_schema)
+UNCONFIGURED = ("execution",)

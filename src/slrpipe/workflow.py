@@ -109,7 +109,7 @@ def erm_runs(exp: dict, seed: int) -> list[tuple[str, dict]]:
 @dataclass
 class Plan:
     """Every job of a validated config, keyed by its output path: each value is the typed record
-    (:mod:`slrpipe.jobs`) whose :func:`~slrpipe.jobs.argv` is the job's command line.
+    (:mod:`slrpipe.jobs`) whose :func:`~slrpipe.job_args.argv` is the job's command line.
 
     ``population``, ``length``, ``data``, ``erm`` (one :class:`~slrpipe.jobs.TrainJob` per trained
     model), ``replica`` (RS sweeps, Bayes-optimal state evolution), ``rsb1`` (1RSB points), ``rsb1_error`` (their batch-means errors): path → record. ``train_batches``: batch name → :class:`TrainBatchJob`, the

@@ -7,7 +7,7 @@ from slrpipe.figures import DRAWS_SETTING_REPLICA, READS_ROWS, REGISTRY
 from slrpipe.fingerprint import fingerprint
 from slrpipe.commands._config import plan_text
 from slrpipe.io import write_text
-from slrpipe.jobs import command_line
+from slrpipe.job_args import command_line
 from slrpipe.manifests import MANIFEST as MANIFEST_PATTERN
 from slrpipe.manifests import digest, follow_members, manifest_text, stale_sentinel, write_manifest
 from slrpipe.threads import thread_env

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 
-from slrpipe.jobs import DataJob, from_namespace
-from slrpipe.jobs import add_arguments as add_record_arguments
+from slrpipe.job_args import add_arguments as add_record_arguments
+from slrpipe.job_args import from_namespace
+from slrpipe.jobs import DataJob
 
 log = logging.getLogger(__name__)
 

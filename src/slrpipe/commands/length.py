@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 
 from slrpipe.io import write_netcdf
-from slrpipe.jobs import LengthJob, from_namespace, text
-from slrpipe.jobs import add_arguments as add_record_arguments
+from slrpipe.job_args import add_arguments as add_record_arguments
+from slrpipe.job_args import from_namespace, text
+from slrpipe.jobs import LengthJob
 from slrpipe.provenance import provenance
 
 

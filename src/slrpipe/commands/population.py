@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 
 from slrpipe.io import write_netcdf
-from slrpipe.jobs import PopulationJob, from_namespace
-from slrpipe.jobs import add_arguments as add_record_arguments
+from slrpipe.job_args import add_arguments as add_record_arguments
+from slrpipe.job_args import from_namespace
+from slrpipe.jobs import PopulationJob
 from slrpipe.provenance import provenance
 
 #: seed of the Sobol scramblings (L ≥ 4): how a sweep is computed, not what (shared with population-batch)

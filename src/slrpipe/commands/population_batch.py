@@ -14,8 +14,9 @@ import logging
 import time
 
 from slrpipe.commands.population import add_qmc_seed_argument, sweep_and_write
-from slrpipe.jobs import PopulationBatchJob, PopulationJob, members_from_json, members_of
-from slrpipe.jobs import add_arguments as add_record_arguments
+from slrpipe.job_args import add_arguments as add_record_arguments
+from slrpipe.job_args import members_from_json, members_of
+from slrpipe.jobs import PopulationBatchJob, PopulationJob
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ def add_arguments(p) -> None:
 
 
 def members(text: str) -> list[PopulationJob]:
-    """The PopulationJob records of ``--members`` (:func:`slrpipe.jobs.members_from_json`).
+    """The PopulationJob records of ``--members`` (:func:`slrpipe.job_args.members_from_json`).
 
     Raises:
         ValueError: not a JSON list of records with an ``out`` each.

@@ -8,8 +8,9 @@ Writes one netCDF file (``slrpipe.io.write_netcdf``) holding the ``xarray.Datase
 from __future__ import annotations
 
 from slrpipe.io import write_netcdf
-from slrpipe.jobs import ReplicaJob, from_namespace, text
-from slrpipe.jobs import add_arguments as add_record_arguments
+from slrpipe.job_args import add_arguments as add_record_arguments
+from slrpipe.job_args import from_namespace, text
+from slrpipe.jobs import ReplicaJob
 from slrpipe.provenance import provenance
 
 

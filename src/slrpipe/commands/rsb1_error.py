@@ -17,8 +17,9 @@ import numpy as np
 import xarray as xr
 
 from slrpipe.io import read_netcdf, write_netcdf
-from slrpipe.jobs import Rsb1ErrorJob, from_namespace
-from slrpipe.jobs import add_arguments as add_record_arguments
+from slrpipe.job_args import add_arguments as add_record_arguments
+from slrpipe.job_args import from_namespace
+from slrpipe.jobs import Rsb1ErrorJob
 from slrpipe.provenance import provenance
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ Data come from a stored dataset (--data store.zarr, see ``slrpipe generate``) or
 from their seeds (--model --nu --L --delta --D --alpha|--n --teacher-seed --data-seed); the test
 error is measured on --n-test fresh sequences drawn with --test-seed, streamed chunk by chunk.
 The options are the fields of :class:`slrpipe.jobs.TrainJob` (the workflow writes them with
-:func:`slrpipe.jobs.argv`), plus how the run is executed (--batch-size, --sgd-seed, --log-every,
+:func:`slrpipe.job_args.argv`), plus how the run is executed (--batch-size, --sgd-seed, --log-every,
 --no-theory).
 """
 
@@ -13,11 +13,14 @@ from __future__ import annotations
 import dataclasses
 
 from slrpipe.commands.generate import add_chunk_argument
-from slrpipe.jobs import DataJob, TrainJob, defaults, from_namespace
-from slrpipe.jobs import add_arguments as add_record_arguments
+from slrpipe.job_args import add_arguments as add_record_arguments
+from slrpipe.job_args import defaults, from_namespace
+from slrpipe.jobs import DataJob, TrainJob
+from slrpipe.vocabulary import DEFAULTS
 
+_RUN = DEFAULTS["execution"]
 #: how a run is executed, beside what it is (the TrainJob): argparse dest -> default
-EXECUTION = {"batch_size": None, "sgd_seed": 0, "log_every": 100, "no_theory": False}
+EXECUTION = {"batch_size": None, "sgd_seed": _RUN["sgd_seed"], "log_every": _RUN["log_every"], "no_theory": False}
 
 
 def add_arguments(p) -> None:

@@ -18,8 +18,9 @@ import logging
 import time
 
 from slrpipe.commands.train import EXECUTION, add_execution_arguments, dataset, train_and_write
-from slrpipe.jobs import DataJob, TrainBatchJob, TrainJob, members_from_json, members_of
-from slrpipe.jobs import add_arguments as add_record_arguments
+from slrpipe.job_args import add_arguments as add_record_arguments
+from slrpipe.job_args import members_from_json, members_of
+from slrpipe.jobs import DataJob, TrainBatchJob, TrainJob
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ def add_arguments(p) -> None:
 
 
 def members(text: str) -> list[TrainJob]:
-    """The TrainJob records of ``--members`` (:func:`slrpipe.jobs.members_from_json`).
+    """The TrainJob records of ``--members`` (:func:`slrpipe.job_args.members_from_json`).
 
     Raises:
         ValueError: not a JSON list of records with an ``out`` each.

@@ -229,6 +229,12 @@ def _spiked_tokens(kind: str, m: float, mu: float, level: float) -> tuple[np.nda
     return out
 
 
+def clear_token_cache() -> None:
+    """Forget the per-token quadratures of spiked-SLR cached so far (:func:`_spiked_tokens`): the
+    next evaluation computes them anew, as a first one does (a benchmark's cold start)."""
+    _spiked_tokens.cache_clear()
+
+
 def _spiked_normalised(sigma, nu, Ls, ps, m, level) -> tuple[float, float]:
     mu = math.sqrt(nu)
     if m == 0.0:
@@ -324,7 +330,7 @@ def ab_exact(
 
     L: an int or a law {length: weight} (A, B are the weighted sums; weights need not sum to 1, so
     a law can be split between methods). m = inf: the limit score up to a positive factor (as
-    population._sigma_limit): argmax for softmax, relu-normalised for softplus_norm, χ* for
+    overlap_risk._sigma_limit): argmax for softmax, relu-normalised for softplus_norm, χ* for
     linear, 1 + sign χ* for erf. ``c``: erf offset. ``level``: node counts × 1.5^level.
     The reduction is the one σ declares (``Sigma.exact_length``: normalised_exp, normalised_softplus,
     token_linear, token_erf). Returns None where none is implemented (a σ that declares none;

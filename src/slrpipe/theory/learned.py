@@ -1,7 +1,7 @@
 """The population risk at a learned estimator: any (k, v), off the manifold 𝓜 (docs/model.md §4).
 
 What the store attaches to every ERM run (``test_error_pop``): R(σ; Gram) at the Gram matrix of
-(k*, v*, k, v)/D that training produced, by :func:`slrpipe.theory.population.risk_gram` with a
+(k*, v*, k, v)/D that training produced, by :func:`slrpipe.theory.overlap_risk.risk_gram` with a
 quasi-Monte Carlo rule (``QMC_LOG2``).
 """
 
@@ -47,7 +47,7 @@ def risk_at_gram(sigma: str, setting: Setting, gram, c: float = 0.0) -> float:
     the formula cannot evaluate the point (a non-PSD Gram, a σ it lacks), so that a store or a
     training run never dies for one point.
     """
-    from slrpipe.theory.population import risk_gram
+    from slrpipe.theory.overlap_risk import risk_gram
     from slrpipe.theory.quadrature import QuadSpec
 
     try:

@@ -93,7 +93,7 @@ def objective(params, X, mask, y, sigma: str, lam, XT=None):
 
 
 @partial(jax.jit, static_argnames=("sigma",))
-def _value_gnorm(params, X, mask, y, lam, sigma, XT=None):
+def value_gnorm(params, X, mask, y, lam, sigma, XT=None):
     """(J, |∇J|₂) at ``params``: the trajectory's step 0 and the first-order blocks' last step."""
     value, grad = jax.value_and_grad(objective)(params, X, mask, y, sigma, lam, XT)
     return value, otu.tree_norm(grad)
@@ -105,7 +105,7 @@ def _strong(tree):
     return jax.tree.map(lambda a: jax.lax.convert_element_type(a, a.dtype), tree)
 
 
-class _DeviceData(NamedTuple):
+class DeviceData(NamedTuple):
     """The training set on the device, passed to the compiled blocks as one pytree argument:
     X (n, L, D), mask bool (n, L), y (n,) and XT, the transposed copy (D, n·L) the gradient uses
     on CPU (``transposed``), or None."""
@@ -118,12 +118,14 @@ class _DeviceData(NamedTuple):
 
 # ------------------------------------------------------------------------------------------ L-BFGS
 @partial(jax.jit, static_argnames=("memory_size",))
-def _lbfgs_init(params, memory_size):
+def lbfgs_init(params, memory_size):
+    """The ``optax.lbfgs`` state at ``params`` (the pytree {"k": (D,), "v": (D,)[, "c": ()]}) with
+    ``memory_size`` stored pairs, strongly typed: where :func:`lbfgs_block` starts."""
     return _strong(optax.lbfgs(memory_size=memory_size).init(params))
 
 
 @partial(jax.jit, static_argnames=("sigma", "memory_size"))
-def _lbfgs_block(params, state, data: _DeviceData, lam, end, tol, sigma, memory_size):
+def lbfgs_block(params, state, data: DeviceData, lam, end, tol, sigma, memory_size):
     """L-BFGS iterations from (``params``, ``state``) until the iteration count reaches ``end`` or
     |∇J|₂ < ``tol`` (at least one). Returns (params, state, J, |∇J|₂, iteration count)."""
     X, mask, y, XT = data
@@ -152,11 +154,11 @@ def _lbfgs_blocks(params, data, lam, sigma, o: SolverOptions, value0: float):
     left J unchanged from the previous block's (or the initial ``value0``) — the line search can no
     longer decrease J at this precision."""
     dtype = data.X.dtype
-    state = _lbfgs_init(params, o.memory_size)
+    state = lbfgs_init(params, o.memory_size)
     step, last = 0, value0
     while step < o.max_iter:
         nsteps = min(o.record_every, o.max_iter - step)
-        params, state, value, gn, count = _lbfgs_block(
+        params, state, value, gn, count = lbfgs_block(
             params, state, data, lam, step + nsteps, jnp.asarray(o.tol, dtype), sigma, o.memory_size
         )
         value, new_step = float(value), int(count)
@@ -190,7 +192,7 @@ class _FirstOrderBlock(NamedTuple):
 
 
 @partial(jax.jit, static_argnames=("spec",))
-def _first_order_block(params, state, data: _DeviceData, lam, key, step0, spec: _FirstOrderBlock):
+def _first_order_block(params, state, data: DeviceData, lam, key, step0, spec: _FirstOrderBlock):
     """``spec.nsteps`` first-order steps from (``params``, ``state``); minibatch t (t = ``step0`` + i)
     drawn with ``fold_in(key, t)``. Returns (params, state, J, |∇J|₂) after the block."""
     X, mask, y, XT = data
@@ -215,7 +217,7 @@ def _first_order_block(params, state, data: _DeviceData, lam, key, step0, spec: 
         return optax.apply_updates(p, u), s
 
     p, s = jax.lax.fori_loop(0, nsteps, body, (params, state))
-    value, gnorm = _value_gnorm(p, X, mask, y, lam, sigma, XT)
+    value, gnorm = value_gnorm(p, X, mask, y, lam, sigma, XT)
     return p, s, value, gnorm
 
 
@@ -304,7 +306,7 @@ def keeps_transpose(transpose: bool | None) -> bool:
     return jax.devices()[0].platform == "cpu" if transpose is None else bool(transpose)
 
 
-def place_data(X, mask, y, dtype, transpose: bool | None = None) -> _DeviceData:
+def place_data(X, mask, y, dtype, transpose: bool | None = None) -> DeviceData:
     """The training set on the default device in ``dtype``: X (n, L, D), mask bool (n, L), y (n,)
     and, where ``keeps_transpose(transpose)``, the transposed copy XT (D, n·L) of ``transposed``.
     Numpy inputs are converted on the host, so that no XLA program is compiled for a cast or a
@@ -315,7 +317,7 @@ def place_data(X, mask, y, dtype, transpose: bool | None = None) -> _DeviceData:
     if not isinstance(X, jax.Array):
         X = np.asarray(X, np_dtype)
     XT = transposed(X) if keeps_transpose(transpose) else None
-    return _DeviceData(
+    return DeviceData(
         jnp.asarray(X, np_dtype), jnp.asarray(np.asarray(mask, bool)), jnp.asarray(np.asarray(y, np_dtype)), XT
     )
 
@@ -330,7 +332,7 @@ def minimize(
     options: SolverOptions | None = None,
     *,
     teacher=None,
-    data: _DeviceData | None = None,
+    data: DeviceData | None = None,
 ) -> ERMResult:
     """Minimise J (module docstring) from ``params0``.
 
@@ -363,7 +365,7 @@ def minimize(
 
     rec = _Recorder(teacher, o.optimizer, o.log_every, o.record_every)
     t0 = time.perf_counter()
-    value, gnorm = (float(a) for a in _value_gnorm(params, *data[:3], lam_j, sigma, data[3]))
+    value, gnorm = (float(a) for a in value_gnorm(params, *data[:3], lam_j, sigma, data[3]))
     rec.add(0, value, gnorm, params)
     step, reason = 0, "max_iter"
     if gnorm < o.tol:

@@ -69,7 +69,10 @@ def init_model(
 
 
 @dataclass
-class _Errors:
+class RunErrors:
+    """The errors measured of one trained run: training MSE, test MSE and the Bayes oracle's on the
+    same test set, each test error with its standard error (NaN where not measured)."""
+
     train_mse: float
     test: tuple[float, float]  # (mse, standard error)
     bayes: tuple[float, float]
@@ -165,7 +168,8 @@ def run_erm_batch(train: SLRDataset, options: list[ERMOptions], loaded=None) -> 
         time.perf_counter() - t0 - t_sample - t_train,
     )
     return [
-        (model, _to_dataset(train, o, s, res, errors)) for (model, res, errors), o, s in zip(trained, options, seeds_of)
+        (model, result_dataset(train, o, s, res, errors))
+        for (model, res, errors), o, s in zip(trained, options, seeds_of)
     ]
 
 
@@ -187,7 +191,7 @@ def _lane_groups(options: list[ERMOptions]) -> list[list[int]]:
 def _train(models: list[Attention], train: SLRDataset, opts: list[ERMOptions], loaded, placed: dict) -> list:
     """Minimise J over each module's parameters (updated in place; ``opts``: each one's options):
     one run, or the models of a lane group together (``solver.lanes``). Returns [(ERMResult,
-    _Errors with the training MSE)]. ``placed``: {(dtype, transpose): the training set on the device}, the last one placed, kept
+    RunErrors with the training MSE)]. ``placed``: {(dtype, transpose): the training set on the device}, the last one placed, kept
     for the next run of the same dtype."""
     o = opts[0]
     states = [nnx.split(model, nnx.Param)[1] for model in models]
@@ -220,13 +224,13 @@ def _train(models: list[Attention], train: SLRDataset, opts: list[ERMOptions], l
             res.gnorm,
             res.wall_time,
         )
-        f = _predictor(model, o, isinstance(data.X, jax.Array))(data.X, data.mask)
+        f = predictor(model, o, isinstance(data.X, jax.Array))(data.X, data.mask)
         train_mse = float(np.mean((np.asarray(data.y, np.float64) - np.asarray(f, np.float64)) ** 2))
-        out.append((res, _Errors(train_mse, (math.nan, math.nan), (math.nan, math.nan))))
+        out.append((res, RunErrors(train_mse, (math.nan, math.nan), (math.nan, math.nan))))
     return out
 
 
-def _predictor(model: Attention, o: ERMOptions, on_device: bool = False):
+def predictor(model: Attention, o: ERMOptions, on_device: bool = False):
     """f(X, mask) of the trained module in the training dtype: numpy on host arrays, or jitted on
     device arrays (``on_device``; the jax sampler's)."""
     params, dt = _host_params(model), np.dtype(o.dtype)
@@ -272,7 +276,7 @@ def _test_errors(
     """[((test MSE, s.e.), (Bayes oracle MSE, s.e.))] of each module, all on one pass over the
     fresh test set of ``test_seed`` (the oracle's pair NaN for a run without ``bayes``)."""
     on_device = train.sampler == JAX
-    predictors = {i: _predictor(m, o, on_device) for i, (m, o) in enumerate(zip(models, options))}
+    predictors = {i: predictor(m, o, on_device) for i, (m, o) in enumerate(zip(models, options))}
     if any(o.bayes for o in options):
         predictors["bayes"] = _bayes_predictor(train, on_device)
     test = SLRDataset(train.task, n_test, train.teacher_seed, test_seed, sampler=train.sampler)
@@ -281,7 +285,7 @@ def _test_errors(
     return [(out[i][:2], out["bayes"][:2] if o.bayes else nan) for i, o in enumerate(options)]
 
 
-def _to_dataset(train: SLRDataset, o: ERMOptions, test_seed: int, res: ERMResult, errors: _Errors) -> xr.Dataset:
+def result_dataset(train: SLRDataset, o: ERMOptions, test_seed: int, res: ERMResult, errors: RunErrors) -> xr.Dataset:
     """The result file's content: metrics, overlaps, weights, trajectory, parameters, provenance."""
     k_star, v_star = train.teacher
     G = gram(k_star, v_star, res.params["k"], res.params["v"])
@@ -313,7 +317,7 @@ def _theory_at_gram(train: SLRDataset, o: ERMOptions, G: np.ndarray, c: float) -
     return risk_at_gram(o.sigma, train.task.setting, G, c)
 
 
-def _data_vars(train: SLRDataset, res: ERMResult, errors: _Errors, G: np.ndarray, c: float, theory: float) -> dict:
+def _data_vars(train: SLRDataset, res: ERMResult, errors: RunErrors, G: np.ndarray, c: float, theory: float) -> dict:
     """The result's variables: scalar metrics and overlaps, the Gram matrix (w, w2), the weights
     k, v (dim) in float64 and the trajectory traj_* (step)."""
     k_star, v_star = train.teacher

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from functools import partial
 from typing import NamedTuple
 
@@ -32,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from slrpipe.train.erm import ERMResult, _DeviceData, checked_options
+from slrpipe.train.erm import DeviceData, ERMResult, checked_options
 from slrpipe.train.lane_steps import _lanes, _lanes_block, _lanes_init, lane_gnorm
 from slrpipe.train.metrics import OVERLAPS
 from slrpipe.train.options import SolverOptions
@@ -181,8 +182,24 @@ class _Progress:
                 log.warning("run %d: non-finite loss or gradient at step %d; stopping", self.runs[i], count)
 
 
-def _segments(sigmas: list[str]) -> tuple[tuple[str, int], ...]:
-    """((σ, count), …) of consecutive equal σ."""
+@contextmanager
+def receiving_progress(S: int, log_every: int, record_every: int, teacher: bool, runs=None):
+    """Context in which the progress reports of :func:`lanes_solve` (S lanes) go to a new
+    ``_Progress`` (log lines every ``log_every`` steps of each lane, ``record_every`` the block
+    length; with the overlaps where ``teacher``; ``runs``: the start each lane trains, for the log),
+    which it yields: its ``wall`` (S,) holds each lane's wall time in s once the solve has ended.
+    Every call of ``lanes_solve`` has to run inside one (its reports have no other receiver)."""
+    progress = _Progress(S, log_every, record_every, teacher, runs)
+    _RECEIVERS.append(progress)
+    try:
+        yield progress
+    finally:
+        _RECEIVERS.pop()
+
+
+def sigma_segments(sigmas: list[str]) -> tuple[tuple[str, int], ...]:
+    """((σ, count), …) of consecutive equal σ: the ``segments`` argument of :func:`lanes_solve` for
+    lanes whose σ are ``sigmas`` (in lane order; lanes of one σ consecutive)."""
     out: list = []
     for s in sigmas:
         if out and out[-1][0] == s:
@@ -194,7 +211,7 @@ def _segments(sigmas: list[str]) -> tuple[tuple[str, int], ...]:
 
 def minimize_lanes(
     params0: list[dict],
-    data: _DeviceData,
+    data: DeviceData,
     sigma,
     lam,
     options: SolverOptions | None = None,
@@ -249,16 +266,14 @@ def minimize_lanes(
     lam_j = jnp.asarray([lams[i] for i in order], dtype)
     tol = jnp.asarray(o.tol, dtype)
     teach = None if teacher is None else tuple(jnp.asarray(np.asarray(a), dtype) for a in teacher)
-    progress = _Progress(S, o.log_every, o.record_every, teacher is not None, order)
-    _RECEIVERS.append(progress)
-    try:
+    with receiving_progress(S, o.log_every, o.record_every, teacher is not None, order) as progress:
         state, reason, trace, passes, work = lanes_solve(
             P,
             data,
             lam_j,
             tol,
             teach,
-            _segments([sigmas[i] for i in order]),
+            sigma_segments([sigmas[i] for i in order]),
             o.memory_size,
             o.max_iter,
             o.record_every,
@@ -269,8 +284,6 @@ def minimize_lanes(
         jax.effects_barrier()
         t = time.perf_counter() - progress.t0
         log.info("lanes: %d models, %d passes over X for %d lane-evaluations, %.1f s", S, int(passes), int(work), t)
-    finally:
-        _RECEIVERS.pop()
     wall = progress.wall
     count, value = np.asarray(state.count), np.asarray(state.value, np.float64)
     gnorm = np.asarray(lane_gnorm(state.grad), np.float64)

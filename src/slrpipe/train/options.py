@@ -36,15 +36,15 @@ class SolverOptions:
         ValueError: one line naming the field out of range.
     """
 
-    optimizer: str = "lbfgs"
+    optimizer: str = DEFAULTS["erm"]["optimizers"][0]
     max_iter: int = DEFAULTS["erm"]["max_iter"]
     tol: float | None = None
     lr: float | None = None
     batch_size: int | None = None
-    sgd_seed: int = 0
+    sgd_seed: int = DEFAULTS["execution"]["sgd_seed"]
     memory_size: int = 10
     record_every: int = DEFAULTS["erm"]["record_every"]
-    log_every: int = 100
+    log_every: int = DEFAULTS["execution"]["log_every"]
     transpose: bool | None = None
     lanes: bool = False
 
@@ -94,7 +94,7 @@ class ERMOptions:
 
     sigma: str
     lam: float
-    init: str = "informed"
+    init: str = DEFAULTS["erm"]["inits"][0]
     init_seed: int = 0
     init_scale: float = 1e-2
     c_inf: float = C_INF

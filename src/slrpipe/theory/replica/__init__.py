@@ -3,8 +3,9 @@
 Modules: ``options`` (the task ``ReplicaTask`` and the solver options), ``fields`` (common random
 numbers, drawn as a ``Draw`` says), ``prox`` (per-sample global proximal point and its
 implicit Jacobian, JAX), ``channel`` (output-channel expectations → conjugates), ``prior`` (ridge
-channel, closed form), ``solver`` (Anderson-accelerated fixed point, damped fallback), ``sweep`` ((λ, α) grids),
-``bayes_optimal`` (Nishimori state evolution: the Bayes-optimal error at finite α), ``rsb1``
+channel, closed form), ``solver`` (Anderson-accelerated fixed point, damped fallback),
+``continuation`` (the passes along α at one λ: cold starts, halved steps), ``sweep`` ((λ, α)
+grids), ``bayes_optimal`` (Nishimori state evolution: the Bayes-optimal error at finite α), ``rsb1``
 (zero-temperature one-step RSB: Φ(s), complexity, ground state; docs/theory.md §13).
 """
 

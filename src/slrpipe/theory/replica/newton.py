@@ -282,7 +282,7 @@ def _blocked(fn, n, *args):
 
 
 @functools.partial(jax.jit, static_argnames=("sigma", "n_steps"))
-def _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
+def batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     """Newton from each of the (M, L) starts chi0 with its own centre and label (lanes)."""
     return _blocked(lambda c, a, b, e: _newton(c, a, b, e, Vk, Vv, sigma, n_steps), chi0.shape[1], chi0, wk, wv, y)
 
@@ -329,16 +329,16 @@ _LANE_CALL = 1 << 12
 
 
 def _newton_calls(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
-    """:func:`_batch_newton` on numpy lanes; on CPU in calls of ``_LANE_CALL`` lanes (the last
+    """:func:`batch_newton` on numpy lanes; on CPU in calls of ``_LANE_CALL`` lanes (the last
     padded with copies of lane 0; fewer lanes in one call of their own above L = 6). Returns numpy
     chis (M, L), vals, gns (M,)."""
     M = chi0.shape[0]
     if jax.default_backend() != "cpu" or (M <= _LANE_CALL and chi0.shape[1] > _UNROLL_MAX):
-        return tuple(np.array(a) for a in _batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps))
+        return tuple(np.array(a) for a in batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps))
     pad = -M % _LANE_CALL
     lanes = [np.concatenate([a, np.repeat(a[:1], pad, 0)]) if pad else a for a in (chi0, wk, wv, y)]
     calls = [
-        _batch_newton(*(a[i : i + _LANE_CALL] for a in lanes), Vk, Vv, sigma, n_steps)
+        batch_newton(*(a[i : i + _LANE_CALL] for a in lanes), Vk, Vv, sigma, n_steps)
         for i in range(0, M + pad, _LANE_CALL)
     ]
     return tuple(np.concatenate([np.asarray(c[k]) for c in calls])[:M] for k in range(3))
@@ -354,7 +354,7 @@ def run_lanes(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
             idx = rest[a : a + _CONT_BATCH]
             pad = np.concatenate([idx, np.repeat(idx[:1], _CONT_BATCH - idx.size)])
             sel = lambda arr, pad=pad: jnp.asarray(np.asarray(arr)[pad])
-            c, v, g = _batch_newton(sel(chis), sel(wk), sel(wv), sel(y), Vk, Vv, sigma, n_steps - n1)
+            c, v, g = batch_newton(sel(chis), sel(wk), sel(wv), sel(y), Vk, Vv, sigma, n_steps - n1)
             chis[idx], vals[idx], gns[idx] = (np.asarray(t)[: idx.size] for t in (c, v, g))
     return chis, vals, gns
 

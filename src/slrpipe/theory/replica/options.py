@@ -195,7 +195,7 @@ class SweepOptions:
     step_tol: tolerance of the intermediate α points of a halved continuation step (warm starts
     only, never reported; None: the solver's tol and polish); the intermediate points are then
     not polished.  step_patience: ``patience`` of the intermediate points (None: the solver's).
-    cold_far_patience: ``far_patience`` of the cold starts (:func:`..sweep._cold_start`: a start
+    cold_far_patience: ``far_patience`` of the cold starts (:func:`..continuation._cold_start`: a start
     outside every basin is given up early, the next one of the ladder tried; None: the solver's).
     step_cheap: the intermediate points and probes finish on cheap prox passes (``cheap_finish``).
     step_full_every: ``full_every`` of the intermediate points and probes (None: the solver's).

@@ -48,7 +48,7 @@ import numpy as np
 from scipy.optimize import root
 
 from slrpipe.setting import Setting
-from slrpipe.theory import population
+from slrpipe.theory import overlap_risk
 from slrpipe.theory.replica.channel import channel
 from slrpipe.theory.replica.fields import Draw, Fields
 from slrpipe.theory.replica.options import METHODS, ReplicaTask, SolverOptions, replica_task  # noqa: F401  (METHODS: re-export)
@@ -139,13 +139,13 @@ def _polish(sigma, fields, alpha, lam, x0, warm, opts: SolverOptions):
 
 def test_error(sigma: str, setting: Setting, overlaps) -> float:
     """e_test = E(y − f)² = Δ² + 1 − 2 m_v A + q_v B at the order parameters ``overlaps`` =
-    (m_k, q_k, m_v, q_v) (model.md §4), by the quadrature of :mod:`slrpipe.theory.population`
+    (m_k, q_k, m_v, q_v) (model.md §4), by the quadrature of :mod:`slrpipe.theory.overlap_risk`
     (deterministic).
 
     Raises:
-        ValueError: as :func:`slrpipe.theory.population.risk`.
+        ValueError: as :func:`slrpipe.theory.overlap_risk.risk`.
     """
-    return population.risk(sigma, setting, overlaps)
+    return overlap_risk.risk(sigma, setting, overlaps)
 
 
 @dataclass

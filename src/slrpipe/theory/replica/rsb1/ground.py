@@ -15,6 +15,7 @@ from slrpipe.theory.replica.rsb1.channel import STATE1
 from slrpipe.theory.replica.rsb1.sampling import Rsb1Draw
 from slrpipe.theory.replica.rsb1.scan import ScanOptions, ScanResult, scan_potential
 from slrpipe.theory.replica.rsb1.solve import Rsb1Options, rs_state, solve_rsb1
+from slrpipe.vocabulary import DEFAULTS
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +131,8 @@ def rsb1_ground_state(
     alpha,
     *,
     draw: Rsb1Draw | None = None,
-    s_grid=(0.5, 1.0, 2.0, 4.0, 8.0),
-    frac=0.05,
+    s_grid=tuple(DEFAULTS["rsb1"]["s_grid"]),
+    frac=DEFAULTS["rsb1"]["frac"],
     rs: dict | None = None,
     options: Rsb1Options | None = None,
     scan: ScanOptions | None = None,

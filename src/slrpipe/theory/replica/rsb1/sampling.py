@@ -98,8 +98,8 @@ class Rsb1Draw(NamedTuple):
     (a multiple of 4, :func:`draw_inner`); seed / inner_seed: int, their seeds; independent: bool,
     an inner set per outer sample (default) or one shared set (docs/theory.md §13)."""
 
-    n_outer: int = 2048
-    n_inner: int = 16
+    n_outer: int = DEFAULTS["rsb1"]["n_outer"]
+    n_inner: int = DEFAULTS["rsb1"]["n_inner"]
     seed: int = DEFAULTS["replica"]["seed"]
     inner_seed: int = DEFAULTS["rsb1"]["inner_seed"]
     independent: bool = True

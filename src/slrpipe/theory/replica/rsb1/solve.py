@@ -325,7 +325,16 @@ def rs_on_samples(task: ReplicaTask, lam, alpha, fields: Fields, init: dict) -> 
 
 
 def inner_size_check(
-    sigma, fields: Fields, alpha, lam, s, x, n_inners=(8, 32), inner_seed=1, independent=False, debias=False
+    sigma,
+    fields: Fields,
+    alpha,
+    lam,
+    s,
+    x,
+    n_inners=(8, 32),
+    inner_seed=DEFAULTS["rsb1"]["inner_seed"],
+    independent=False,
+    debias=False,
 ) -> list[dict]:
     """The N₁ dependence at a fixed state: one full channel pass per N₁ in ``n_inners`` at state x
     (8,) and Parisi parameter s, on the same outer ``fields`` (docs/theory.md §13, "Finite N₁"),

@@ -19,6 +19,7 @@ from slrpipe.theory.replica.rsb1.scan import (
     ScanOptions,
     bracket,
     diff_se,
+    discontinuous,
     on_curve,
     paired_se,
     scan_potential,
@@ -39,7 +40,7 @@ def rem(phi_se=1e-3, sigma_se=1e-2, rng=None, calls=None):
         if rng is not None:
             phi, sig = phi + phi_se * rng.standard_normal(), sig + sigma_se * rng.standard_normal()
         row = {"s": s, "phi": phi, "phi_se": phi_se, "sigma": sig, "sigma_se": sigma_se}
-        return row | {"energy_direct": -s / 2, "converged": True}
+        return row | {"energy_direct": -s / 2, "energy_direct_se": 0.01, "converged": True}
 
     return solve
 
@@ -109,7 +110,7 @@ def test_a_fall_just_below_two_standard_errors_does_not_bracket():
         res = scan_potential(
             lambda s, near, f=solve: f(s, near) | {"energy_direct": 0.0, "converged": True},
             [1.0, 2.0, 4.0],
-            ScanOptions(max_rows=4, refine_max=1),
+            ScanOptions(max_rows=4, refine_max=1, continuity=False),  # a table, not one potential
         )
         assert (8.0 in calls) is extended and res.bracketed
 
@@ -152,6 +153,8 @@ def test_scan_options_are_checked():
         ScanOptions(extend=1.0)
     with pytest.raises(ValueError, match="max_rows"):
         ScanOptions(max_rows=0)
+    with pytest.raises(ValueError, match="bisect"):
+        ScanOptions(bisect=-1)
     with pytest.raises(ValueError, match="s_grid"):
         scan_potential(rem(), [])
 
@@ -179,3 +182,78 @@ def test_rows_on_common_samples_bracket_by_the_se_of_their_difference():
     assert a["phi_se"] > 0.02 and diff_se(a, b) == pytest.approx(0.01 * math.sqrt(2 / n), rel=0.1)
     plain = scan_potential(lambda s, near: solve(s, near, samples=False), grid, o)
     assert not plain.bracketed and plain.lower_bound
+
+
+def two_branches(c=LN2, end=math.inf, leap=1.5, calls=None, conv_up_to=math.inf, leap_above=1.5):
+    """``solve(s, near)`` with two saddles at each s: branch A, a REM of complexity c − e² per N
+    (Φ_A = −s/4 − c/s, s* = 2√c, e_gs = −√c), which exists for s ≤ ``end`` only, and branch B above
+    it, Φ_B = Φ_A + ½ + s/5 (Σ_B = Σ_A + s²/5, e_B = e_A + ½ + 2s/5: a potential of its own, Legendre
+    relations exact). The continuation to an s above ``leap_above`` lands on B from a start more
+    than ``leap`` times away in s; from a start on B or beyond ``end`` it lands on B; else on A. Exact values; s.e. 10⁻⁴ on Φ, 10⁻² on Σ and
+    e. Rows beyond ``conv_up_to`` do not converge."""
+
+    def solve(s, near):
+        if calls is not None:
+            calls.append(s)
+        far = near is not None and s > leap_above and max(s / near["s"], near["s"] / s) > leap
+        on_b = s > end or far or (near is not None and near["branch"] == "B")
+        phi, sig, e = -s / 4 - c / s, c - s * s / 4, -s / 2
+        if on_b:
+            phi, sig, e = phi + 0.5 + s / 5, sig + s * s / 5, e + 0.5 + 2 * s / 5
+        row = {"s": s, "phi": phi, "phi_se": 1e-4, "sigma": sig, "sigma_se": 1e-2, "energy_direct": e}
+        return row | {"energy_direct_se": 1e-2, "converged": s <= conv_up_to, "branch": "B" if on_b else "A"}
+
+    return solve
+
+
+def test_a_continuation_that_jumps_to_another_saddle_is_bisected_back_onto_the_branch():
+    """From s = 1 to 2 the continuation lands on B (Φ higher by ≈ 0.9: Φ is discontinuous there);
+    the midpoint √2 solved from 1 and then 2 from √2 stay on A, and at s = 2 the saddle of smaller
+    Φ (A) is kept, B dropped: the maximum is bracketed on A at the exact s*."""
+    calls = []
+    res = scan_potential(two_branches(calls=calls), [0.5, 1.0, 2.0, 4.0], ScanOptions(bisect=1))
+    assert calls[:5] == [0.5, 1.0, 2.0, math.sqrt(2.0), 2.0]
+    assert [d["branch"] for d in res.dropped] == ["B"] and res.dropped[0]["s"] == 2.0
+    assert all(r["branch"] == "A" and not r.get("off_branch") for r in res.rows if r.get("solved", True))
+    assert res.bracketed and res.stop == "bracketed" and res.s_star == pytest.approx(S_STAR, abs=0.02)
+    assert 0 <= E_GS - res.reported["phi"] < 1e-3
+    # without bisection the solve at 2 stays on B: set off the branch, the grid left there (4
+    # unsolved), and the largest Φ on A is a lower bound
+    plain = scan_potential(two_branches(), [0.5, 1.0, 2.0, 4.0], ScanOptions(bisect=0, max_rows=4))
+    assert [r.get("branch") for r in plain.rows] == ["A", "A", "B", None]
+    assert [bool(r.get("off_branch")) for r in plain.rows] == [False, False, True, False]
+    assert plain.lower_bound and plain.reported["s"] == 1.0 and plain.stop == "off the branch at s=2"
+
+
+def test_where_the_branch_ends_the_rows_beyond_bound_nothing_and_the_point_is_a_lower_bound():
+    """Branch A (c = 4: s* = 4, e_gs = −2) ends at s = 2.5; beyond it only B exists, whose Φ lies
+    above A's maximum (Φ_B(4) = −1.2 > e_gs): a rule taking max Φ over every converged row would
+    report B. The bisection finds A up to 2.38 and B from 2.83; the break in Φ between them puts B's
+    rows off the branch, the rest of the grid (6) is not solved nor the grid extended, and the largest Φ on A is reported as
+    a lower bound (below e_gs, as it must be)."""
+    c = 4.0
+    calls = []
+    solve = two_branches(c=c, end=2.5, leap=math.inf, calls=calls)
+    res = scan_potential(solve, [0.5, 1.0, 2.0, 4.0, 6.0], ScanOptions(bisect=2, max_rows=10))
+    on = [r for r in res.rows if r.get("solved", True) and not r.get("off_branch")]
+    off = [r for r in res.rows if r.get("off_branch")]
+    assert {r["branch"] for r in on} == {"A"} and {r["branch"] for r in off} == {"B"} and off
+    assert max(r["s"] for r in on) < 2.5 < min(r["s"] for r in off)
+    assert res.lower_bound and not res.bracketed and res.stop.startswith("off the branch at s=")
+    assert res.reported["branch"] == "A" and res.reported["phi"] < -math.sqrt(c)
+    assert 6.0 not in calls and [r["s"] for r in res.rows if not r.get("solved", True)] == [6.0]  # lost above
+    assert max(r["phi"] for r in off) > -math.sqrt(c)  # what the plain max over rows would report
+    assert not any(on_curve(res.rows)[i] for i, r in enumerate(res.rows) if r.get("off_branch"))
+    assert discontinuous(on[-1], min(off, key=lambda r: r["s"]))
+
+
+def test_the_grid_is_not_extended_beyond_a_row_that_did_not_converge():
+    """REM of c = 4 (s* = 4) whose solves above s = 3 do not converge: extended from [0.25, 0.5] to
+    1, 2, 4, the scan stops at the unconverged s = 4 instead of spending its rows on 8, 16, …, and
+    reports Φ(2) as a lower bound."""
+    calls = []
+    res = scan_potential(
+        two_branches(c=4.0, calls=calls, conv_up_to=3.0, leap=math.inf), [0.25, 0.5], ScanOptions(max_rows=8)
+    )
+    assert calls == [0.25, 0.5, 1.0, 2.0, 4.0]
+    assert res.stop == "not converged at s=4" and res.lower_bound and res.reported["s"] == 2.0

@@ -118,6 +118,12 @@ def test_a_largest_phi_state_is_a_lower_bound_with_its_complexity():
     assert cells[12] == "—"  # no Σ(s*) without a bracketed s*
     failed = _row(**RSB1 | {"rsb1_checked": 0.0})  # s* bracketed, a check of it failed
     assert tables.rsb1([failed]).splitlines()[2].split("|")[5].strip() == "s* = 2 (check failed)"
+    lost = _row(
+        **RSB1 | {"rsb1_lower_bound": 1.0, "rsb1_bracketed": 0.0, "rsb1_s_reported": 2.0, "rsb1_branch_lost": 1.0}
+    )
+    assert (
+        tables.rsb1([lost]).splitlines()[2].split("|")[5].strip() == "largest Φ at 2 (lower bound, branch lost above)"
+    )
 
 
 def test_empty_tables_say_why():

@@ -98,6 +98,7 @@ class Row:
     rsb1_s_reported: float | None = _rsb1()
     rsb1_bracketed: float | None = _rsb1()
     rsb1_lower_bound: float | None = _rsb1()
+    rsb1_branch_lost: float | None = _rsb1()
     rsb1_checked: float | None = _rsb1()
     rsb1_star_sigma: float | None = _rsb1()
     rsb1_star_sigma_se: float | None = _rsb1()

@@ -93,13 +93,15 @@ def verdicts(rows: list[Row]) -> str:
 def _s_cell(r: Row) -> str:
     """The s of the state reported: 's* = 1.67' at a bracketed maximum of Φ (' (check failed)' where
     Σ(s*) ≈ 0 or de/ds < 0 does not hold), 'largest Φ at 4 (lower bound)' where no maximum is
-    bracketed, '—' not solved (slrpipe.theory.replica.rsb1.scan)."""
+    bracketed (', branch lost above' where the continuation left the dominant branch), '—' not
+    solved (slrpipe.theory.replica.rsb1.scan)."""
     s = r.rsb1_s_reported
     if not finite(s):
         return "—"
     if r.rsb1_bracketed == 1:
         return f"s* = {s:.3g}" + ("" if r.rsb1_checked == 1 else " (check failed)")
-    return f"largest Φ at {s:.3g} (lower bound)"
+    lost = ", branch lost above" if r.rsb1_branch_lost == 1 else ""
+    return f"largest Φ at {s:.3g} (lower bound{lost})"
 
 
 def _closed(r: Row, which: str) -> str:

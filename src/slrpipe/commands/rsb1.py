@@ -73,7 +73,7 @@ def unsolved(job: Rsb1Job) -> dict:
     every number NaN, nothing converged, so the store and the validation read it as not solved
     instead of the job failing. Returns ``{"rs": ..., "rows": ...}`` as :func:`record` does."""
     nan = math.nan
-    rows = [{**dict.fromkeys(scan_names(), nan), "s": s, "converged": False, "refined": False} for s in job.s_grid]
+    rows = [{**dict.fromkeys(scan_names(), nan), "s": s, "converged": False} for s in job.s_grid]
     rs = {**dict.fromkeys(RS_KEYS, nan), "converged": False, "train_loss_se": nan}
     return {"rs": rs, "rows": rows, "n_outer": job.n_outer, "n_inner": job.n_inner}
 
@@ -98,12 +98,13 @@ CHECKS = ("sigma", "sigma_se", "sigma_fd", "sigma_fd_se", "de_ds")
 
 def record(ground) -> dict:
     """The plain record of a ``rsb1.GroundState`` that :func:`dataset` writes: rs, rows (:func:`scan_names`
-    + s, refined), the scalars of the rule (bracketed, lower_bound, s_star, s_reported, refine, the
-    ``CHECKS`` and checked) and the reported state's row, de/ds and on_curve per row."""
+    + s and the rule's ``FLAGS``), the scalars of the rule (bracketed, lower_bound, branch_lost,
+    s_star, s_reported, refine, stop, n_dropped, the ``CHECKS`` and checked) and the reported
+    state's row, de/ds and on_curve per row."""
     from slrpipe.theory.replica.rsb1.scan import de_ds, on_curve
 
     res = ground.scan
-    rows = [r | {"refined": bool(raw.get("refined", False))} for r, raw in zip(ground.rows, res.rows)]
+    rows = ground.rows
     rep = res.reported
     out = {"rs": ground.rs, "rows": rows, "n_outer": ground.n_outer, "n_inner": ground.n_inner}
     out.update(
@@ -112,6 +113,9 @@ def record(ground) -> dict:
         s_star=res.s_star,
         s_reported=rep["s"] if rep is not None else math.nan,
         refine=res.refine,
+        stop=res.stop,
+        n_dropped=len(res.dropped),
+        branch_lost=any(r.get("off_branch", False) for r in res.rows),
         reported=rep,
         checked=res.bracketed and res.check.ok,
         de_ds=de_ds(res.rows),
@@ -127,19 +131,22 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     Dims: s (the s solved: the grid, its extensions and the solves that refine s*, ascending).
     Variables: ``scan_*`` on s (:func:`scan_names`: Φ(s) ± s.e., the complexity Σ(s) ± s.e. (closed
     form), the typical-state energy e(s) ± s.e. and test error, δq, m, q₁, V per column, the median
-    inner ESS, residual, converged, N₁ biases; ``scan_refined``: a solve refining s*; ``scan_de_ds``:
+    inner ESS, residual, converged, N₁ biases; ``scan_refined``: a solve refining s*;
+    ``scan_off_branch``: a row off the dominant branch, unused by the rule; ``scan_de_ds``:
     de/ds by finite differences over converged rows; ``scan_on_curve``: drawn on the complexity
     curve Σ(e), converged with de/ds < 0 and Σ ≥ 0); ``rs_*`` scalars (:data:`RS_KEYS`, RS on the
     same samples, hard channel; ``rs_objective_se`` its outer Monte Carlo s.e.); the rule's scalars
     (slrpipe.theory.replica.rsb1.scan): ``bracketed`` (a maximum of Φ bracketed: s* found),
-    ``lower_bound`` (not bracketed: the objective is only a lower bound of e_gs), ``s_star`` (NaN
+    ``lower_bound`` (not bracketed: the objective is only a lower bound of e_gs), ``branch_lost``
+    (the continuation left the dominant branch: rows set off it), ``s_star`` (NaN
     where not bracketed), ``s_reported``, ``checked`` (Σ(s*) ≈ 0 by both estimators and de/ds < 0)
     and ``star_*`` (:data:`CHECKS`); at the state reported (s*, else the row of largest Φ; NaN where
     no row converged): ``objective`` (Φ = e_gs, or its lower bound) ± ``objective_se``,
     ``test_error`` (a typical minimum), ``dq_k``, ``dq_v``, ``distance`` = 2(δq_k + δq_v) (the
     predicted (1/D)|W_a − W_b|² between two minima), ``m_k``, ``m_v``, ``q1_k``, ``q1_v``,
     ``converged``. Coordinates: σ, the data law, λ, α; attributes: the samples, solver and scan
-    options, ``refine`` (how s* was placed); ``n0x2_*`` (:data:`N0X2`): RS and the state reported
+    options, ``refine`` (how s* was placed), ``stop`` (why the scan ended), ``n_dropped`` (saddles
+    solved at an s that holds one of smaller Φ); ``n0x2_*`` (:data:`N0X2`): RS and the state reported
     (at s_reported, from that state) on 2N₀ outer samples (:func:`doubled`), NaN unless
     ``n0_check``.
     """
@@ -148,6 +155,7 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     data = {f"scan_{RENAMED.get(k, k)}": ("s", np.array([r[k] for r in rows], float)) for k in scan_names()}
     data["scan_converged"] = ("s", np.array([bool(r["converged"]) for r in rows]))
     data["scan_refined"] = ("s", np.array([bool(r.get("refined", False)) for r in rows]))
+    data["scan_off_branch"] = ("s", np.array([bool(r.get("off_branch", False)) for r in rows]))
     data["scan_de_ds"] = ("s", np.asarray(res.get("de_ds", np.full(len(rows), nan)), float))
     data["scan_on_curve"] = ("s", np.asarray(res.get("on_curve", np.zeros(len(rows), bool)), bool))
     data.update({f"rs_{k}": ((), res["rs"][k]) for k in RS_KEYS})
@@ -159,6 +167,7 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     data.update(
         bracketed=((), bool(res.get("bracketed", False))),
         lower_bound=((), bool(res.get("lower_bound", False))),
+        branch_lost=((), bool(res.get("branch_lost", False))),
         checked=((), bool(res.get("checked", False))),
         s_star=((), float(res.get("s_star", nan))),
         s_reported=((), float(res.get("s_reported", nan))),
@@ -172,6 +181,8 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
         theory="one-step replica-symmetry breaking, zero temperature (docs/theory.md §13)",
         rule="e_gs = max_s Φ(s) = Φ(s*), Σ(s*) = 0 (slrpipe.theory.replica.rsb1.scan)",
         refine=res.get("refine", ""),
+        stop=res.get("stop", "not solved"),
+        n_dropped=int(res.get("n_dropped", 0)),
         n_outer=res["n_outer"],
         n_inner=res["n_inner"],
         seed=job.seed,

@@ -47,6 +47,8 @@ STORED = (
 #: the per-s quantities kept of each solve (a scan row, and the solve at s*): s, the stored ones and
 #: those the scan's rule and diagnostics read
 SUMMARY = ("s", *STORED, "energy", "dqhat_k_se", "dqhat_v_se", "phi_out_n1_bias")
+#: flags the scan's rule sets on a row (slrpipe.theory.replica.rsb1.scan), kept beside ``SUMMARY``
+FLAGS = ("refined", "off_branch")
 
 #: the RS solution kept beside the 1RSB
 RS_KEYS = (
@@ -87,10 +89,12 @@ def _log_scan(s, r) -> None:
 
 
 def summary(row: dict) -> dict:
-    """The ``SUMMARY`` of one scan row (a solve, or NaN with converged False for an s not solved)."""
+    """The ``SUMMARY`` and ``FLAGS`` of one scan row (a solve, or NaN with converged False for an s
+    not solved)."""
+    flags = {k: bool(row.get(k, False)) for k in FLAGS}
     if not row.get("solved", True):
-        return dict.fromkeys(SUMMARY, math.nan) | {"s": row["s"], "converged": False, "wall_time": 0.0}
-    return {k: row[k] for k in SUMMARY}
+        return dict.fromkeys(SUMMARY, math.nan) | {"s": row["s"], "converged": False, "wall_time": 0.0} | flags
+    return {k: row[k] for k in SUMMARY} | flags
 
 
 def _solver(solve, rs: dict, frac: float):
@@ -168,7 +172,7 @@ def rsb1_ground_state(
         rs = solve_replica(task, lam, alpha, fields=fields, softmin=None)
     solve = functools.partial(solve_rsb1, task, float(lam), float(alpha), samples=(fields, inner), options=options)
     res = scan_potential(_solver(solve, rs, frac), s_grid, scan)
-    for r in [*res.rows, res.star or {}]:  # the warm starts and samples are needed during the scan only
+    for r in [*res.rows, *res.dropped, res.star or {}]:  # warm starts and samples: for the scan only
         r.pop("prox_warm", None)
         r.pop("phi_samples", None)
     return GroundState(rs={k: rs[k] for k in RS_KEYS}, scan=res, n_outer=fields.n, n_inner=inner.n)

@@ -26,6 +26,18 @@ of one scan share, where the rows carry them). :func:`scan_potential` applies it
    samples, :func:`diff_se`), and de/ds < 0 there (the energies of those neighbours);
 4. where no maximum is bracketed, the largest Φ of a converged row is only a LOWER BOUND of e_gs.
 
+Φ(s) = min over saddles, and it is continuous and concave in 1/s (a minimum of functions linear in
+1/s), with slope −Σ in 1/s: every tangent lies above it. A continuation that lands on a saddle of
+higher Φ breaks this, so each solve is checked against the row it started from
+(:func:`discontinuous`: the higher row above the other's tangent by more than ``FALL_Z`` s.e.).
+Where it is, the step is bisected in log s (``ScanOptions.bisect`` levels): the midpoint is
+solved from the start row and the s from the midpoint; at one s the converged saddle of smaller Φ is
+kept (the dominant one; the other is in ``ScanResult.dropped``). A jump of Φ that remains between
+the closest rows (:func:`discontinuous`) means the scan left the dominant branch: the rows on its
+higher side lie above the continuous Φ there, so they are set ``off_branch`` and the rule uses
+none of them (their Φ bounds nothing). The grid is not extended beyond a side whose outermost
+row did not converge or is off the branch (``ScanResult.stop`` says why the scan ended).
+
 The complexity curve Σ(e) is drawn from the converged rows with de/ds < 0 (finite differences
 over converged neighbours) and Σ ≥ 0 only (:func:`on_curve`).
 
@@ -34,6 +46,7 @@ Plain numpy, no solver: the exactly solvable random energy model checks it (test
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,8 +56,11 @@ import numpy as np
 
 from slrpipe.vocabulary import DEFAULTS
 
+log = logging.getLogger(__name__)
+
 #: Φ must lie this many standard errors below its maximum on a converged row on each side for the
-#: maximum to count as bracketed; also the width, in s.e., of the checks Σ(s*) ≈ 0
+#: maximum to count as bracketed; also the width, in s.e., of the checks Σ(s*) ≈ 0 and of the
+#: continuity bound of Φ between rows
 FALL_Z = 2.0
 
 
@@ -54,11 +70,16 @@ class ScanOptions:
         grid's end (or below its start) per added s; ``max_rows`` (≥ 1), the most s solved in all,
         grid included (the refinement at s* not counted); ``refine_max`` (≥ 1), the most solves that refine
     s* (each inside the bracket narrowed by the last, until the checks of s* hold). Raises ValueError
-    (one line) out of range."""
+    (one line) out of range. ``bisect`` (≥ 0): the levels of bisection in log s at a jump of the
+    continuation (module docstring; 0: none). ``max_rows`` counts every solve, bisections and the
+    saddles dropped at one s included. ``continuity``: False turns the continuity test off (no
+    bisection, no row set off the branch), for a table of Φ that is not one potential."""
 
     extend: float = DEFAULTS["rsb1"]["s_extend"]
     max_rows: int = DEFAULTS["rsb1"]["s_max_rows"]
     refine_max: int = 3
+    bisect: int = 2
+    continuity: bool = True
 
     def __post_init__(self):
         if not self.extend > 1:
@@ -67,6 +88,8 @@ class ScanOptions:
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise ValueError(f"{name}: must be an integer ≥ 1, got {v}")
+        if int(self.bisect) != self.bisect or self.bisect < 0:
+            raise ValueError(f"bisect: must be an integer ≥ 0, got {self.bisect}")
 
 
 @dataclass(frozen=True)
@@ -133,6 +156,9 @@ class ScanResult:
     s_star, star: the last refined s* and the solve there (NaN / None where not bracketed).
     refine: how s* was placed: "sigma root", "phi fit" or "" (none).
     check: the :class:`StarCheck` at s*.
+    dropped: the saddles solved at an s that holds one of smaller Φ (or a converged one), kept aside.
+    stop: why the scan ended: "bracketed", "max_rows" (the solves allowed are spent), "not converged
+    at s=…" or "off the branch at s=…" (the side to extend ends on such a row).
     """
 
     rows: list
@@ -141,6 +167,8 @@ class ScanResult:
     star: dict | None = None
     refine: str = ""
     check: StarCheck = field(default_factory=StarCheck)
+    dropped: list = field(default_factory=list)
+    stop: str = ""
 
     @property
     def bracketed(self) -> bool:
@@ -156,7 +184,7 @@ class ScanResult:
     def reported(self) -> dict | None:
         """The state reported: the solve at s* where it converged, else the row of largest Φ (a
         lower bound where not bracketed); None where no row converged."""
-        if self.star is not None and self.star["converged"]:
+        if self.star is not None and self.star["converged"] and not self.star.get("off_branch"):
             return self.star
         return None if self.top is None else self.rows[self.top]
 
@@ -166,8 +194,13 @@ class ScanResult:
         return self.top is not None and not self.bracketed
 
 
+def _usable(r: dict) -> bool:
+    return bool(r.get("converged")) and math.isfinite(r.get("phi", math.nan)) and not r.get("off_branch")
+
+
 def _conv(rows) -> list[int]:
-    return [i for i, r in enumerate(rows) if r.get("converged") and math.isfinite(r.get("phi", math.nan))]
+    """Indices of the rows the rule uses: converged, finite Φ, on the branch."""
+    return [i for i, r in enumerate(rows) if _usable(r)]
 
 
 def paired_se(x) -> float:
@@ -269,8 +302,8 @@ def star_check(rows, star: dict) -> StarCheck:
 
 
 def de_ds(rows) -> np.ndarray:
-    """de/ds per row (ascending s) by finite differences of e over the converged rows (central
-    inside, one-sided at the ends; NaN for a row not converged or a lone converged row)."""
+    """de/ds per row (ascending s) by finite differences of e over the converged rows on the branch
+    (central inside, one-sided at the ends; NaN for another row or a lone converged row)."""
     out = np.full(len(rows), np.nan)
     conv = _conv(rows)
     if len(conv) < 2:
@@ -282,17 +315,112 @@ def de_ds(rows) -> np.ndarray:
 
 
 def on_curve(rows) -> np.ndarray:
-    """Which rows draw the complexity curve Σ(e): converged, de/ds < 0 and Σ ≥ 0 (bool per row)."""
+    """Which rows draw the complexity curve Σ(e): converged on the branch, de/ds < 0 and Σ ≥ 0 (bool
+    per row)."""
     d = de_ds(rows)
     sig = np.array([r.get("sigma", np.nan) for r in rows], float)
-    conv = np.array([bool(r.get("converged")) for r in rows])
+    conv = np.array([_usable(r) for r in rows])
     with np.errstate(invalid="ignore"):
         return conv & (d < 0) & (sig >= 0)
 
 
 def _nearest(rows, s) -> dict | None:
+    """The solved row nearest s in log s to start from: a usable one where there is one."""
     solved = [r for r in rows if r.get("solved", True)]
-    return min(solved, key=lambda r: abs(math.log(r["s"] / s))) if solved else None
+    pool = [r for r in solved if _usable(r)] or solved
+    return min(pool, key=lambda r: abs(math.log(r["s"] / s))) if pool else None
+
+
+def _both(a: dict, b: dict) -> bool:
+    return bool(a.get("converged")) and bool(b.get("converged"))
+
+
+def discontinuous(a: dict, b: dict) -> bool:
+    """Whether the converged rows ``a`` and ``b`` cannot lie on one continuous Φ: the row of larger
+    Φ (h) lies above the tangent of the other (r) in 1/s, Φ_h − Φ_r > (Σ_r + FALL_Z s.e.)·(1/s_r −
+    1/s_h) + FALL_Z·:func:`diff_se` (Φ concave in 1/s with slope −Σ: every tangent lies above it;
+    module docstring). False unless both converged."""
+    if not _both(a, b):
+        return False
+    r, h = (a, b) if a["phi"] <= b["phi"] else (b, a)
+    tangent = (r["sigma"] + FALL_Z * r["sigma_se"]) * (1 / r["s"] - 1 / h["s"])
+    return bool(h["phi"] - r["phi"] > tangent + FALL_Z * diff_se(a, b))
+
+
+def _dominant(first: dict, second: dict) -> tuple[dict, dict]:
+    """(kept, dropped) of two solves at one s: the converged one of smaller Φ (the dominant saddle:
+    Φ(s) is the minimum over saddles); with one converged, that one; with none, the second."""
+    if _both(first, second):
+        return (first, second) if first["phi"] < second["phi"] else (second, first)
+    return (first, second) if first.get("converged") else (second, first)
+
+
+def _continue(solve, a: dict, b: dict, depth: int, dropped: list, budget: list) -> list[dict]:
+    """The rows from ``a`` (excluded) to b's s, where the solve ``b`` (from ``a``) jumped: the
+    midpoint in log s solved from ``a``, then b's s from the midpoint, each step bisected again
+    (``depth`` levels); the dominant of the two solves at b's s is kept (module docstring).
+    ``budget``: one-element list, the solves still allowed (each solve spends one)."""
+    if depth == 0 or budget[0] < 2 or not discontinuous(a, b):
+        return [b]
+    budget[0] -= 2
+    log.info(
+        "1RSB scan: Φ jumps from s=%g (%.6f) to s=%g (%.6f), off one branch: bisecting",
+        a["s"],
+        a["phi"],
+        b["s"],
+        b["phi"],
+    )
+    mid = solve(math.sqrt(a["s"] * b["s"]), a)
+    left = _continue(solve, a, mid, depth - 1, dropped, budget)
+    again = _continue(solve, left[-1], solve(b["s"], left[-1]), depth - 1, dropped, budget)
+    kept, other = _dominant(b, again[-1])
+    dropped.append(other)
+    log.info("1RSB scan s=%g: kept the saddle of Φ=%.6f, dropped Φ=%.6f", b["s"], kept["phi"], other["phi"])
+    return [*left, *again[:-1], kept]
+
+
+def mark_branch(rows, first_s: float) -> None:
+    """Set ``off_branch`` on the rows (ascending s) that lie off the dominant branch: split the
+    converged rows where Φ is :func:`discontinuous` between neighbours; walking out from the segment
+    holding ``first_s`` (the first row solved), at each break the side whose Φ lies higher there is
+    off (above the continuous Φ): the far side and all beyond it (the continuation did not reach
+    them), or the near segment, the walk going on along the far one."""
+    usable = [i for i, r in enumerate(rows) if r.get("converged") and math.isfinite(r.get("phi", math.nan))]
+    for r in rows:
+        r.pop("off_branch", None)
+    if not usable:
+        return
+    segs = [[usable[0]]]
+    for i, j in zip(usable, usable[1:]):
+        if discontinuous(rows[i], rows[j]):
+            segs.append([])
+        segs[-1].append(j)
+    start = next((k for k, g in enumerate(segs) if rows[g[-1]]["s"] >= first_s), len(segs) - 1)
+    for step in (1, -1):
+        k = start
+        while 0 <= k + step < len(segs):
+            near, far = segs[k], segs[k + step]
+            a, b = (near[-1], far[0]) if step == 1 else (near[0], far[-1])
+            if rows[b]["phi"] > rows[a]["phi"]:
+                for g in segs[k + step :: step] if step == 1 else segs[:k]:
+                    for i in g:
+                        rows[i]["off_branch"] = True
+                break
+            for i in near:
+                rows[i]["off_branch"] = True
+            k += step
+
+
+def _stop_side(rows, side: str) -> str:
+    """Why the grid is not extended beyond ``side`` ("up" / "down"): its outermost solved row did not
+    converge or is off the branch ("" where it may be extended)."""
+    solved = [r for r in rows if r.get("solved", True)]
+    end = solved[-1] if side == "up" else solved[0]
+    if not end.get("converged"):
+        return f"not converged at s={end['s']:g}"
+    if end.get("off_branch"):
+        return f"off the branch at s={end['s']:g}"
+    return ""
 
 
 def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: ScanOptions | None = None) -> ScanResult:
@@ -300,8 +428,9 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
 
     Args:
         solve: ``solve(s, near)`` → a row dict with at least s, phi, phi_se (outer Monte Carlo s.e.
-            of Φ; optionally phi_samples (N₀,), its Monte Carlo part per outer sample), sigma, sigma_se (the closed-form complexity ± s.e.), energy_direct (e(s)) and
-            converged; ``near`` is the solved row nearest s in log s (None for the first), to start from.
+            of Φ; optionally phi_samples (N₀,), its Monte Carlo part per outer sample), sigma,
+            sigma_se (the closed-form complexity ± s.e.), energy_direct ± energy_direct_se (e(s),
+            outer s.e.) and converged; ``near`` is the row to start from (None for the first).
         grid: Parisi parameters > 0 (solved in ascending order).
         options: :class:`ScanOptions` (defaults if None).
     Returns:
@@ -313,23 +442,42 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
     todo = sorted(float(v) for v in grid)
     if not todo or todo[0] <= 0:
         raise ValueError(f"s_grid: need Parisi parameters > 0, got {list(grid)}")
+    first_s = todo[0]
     rows: list[dict] = []
-    side = "up"
-    while len([r for r in rows if r.get("solved", True)]) < o.max_rows:
-        if todo:
-            s = todo.pop(0)
-        else:
+    dropped: list[dict] = []
+    side, stop = "up", "max_rows"
+    while (spent := len(rows) + len(dropped)) < o.max_rows:
+        if not todo:
+            why = _stop_side(rows, side)
+            if why:
+                stop = why
+                break
             ends = [r["s"] for r in rows]
-            s = max(ends) * o.extend if side == "up" else min(ends) / o.extend
-        rows.append(solve(s, _nearest(rows, s)))
-        rows.sort(key=lambda r: r["s"])
+            todo = [max(ends) * o.extend if side == "up" else min(ends) / o.extend]
+        if rows and rows[-1].get("off_branch") and todo[0] > rows[-1]["s"]:  # the branch is lost above
+            stop = _stop_side(rows, "up")
+            break
+        s = todo.pop(0)
+        near = _nearest(rows, s)
+        new = solve(s, near)
+        if near is not None and o.bisect and o.continuity:
+            budget = [o.max_rows - spent - 1]
+            new = _continue(solve, near, new, o.bisect, dropped, budget)
+        else:
+            new = [new]
+        rows = sorted([*rows, *new], key=lambda r: r["s"])
+        if o.continuity:
+            mark_branch(rows, first_s)
         b = bracket(rows)
         side = b.extend
         if b.found:
+            stop = "bracketed"
             break
+    if stop == "max_rows" and not todo:  # spent, but the side to extend ends on a row the rule cannot use
+        stop = _stop_side(rows, side) or stop
     rows += [{"s": s, "converged": False, "solved": False} for s in todo]
     rows.sort(key=lambda r: r["s"])
-    res = ScanResult(rows=rows, bracket=bracket(rows))
+    res = ScanResult(rows=rows, bracket=bracket(rows), dropped=dropped, stop=stop)
     for _ in range(o.refine_max if res.bracketed else 0):
         s_star, how = refine(res.rows, res.bracket)
         if any(r["s"] == s_star for r in res.rows):  # the bracket cannot be narrowed further
@@ -337,8 +485,10 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
         star = solve(s_star, _nearest(res.rows, s_star)) | {"refined": True}
         others = list(res.rows)
         res.rows = sorted([*others, star], key=lambda r: r["s"])
+        if o.continuity:
+            mark_branch(res.rows, first_s)
         res.s_star, res.refine, res.star, res.check = s_star, how, star, star_check(others, star)
-        if not star["converged"] or res.check.ok:
+        if not star["converged"] or star.get("off_branch") or res.check.ok:
             break
         res.bracket = bracket(res.rows)
     res.bracket = bracket(res.rows)  # on the final rows (refined solves included)

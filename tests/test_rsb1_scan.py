@@ -257,3 +257,14 @@ def test_the_grid_is_not_extended_beyond_a_row_that_did_not_converge():
     )
     assert calls == [0.25, 0.5, 1.0, 2.0, 4.0]
     assert res.stop == "not converged at s=4" and res.lower_bound and res.reported["s"] == 2.0
+
+
+def test_the_tangent_bound_takes_the_slope_within_its_error_on_either_side():
+    """Rows at s = 1 and 1.5 whose Φ falls by 8·10⁻⁴ towards larger s (paired s.e. 10⁻⁵): a
+    continuous concave Φ with Σ(1.5) = 0.018 would rise by ≥ 0.018·(1 − 2/3) = 0.006; with Σ's s.e.
+    0.082 a slope down to 0.018 − 2·0.082 < 0 is allowed (not discontinuous), with s.e. 10⁻³ it is
+    not (discontinuous). The same fall seen from the other side (h at larger s) is never a jump."""
+    row = lambda s, phi, se: {"s": s, "phi": phi, "phi_se": 1e-5, "sigma": 0.018, "sigma_se": se, "converged": True}
+    assert not discontinuous(row(1.0, 8e-4, 0.082), row(1.5, 0.0, 0.082))
+    assert discontinuous(row(1.0, 8e-4, 1e-3), row(1.5, 0.0, 1e-3))
+    assert not discontinuous(row(1.0, 0.0, 1e-3), row(1.5, 8e-4, 1e-3))  # rises by less than Σ allows

@@ -337,13 +337,14 @@ def _both(a: dict, b: dict) -> bool:
 
 def discontinuous(a: dict, b: dict) -> bool:
     """Whether the converged rows ``a`` and ``b`` cannot lie on one continuous Φ: the row of larger
-    Φ (h) lies above the tangent of the other (r) in 1/s, Φ_h − Φ_r > (Σ_r + FALL_Z s.e.)·(1/s_r −
-    1/s_h) + FALL_Z·:func:`diff_se` (Φ concave in 1/s with slope −Σ: every tangent lies above it;
+    Φ (h) lies above the tangent of the other (r) in 1/s, Φ_h − Φ_r > Σ_r·(1/s_r − 1/s_h) +
+    FALL_Z·(s.e. of Σ_r)·|1/s_r − 1/s_h| + FALL_Z·:func:`diff_se` (Φ concave in 1/s with slope −Σ: every tangent lies above it;
     module docstring). False unless both converged."""
     if not _both(a, b):
         return False
     r, h = (a, b) if a["phi"] <= b["phi"] else (b, a)
-    tangent = (r["sigma"] + FALL_Z * r["sigma_se"]) * (1 / r["s"] - 1 / h["s"])
+    dt = 1 / r["s"] - 1 / h["s"]
+    tangent = r["sigma"] * dt + FALL_Z * r["sigma_se"] * abs(dt)  # the slope Σ_r ± FALL_Z s.e. most lenient
     return bool(h["phi"] - r["phi"] > tangent + FALL_Z * diff_se(a, b))
 
 

@@ -43,8 +43,9 @@ def pytest_unconfigure(config):
 #: hands files to the workers in collection order; the rest keep theirs): the Slurm run of the smoke
 #: workflow and the replica tests (~5 min each) side by side, then the smoke workflow and its
 #: cut-down install run, which load the XLA programs the Slurm run compiled (the session's cache,
-#: :func:`share_jax_cache`) instead of compiling them at the same time; the long files early, so
-#: that none is left for the end
+#: :func:`share_jax_cache`) instead of compiling them at the same time; the long files early (the
+#: last five: half a minute to two minutes each on CI's 2-core machine, otherwise late in alphabetical
+#: order), so that none is left for the end, when the other worker would have nothing left to do
 FIRST = (
     "test_slurm.py",
     "test_replica.py",
@@ -53,6 +54,11 @@ FIRST = (
     "test_benchmarks.py",
     "test_prox.py",
     "test_rsb1.py",
+    "test_train.py",
+    "test_resources.py",
+    "test_batch_means.py",
+    "test_stability.py",
+    "test_validation.py",
 )
 
 

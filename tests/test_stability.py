@@ -199,6 +199,10 @@ def test_replicon_operator_predicts_the_erm_susceptibility():
     task = SLRTask(Setting("spiked", 1.0, L, 0.0), D)
     n = int(alpha * D)
     vals = []  # per seed: (1/D) tr H⁻¹ (k, v), (1/D) tr H⁻² (k, v)
+    # one compiled program for every seed (op by op, the first seed's Hessian compiles ~100 of them)
+    hessian = jax.jit(
+        jax.hessian(lambda t, X, mask, y: n * objective({"k": t[:D], "v": t[D:]}, X, mask, y, "linear", lam))
+    )
     for seed in range(4):
         ks, vs = make_teacher(D, 1000 + seed)
         ch = sample_chunk(task, ks, vs, seed, 0, n)
@@ -206,12 +210,8 @@ def test_replicon_operator_predicts_the_erm_susceptibility():
             p0 = {"k": jnp.asarray(ks * r["m_k"]), "v": jnp.asarray(vs * r["m_v"])}
             X = ch.X.astype(np.float64)
             res = minimize(p0, X, ch.mask, ch.y, "linear", lam, SolverOptions(max_iter=3000, tol=1e-10))
-            Xj, mj, yj = jnp.asarray(X), jnp.asarray(ch.mask), jnp.asarray(ch.y)
-            H = np.asarray(
-                jax.hessian(
-                    lambda t, Xj=Xj, mj=mj, yj=yj: n * objective({"k": t[:D], "v": t[D:]}, Xj, mj, yj, "linear", lam)
-                )(jnp.concatenate([res.params["k"], res.params["v"]]))
-            )
+            t = jnp.concatenate([res.params["k"], res.params["v"]])
+            H = np.asarray(hessian(t, jnp.asarray(X), jnp.asarray(ch.mask), jnp.asarray(ch.y)))
         Hi = np.linalg.inv(H)
         Hi2 = Hi @ Hi
         tr = lambda A, a: np.trace(A[a * D : (a + 1) * D, a * D : (a + 1) * D]) / D

@@ -40,8 +40,10 @@ def _name_of(path: Path) -> str:
     return ".".join(parts)
 
 
-@cache
-def _direct_imports(path: Path) -> frozenset[str]:
+@cache  # the steps' closures overlap: each file is parsed once per process
+def _analyse(path: Path) -> tuple[frozenset[str], bytes]:
+    """(the ``slrpipe`` modules ``path`` imports, its code without docstrings as text: :func:`_code`),
+    from one parse."""
     tree = ast.parse(path.read_text(), filename=str(path))
     me = _name_of(path)
     pkg = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
@@ -58,7 +60,22 @@ def _direct_imports(path: Path) -> frozenset[str]:
                 mod = node.module or ""
             found.add(mod)
             found.update(f"{mod}.{a.name}" for a in node.names)  # `from pkg import submodule`
-    return frozenset(n for n in found if n.split(".")[0] == PACKAGE)
+    imports = frozenset(n for n in found if n.split(".")[0] == PACKAGE)
+    for node in ast.walk(tree):  # then strip the docstrings (after the imports were read)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
+                node.body = body[1:] or [ast.Pass()]
+    return imports, ast.dump(tree, include_attributes=False).encode()
+
+
+def _direct_imports(path: Path) -> frozenset[str]:
+    return _analyse(path)[0]
 
 
 def closure(modules, exclude=()) -> list[Path]:
@@ -82,21 +99,9 @@ def closure(modules, exclude=()) -> list[Path]:
     return sorted(seen)
 
 
-@cache  # the steps' closures overlap: each file is parsed once per process
 def _code(path: Path) -> bytes:
     """The module's syntax tree without docstrings, as text: what runs, not how it is documented."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if (
-                body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)
-            ):
-                node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree, include_attributes=False).encode()
+    return _analyse(path)[1]
 
 
 def fingerprint(modules, exclude=()) -> str:

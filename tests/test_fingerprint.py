@@ -18,8 +18,7 @@ def test_closure_follows_imports_and_excludes():
 
 def _forget():
     """Drop the per-process caches of parsed sources (files are edited between fingerprints here)."""
-    fp._direct_imports.cache_clear()
-    fp._code.cache_clear()
+    fp._analyse.cache_clear()
 
 
 def test_fingerprint_changes_with_imported_source(tmp_path, monkeypatch):

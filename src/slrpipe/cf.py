@@ -148,6 +148,8 @@ LONG_NAMES = {
     "on_curve": "on the complexity curve Sigma(e): converged, de/ds < 0 and Sigma >= 0 (1) or not (0)",
     "de_ds": "de/ds by finite differences over the converged rows",
     "refined": "a solve refining s* (1) or a row of the grid or its extension (0)",
+    "off_branch": "a row off the dominant branch of Phi(s), unused by the rule (1) or on it (0)",
+    "branch_lost": "the scan left the dominant branch and rows were set off it (1) or not (0)",
     "s_star": "Parisi parameter s* = argmax Phi(s) (NaN: no maximum bracketed)",
     "s_reported": "Parisi parameter of the state reported (s*, else the largest Phi; NaN: not solved)",
     "bracketed": "a maximum of Phi(s) bracketed by rows 2 s.e. below it: s* found (1) or not (0)",

@@ -360,6 +360,10 @@ def test_ground_state_scans_by_the_zero_temperature_rule_and_writes_its_record(m
     assert float(ds.objective) == pytest.approx(-math.sqrt(ln2), abs=1e-4)
     assert int(ds.scan_refined.sum()) >= 1 and ds.sizes["s"] == 5 + int(ds.scan_refined.sum())
     assert ds.scan_on_curve.values.tolist() == (ds.s.values <= 2 * math.sqrt(ln2)).tolist()
+    # the two estimators of Σ are one potential here (e linear in s): every interval z = 0, S = 1
+    z = ds.scan_sigma_chord_z.values
+    assert np.isfinite(z[:-1]).all() and np.isnan(z[-1]) and np.abs(z[:-1]).max() < 1e-9
+    assert int(ds.sigma_dof) == ds.sizes["s"] - 1 and float(ds.sigma_scale) == 1.0
     ds.to_netcdf(tmp_path / "p.nc")  # every variable and attribute writable
 
 

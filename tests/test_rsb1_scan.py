@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
+from slrpipe.theory.replica.rsb1.estimators import legendre, paired_se
 from slrpipe.theory.replica.rsb1.scan import (
     FALL_Z,
     ScanOptions,
@@ -21,7 +22,6 @@ from slrpipe.theory.replica.rsb1.scan import (
     diff_se,
     discontinuous,
     on_curve,
-    paired_se,
     scan_potential,
 )
 
@@ -268,3 +268,41 @@ def test_the_tangent_bound_takes_the_slope_within_its_error_on_either_side():
     assert not discontinuous(row(1.0, 8e-4, 0.082), row(1.5, 0.0, 0.082))
     assert discontinuous(row(1.0, 8e-4, 1e-3), row(1.5, 0.0, 1e-3))
     assert not discontinuous(row(1.0, 0.0, 1e-3), row(1.5, 8e-4, 1e-3))  # rises by less than Σ allows
+
+
+def test_the_two_estimators_of_sigma_are_one_potential_on_the_rem():
+    """The chord of Φ between rows, s_i s_j (Φ_j − Φ_i)/(s_j − s_i), is the REM's ln 2 − s_i s_j/4,
+    and the closed forms' weighted mean equals it exactly (e = −s/2 is linear: the trapezoid on
+    e = d(sΦ)/ds is exact), so z = 0 on every interval and the s.e. keep their factor 1."""
+    res = scan_potential(rem(), [0.5, 1.0, 2.0, 4.0])
+    rows, leg = res.rows, res.legendre
+    used = [i for i, r in enumerate(rows) if r.get("converged")]
+    for i, j in zip(used, used[1:]):
+        assert leg.sigma_chord[i] == pytest.approx(LN2 - rows[i]["s"] * rows[j]["s"] / 4, abs=1e-12)
+        assert abs(leg.z[i]) < 1e-9
+    assert leg.dof == len(used) - 1 and leg.scale == 1.0 and res.check.scale == 1.0
+    assert res.check.sigma_se == 1e-2  # the closed form's s.e. as solved
+
+
+def test_a_closed_form_off_the_potential_is_measured_and_carried_in_the_se():
+    """Σ's closed form shifted by δ = 0.05 (5 of its s.e.) on every row: each interval's z is
+    δ over its combined s.e. (0.01 and the chord's, paired as if independent: s_i s_j/Δs · √2·10⁻³),
+    S = √(mean z²), and the rule reads Σ with s.e. × S: in the check of s* and in the refinement. Its
+    first step is the root of Σ between s = 1 and 2; at that root Σ = 0.056 lies within 2·S s.e.
+    (0.076), so the second step takes the vertex of Φ's parabola (with the s.e. as solved, 0.02, it
+    would take the root of Σ again)."""
+    delta = 0.05
+
+    def biased(s, near):
+        return rem()(s, near) | {"sigma": LN2 - s * s / 4 + delta}
+
+    grid = [0.5, 1.0, 2.0, 4.0]
+    leg = legendre([biased(s, None) for s in grid], range(4))
+    se = [math.hypot(1e-2, a * b / (b - a) * math.sqrt(2) * 1e-3) for a, b in zip(grid, grid[1:])]
+    assert leg.z[:3] == pytest.approx([delta / v for v in se], rel=1e-9) and np.isnan(leg.z[3])
+    scale = math.sqrt(np.mean([(delta / v) ** 2 for v in se]))
+    assert leg.scale == pytest.approx(scale) and 3 < scale < 5
+    res = scan_potential(biased, grid)
+    assert res.bracketed and res.legendre.scale > 3
+    assert res.check.scale == res.legendre.scale and res.check.sigma_se == pytest.approx(1e-2 * res.legendre.scale)
+    assert res.refine == "phi fit"

@@ -126,6 +126,17 @@ def test_a_largest_phi_state_is_a_lower_bound_with_its_complexity():
     )
 
 
+def test_sigma_cells_say_when_their_se_carry_the_estimators_disagreement():
+    """S > 1 (slrpipe.theory.replica.rsb1.estimators) is shown beside Σ(s*), and beside '—' without
+    a bracket; S = 1 and a store without the column show nothing."""
+    for extra, cell in (
+        ({"rsb1_sigma_scale": 2.345}, "0.0040 ± 0.0100 / -0.0020 ± 0.0120; s.e. × 2.3"),
+        ({"rsb1_sigma_scale": 1.0}, "0.0040 ± 0.0100 / -0.0020 ± 0.0120"),
+        ({"rsb1_sigma_scale": 1.7, "rsb1_bracketed": 0.0, "rsb1_lower_bound": 1.0}, "—; s.e. × 1.7"),
+    ):
+        assert tables.rsb1([_row(**RSB1 | extra)]).splitlines()[2].split("|")[13].strip() == cell
+
+
 def test_empty_tables_say_why():
     for name in tables.TABLES:
         assert tables.RENDERERS[name]([]) == tables.NO_COMPARISON

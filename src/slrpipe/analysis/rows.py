@@ -105,6 +105,7 @@ class Row:
     rsb1_star_sigma_fd: float | None = _rsb1()
     rsb1_star_sigma_fd_se: float | None = _rsb1()
     rsb1_star_de_ds: float | None = _rsb1()
+    rsb1_sigma_scale: float | None = _rsb1()
     rsb1_objective: float | None = _rsb1()
     rsb1_objective_se: float | None = _rsb1()
     rsb1_test_error: float | None = _rsb1()

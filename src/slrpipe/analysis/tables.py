@@ -115,10 +115,13 @@ def _closed(r: Row, which: str) -> str:
 
 
 def _star_sigma(r: Row) -> str:
-    """Σ(s*) ± s.e. by the closed form and by s² dΦ/ds, '—' without a bracketed s*."""
+    """Σ(s*) ± s.e. by the closed form and by s² dΦ/ds, '—' without a bracketed s*; '; s.e. × S'
+    where the two estimators disagree on the scan beyond their errors (S > 1, the factor already
+    on these s.e.; slrpipe.theory.replica.rsb1.estimators)."""
+    scale = f"; s.e. × {r.rsb1_sigma_scale:.2g}" if finite(r.rsb1_sigma_scale) and r.rsb1_sigma_scale > 1 else ""
     if r.rsb1_bracketed != 1 or not finite(r.rsb1_star_sigma):
-        return "—"
-    return f"{pm(r.rsb1_star_sigma, r.rsb1_star_sigma_se)} / {pm(r.rsb1_star_sigma_fd, r.rsb1_star_sigma_fd_se)}"
+        return "—" + scale
+    return f"{pm(r.rsb1_star_sigma, r.rsb1_star_sigma_se)} / {pm(r.rsb1_star_sigma_fd, r.rsb1_star_sigma_fd_se)}{scale}"
 
 
 def _drift(r: Row) -> str:

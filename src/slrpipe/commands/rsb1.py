@@ -120,9 +120,23 @@ def record(ground) -> dict:
         checked=res.bracketed and res.check.ok,
         de_ds=de_ds(res.rows),
         on_curve=on_curve(res.rows),
+        **_legendre(res.legendre),
         **{f"star_{k}": getattr(res.check, k) for k in CHECKS},
     )
     return out
+
+
+def _legendre(leg) -> dict:
+    """The two estimators of Σ compared (slrpipe.theory.replica.rsb1.estimators.Legendre) as the
+    record's ``sigma_chord*`` rows and ``sigma_chi2``, ``sigma_dof``, ``sigma_scale`` scalars."""
+    return dict(
+        sigma_chord=leg.sigma_chord,
+        sigma_chord_se=leg.sigma_chord_se,
+        sigma_chord_z=leg.z,
+        sigma_chi2=leg.chi2,
+        sigma_dof=leg.dof,
+        sigma_scale=leg.scale,
+    )
 
 
 def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
@@ -134,7 +148,11 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     inner ESS, residual, converged, N₁ biases; ``scan_refined``: a solve refining s*;
     ``scan_off_branch``: a row off the dominant branch, unused by the rule; ``scan_de_ds``:
     de/ds by finite differences over converged rows; ``scan_on_curve``: drawn on the complexity
-    curve Σ(e), converged with de/ds < 0 and Σ ≥ 0); ``rs_*`` scalars (:data:`RS_KEYS`, RS on the
+    curve Σ(e), converged with de/ds < 0 and Σ ≥ 0; ``scan_sigma_chord`` ± ``scan_sigma_chord_se``:
+    Σ from the difference of Φ over the interval to the next row the rule uses, and
+    ``scan_sigma_chord_z``: the closed form's disagreement with it there in s.e.,
+    slrpipe.theory.replica.rsb1.estimators); ``sigma_chi2`` over ``sigma_dof`` intervals and
+    ``sigma_scale``, the factor on every s.e. of Σ the rule reads; ``rs_*`` scalars (:data:`RS_KEYS`, RS on the
     same samples, hard channel; ``rs_objective_se`` its outer Monte Carlo s.e.); the rule's scalars
     (slrpipe.theory.replica.rsb1.scan): ``bracketed`` (a maximum of Φ bracketed: s* found),
     ``lower_bound`` (not bracketed: the objective is only a lower bound of e_gs), ``branch_lost``
@@ -158,6 +176,8 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     data["scan_off_branch"] = ("s", np.array([bool(r.get("off_branch", False)) for r in rows]))
     data["scan_de_ds"] = ("s", np.asarray(res.get("de_ds", np.full(len(rows), nan)), float))
     data["scan_on_curve"] = ("s", np.asarray(res.get("on_curve", np.zeros(len(rows), bool)), bool))
+    for k in ("sigma_chord", "sigma_chord_se", "sigma_chord_z"):
+        data[f"scan_{k}"] = ("s", np.asarray(res.get(k, np.full(len(rows), nan)), float))
     data.update({f"rs_{k}": ((), res["rs"][k]) for k in RS_KEYS})
     data["rs_objective_se"] = ((), job.alpha * res["rs"]["train_loss_se"])  # the train loss's outer MC s.e.
     rep = res.get("reported")
@@ -170,6 +190,9 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
         branch_lost=((), bool(res.get("branch_lost", False))),
         checked=((), bool(res.get("checked", False))),
         s_star=((), float(res.get("s_star", nan))),
+        sigma_chi2=((), float(res.get("sigma_chi2", nan))),
+        sigma_dof=((), int(res.get("sigma_dof", 0))),
+        sigma_scale=((), float(res.get("sigma_scale", nan))),
         s_reported=((), float(res.get("s_reported", nan))),
         **{f"star_{k}": ((), float(res.get(f"star_{k}", nan))) for k in CHECKS},
         **{f"n0x2_{k}": ((), float(res.get("n0x2", {}).get(k, nan))) for k in N0X2},

@@ -24,12 +24,15 @@ of one scan share, where the rows carry them). :func:`scan_potential` applies it
 3. check s*: Σ(s*) = 0 within ``FALL_Z`` s.e. by the closed form and by s²Φ′ (the derivative of
    the parabola of Φ through s* and its converged neighbours, its s.e. paired over the outer
    samples, :func:`diff_se`), and de/ds < 0 there (the energies of those neighbours);
+   in 2 and 3 every s.e. of Σ is that of the estimators compared on the rows the rule uses: ×
+   the scale factor S ≥ 1 of their measured disagreement (slrpipe.theory.replica.rsb1.estimators);
 4. where no maximum is bracketed, the largest Φ of a converged row is only a LOWER BOUND of e_gs.
 
 Φ(s) = min over saddles, and it is continuous and concave in 1/s (a minimum of functions linear in
 1/s), with slope −Σ in 1/s: every tangent lies above it. A continuation that lands on a saddle of
 higher Φ breaks this, so each solve is checked against the row it started from
-(:func:`discontinuous`: the higher row above the other's tangent by more than ``FALL_Z`` s.e.).
+(:func:`discontinuous`: the higher row above the other's tangent by more than ``FALL_Z`` s.e.; Σ's
+s.e. as solved, since S is measured on the rows this test leaves on the branch).
 Where it is, the step is bisected in log s (``ScanOptions.bisect`` levels): the midpoint is
 solved from the start row and the s from the midpoint; at one s the converged saddle of smaller Φ is
 kept (the dominant one; the other is in ``ScanResult.dropped``). A jump of Φ that remains between
@@ -54,6 +57,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from slrpipe.theory.replica.rsb1.estimators import Legendre, diff_se, legendre, sigma_fd
 from slrpipe.vocabulary import DEFAULTS
 
 log = logging.getLogger(__name__)
@@ -94,14 +98,16 @@ class ScanOptions:
 
 @dataclass(frozen=True)
 class StarCheck:
-    """The checks of s* (module docstring, 3): Σ(s*) by the closed form ± s.e. and by s²Φ′ ± s.e.,
-    de/ds there, and whether each holds (within ``FALL_Z`` s.e.; de/ds < 0). NaN: not estimable."""
+    """The checks of s* (module docstring, 3): Σ(s*) by the closed form ± s.e. and by s²Φ′ ± s.e.
+    (each s.e. multiplied by ``scale``, :attr:`Legendre.scale` of the scan's rows), de/ds there, and
+    whether each holds (within ``FALL_Z`` s.e.; de/ds < 0). NaN: not estimable."""
 
     sigma: float = math.nan
     sigma_se: float = math.nan
     sigma_fd: float = math.nan
     sigma_fd_se: float = math.nan
     de_ds: float = math.nan
+    scale: float = 1.0
 
     @property
     def sigma_ok(self) -> bool:
@@ -159,6 +165,9 @@ class ScanResult:
     dropped: the saddles solved at an s that holds one of smaller Φ (or a converged one), kept aside.
     stop: why the scan ended: "bracketed", "max_rows" (the solves allowed are spent), "not converged
     at s=…" or "off the branch at s=…" (the side to extend ends on such a row).
+    legendre: the two estimators of Σ compared on the final rows the rule uses
+    (:class:`~slrpipe.theory.replica.rsb1.estimators.Legendre`; its scale multiplies every Σ s.e.
+    the rule reads).
     """
 
     rows: list
@@ -169,6 +178,7 @@ class ScanResult:
     check: StarCheck = field(default_factory=StarCheck)
     dropped: list = field(default_factory=list)
     stop: str = ""
+    legendre: Legendre | None = None
 
     @property
     def bracketed(self) -> bool:
@@ -203,30 +213,6 @@ def _conv(rows) -> list[int]:
     return [i for i, r in enumerate(rows) if _usable(r)]
 
 
-def paired_se(x) -> float:
-    """Standard error of the mean of per-outer-sample values x (N,), N even, pairing the antithetic
-    halves (sample i with i + N/2), as the channel's estimators do."""
-    x = np.asarray(x, float)
-    h = x.shape[0] // 2
-    p = 0.5 * (x[:h] + x[h:])
-    return float(p.std(ddof=1) / math.sqrt(h))
-
-
-def _shared(*rows) -> bool:
-    """Whether every row carries ``phi_samples`` on the same outer samples (one scan's solves)."""
-    samples = [r.get("phi_samples") for r in rows]
-    return all(v is not None for v in samples) and len({np.shape(v) for v in samples}) == 1
-
-
-def diff_se(a: dict, b: dict) -> float:
-    """Standard error of Φ_a − Φ_b: paired over the outer samples where both rows carry
-    ``phi_samples`` (the Monte Carlo part of Φ per outer sample, common random numbers: the
-    difference is far less noisy than either value), else the two s.e. combined as if independent."""
-    if _shared(a, b):
-        return paired_se(np.asarray(a["phi_samples"]) - np.asarray(b["phi_samples"]))
-    return math.hypot(a.get("phi_se", 0.0), b.get("phi_se", 0.0))
-
-
 def _fallen(top: dict, row: dict) -> bool:
     """Φ of ``row`` at least FALL_Z s.e. (of the difference, :func:`diff_se`) below ``top``'s."""
     return top["phi"] - row["phi"] >= FALL_Z * diff_se(top, row)
@@ -255,14 +241,15 @@ def _neighbours(rows, conv, i) -> tuple[int, int]:
     return conv[k - 1], conv[k + 1]
 
 
-def refine(rows, b: Bracket) -> tuple[float, str]:
-    """s* inside the found bracket ``b`` (module docstring, 2): (s*, "sigma root" | "phi fit")."""
+def refine(rows, b: Bracket, scale: float = 1.0) -> tuple[float, str]:
+    """s* inside the found bracket ``b`` (module docstring, 2): (s*, "sigma root" | "phi fit"); Σ's
+    s.e. multiplied by ``scale`` (:attr:`Legendre.scale`)."""
     top = b.top
     conv = [i for i in _conv(rows) if b.lo <= i <= b.hi]
     a, b = _neighbours(rows, conv, top)
     for i, j in ((a, top), (top, b)):
         ri, rj = rows[i], rows[j]
-        resolved = all(abs(r["sigma"]) >= FALL_Z * r["sigma_se"] for r in (ri, rj))
+        resolved = all(abs(r["sigma"]) >= FALL_Z * scale * r["sigma_se"] for r in (ri, rj))
         if resolved and ri["sigma"] > 0 > rj["sigma"]:
             return ri["s"] + (rj["s"] - ri["s"]) * ri["sigma"] / (ri["sigma"] - rj["sigma"]), "sigma root"
     p2, p1, _ = _parabola([rows[i]["s"] for i in (a, top, b)], [rows[i]["phi"] for i in (a, top, b)])
@@ -270,33 +257,19 @@ def refine(rows, b: Bracket) -> tuple[float, str]:
     return float(min(max(s_v, rows[a]["s"]), rows[b]["s"])), "phi fit"
 
 
-def star_check(rows, star: dict) -> StarCheck:
+def star_check(rows, star: dict, scale: float = 1.0) -> StarCheck:
     """The checks of s* (module docstring, 3) from the solve ``star`` and its converged neighbours
-    in ``rows`` (one on each side; NaN entries where a side has none)."""
+    in ``rows`` (one on each side; NaN entries where a side has none); both estimators' s.e.
+    multiplied by ``scale`` (:attr:`Legendre.scale`)."""
     s = star["s"]
     conv = _conv(rows)
     left = [i for i in conv if rows[i]["s"] < s]
     right = [i for i in conv if rows[i]["s"] > s]
-    chk = {"sigma": star["sigma"], "sigma_se": star["sigma_se"]}
+    chk = {"sigma": star["sigma"], "sigma_se": scale * star["sigma_se"], "scale": scale}
     if left and right and star["converged"]:
         a, b = rows[left[-1]], rows[right[0]]
-        pts = (a, star, b)
-        ss = np.array([r["s"] for r in pts])
-        # derivative at s of the Lagrange parabola through the three points: weights w·Φ
-        w = np.array(
-            [
-                (2 * s - ss[1] - ss[2]) / ((ss[0] - ss[1]) * (ss[0] - ss[2])),
-                (2 * s - ss[0] - ss[2]) / ((ss[1] - ss[0]) * (ss[1] - ss[2])),
-                (2 * s - ss[0] - ss[1]) / ((ss[2] - ss[0]) * (ss[2] - ss[1])),
-            ]
-        )
-        phi = np.array([r["phi"] for r in pts])
-        chk["sigma_fd"] = float(s * s * w @ phi)
-        if _shared(*pts):  # paired over the outer samples
-            chk["sigma_fd_se"] = s * s * paired_se(sum(wj * np.asarray(r["phi_samples"]) for wj, r in zip(w, pts)))
-        else:
-            se = np.array([r.get("phi_se", 0.0) for r in pts])
-            chk["sigma_fd_se"] = float(s * s * math.sqrt(float((w * se) @ (w * se))))
+        fd, fd_se = sigma_fd((a, star, b), s)
+        chk.update(sigma_fd=fd, sigma_fd_se=scale * fd_se)
         chk["de_ds"] = (b["energy_direct"] - a["energy_direct"]) / (b["s"] - a["s"])
     return StarCheck(**chk)
 
@@ -479,8 +452,9 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
     rows += [{"s": s, "converged": False, "solved": False} for s in todo]
     rows.sort(key=lambda r: r["s"])
     res = ScanResult(rows=rows, bracket=bracket(rows), dropped=dropped, stop=stop)
+    res.legendre = legendre(res.rows, _conv(res.rows))
     for _ in range(o.refine_max if res.bracketed else 0):
-        s_star, how = refine(res.rows, res.bracket)
+        s_star, how = refine(res.rows, res.bracket, res.legendre.scale)
         if any(r["s"] == s_star for r in res.rows):  # the bracket cannot be narrowed further
             break
         star = solve(s_star, _nearest(res.rows, s_star)) | {"refined": True}
@@ -488,7 +462,9 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
         res.rows = sorted([*others, star], key=lambda r: r["s"])
         if o.continuity:
             mark_branch(res.rows, first_s)
-        res.s_star, res.refine, res.star, res.check = s_star, how, star, star_check(others, star)
+        res.legendre = legendre(res.rows, _conv(res.rows))
+        res.s_star, res.refine, res.star = s_star, how, star
+        res.check = star_check(others, star, res.legendre.scale)
         if not star["converged"] or star.get("off_branch") or res.check.ok:
             break
         res.bracket = bracket(res.rows)

@@ -5,7 +5,7 @@ import sys
 
 from slrpipe.figures import DRAWS_SETTING_REPLICA, READS_ROWS, REGISTRY
 from slrpipe.fingerprint import fingerprint
-from slrpipe.commands._config import plan_text
+from slrpipe.commands.plan_file import plan_text
 from slrpipe.io import write_text
 from slrpipe.job_args import command_line
 from slrpipe.manifests import MANIFEST as MANIFEST_PATTERN

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from slrpipe.commands._config import add_config_arguments, load_plan
+from slrpipe.commands.plan_file import add_config_arguments, load_plan
 
 
 def add_arguments(p):

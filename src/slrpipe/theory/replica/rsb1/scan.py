@@ -204,8 +204,12 @@ class ScanResult:
         return self.top is not None and not self.bracketed
 
 
+def _converged(r: dict) -> bool:
+    return bool(r.get("converged")) and math.isfinite(r.get("phi", math.nan))
+
+
 def _usable(r: dict) -> bool:
-    return bool(r.get("converged")) and math.isfinite(r.get("phi", math.nan)) and not r.get("off_branch")
+    return _converged(r) and not r.get("off_branch")
 
 
 def _conv(rows) -> list[int]:
@@ -359,7 +363,7 @@ def mark_branch(rows, first_s: float) -> None:
     holding ``first_s`` (the first row solved), at each break the side whose Φ lies higher there is
     off (above the continuous Φ): the far side and all beyond it (the continuation did not reach
     them), or the near segment, the walk going on along the far one."""
-    usable = [i for i, r in enumerate(rows) if r.get("converged") and math.isfinite(r.get("phi", math.nan))]
+    usable = [i for i, r in enumerate(rows) if _converged(r)]
     for r in rows:
         r.pop("off_branch", None)
     if not usable:

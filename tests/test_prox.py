@@ -99,7 +99,7 @@ def test_fixed_point_reproduces_the_unrolled_factorisation_at_L3(sigma):
         assert r[k] == pytest.approx(ref, rel=1e-6), k
 
 
-# n ≤ 6 runs the straight-line factorisation, n ≥ 7 the library one (linalg._UNROLL_MAX)
+# n ≤ 6 runs the straight-line factorisation, n ≥ 7 the library one (linalg.UNROLL_MAX)
 @pytest.mark.parametrize("n", [1, 3, 6, 7, 17])
 def test_cholesky_solves_and_inverts(n):
     import jax
@@ -117,7 +117,7 @@ def test_cholesky_solves_and_inverts(n):
         # not positive definite: flagged (a negative eigenvalue)
         Lbad, bad = linalg.cholesky(jnp.asarray(A - 2 * np.linalg.eigvalsh(A)[-1] * np.eye(n)), 0.0)
     assert bool(ok) and not bool(bad)
-    if n > linalg._UNROLL_MAX:  # the library's NaN factor replaced by a finite stand-in
+    if n > linalg.UNROLL_MAX:  # the library's NaN factor replaced by a finite stand-in
         assert np.all(np.isfinite(np.asarray(Lbad)))
     np.testing.assert_allclose(np.asarray(Lm), np.linalg.cholesky(A), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(np.asarray(x), np.linalg.solve(A, b), rtol=1e-9, atol=1e-10)

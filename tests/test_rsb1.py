@@ -100,7 +100,7 @@ def test_dq_zero_reproduces_the_rs_fixed_point():
             for k1, k0 in (("mhat", "mhat"), ("q0hat", "qhat"), ("Vhat", "Vhat")):
                 assert ch[f"{k1}_{a}"] == pytest.approx(ref[f"{k0}_{a}"], rel=1e-10, abs=1e-12)
         fx = rsb1.rsb1_prior(0.1, s, ch)
-        assert rsb1._residual(x, fx) < tol  # the RS fixed point is a 1RSB fixed point
+        assert rsb1.state_residual(x, fx) < tol  # the RS fixed point is a 1RSB fixed point
         assert fx[2] < 1e-20 and fx[6] < 1e-20  # rounding of a variance of equal values
         th = rsb1.thermodynamics(0.1, 5.0, s, x, ch)
         assert th["sigma"] == pytest.approx(0.0, abs=1e-12)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import optax
 
 from slrpipe.models.attention import attention_from_fields
-from slrpipe.train.erm import _project
+from slrpipe.train.erm import project
 
 #: sufficient decrease (Armijo) and strong curvature constants, those of optax's zoom line search
 C1, C2 = 1e-4, 0.9
@@ -70,7 +70,7 @@ def _fields(P, X, XT):
         # W built column-wise: from Wᵀ, XLA would fold the transpose into the backward product
         W = jnp.stack([P["k"], P["v"]], axis=-1).astype(X.dtype) / scale  # (S, D, 2)
         W = jnp.transpose(W, (1, 0, 2)).reshape(D, 2 * S)
-        proj = X @ W if XT is None else _project(W, X, XT)  # (n, L, 2S)
+        proj = X @ W if XT is None else project(W, X, XT)  # (n, L, 2S)
         F = jnp.moveaxis(proj.reshape(n, L, S, 2), (2, 3), (0, 1))
     return F[:, 0], F[:, 1]
 
@@ -146,14 +146,14 @@ def _values_and_grads(P, data, segments, lam, on=None):
     return values, grads
 
 
-def _lanes(x, like):
+def lane_shaped(x, like):
     """x (S,) shaped to broadcast against the lane-stacked array ``like`` (S, …)."""
     return x.reshape(x.shape + (1,) * (like.ndim - 1))
 
 
 def _along(P, t, d):
     """P + t d per lane (t (S,))."""
-    return jax.tree.map(lambda p, u: p + _lanes(t, p) * u, P, d)
+    return jax.tree.map(lambda p, u: p + lane_shaped(t, p) * u, P, d)
 
 
 def _lane_dot(a, b):
@@ -163,7 +163,7 @@ def _lane_dot(a, b):
 
 def _where(mask, a, b):
     """Lane-wise select between two lane-stacked pytrees (mask (S,))."""
-    return jax.tree.map(lambda x, y: jnp.where(_lanes(mask, x), x, y), a, b)
+    return jax.tree.map(lambda x, y: jnp.where(lane_shaped(mask, x), x, y), a, b)
 
 
 def _cubic_step(a, fa, da, b, fb, db):
@@ -265,7 +265,7 @@ def _tick(s: LaneState, on, data, segments, lam, opt, compact) -> LaneState:
     return _where(on, new, s)
 
 
-def _lanes_init(P, data, lam, segments, memory_size) -> LaneState:
+def lanes_init(P, data, lam, segments, memory_size) -> LaneState:
     """The ``LaneState`` at lane-stacked params P (count 0): J and ∇J evaluated there, the first
     search started along optax's first L-BFGS direction."""
     value, grad = _values_and_grads(P, data, segments, lam)
@@ -283,7 +283,7 @@ def lane_gnorm(grad):
     return jnp.sqrt(_lane_dot(grad, grad))
 
 
-def _lanes_block(state: LaneState, data, lam, live, end, tol, segments, memory_size, counts, compact):
+def lanes_block(state: LaneState, data, lam, live, end, tol, segments, memory_size, counts, compact):
     """Ticks (``_tick``) until every lane where ``live`` (bool (S,)) has reached the count ``end``
     or |∇J|₂ < ``tol``; the other lanes are left as they are. Each lane's line search goes at its
     own pace: a tick costs one pass over X for the lanes it moves on (with ``compact``: in the

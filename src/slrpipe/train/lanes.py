@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from slrpipe.train.erm import DeviceData, ERMResult, checked_options
-from slrpipe.train.lane_steps import _lanes, _lanes_block, _lanes_init, lane_gnorm
+from slrpipe.train.lane_steps import lane_gnorm, lane_shaped, lanes_block, lanes_init
 from slrpipe.train.metrics import OVERLAPS
 from slrpipe.train.options import SolverOptions
 
@@ -69,7 +69,7 @@ class _Trace(NamedTuple):
 
     def put(self, r, written, count, value, gnorm, ov):
         def row(buf, x):
-            return buf.at[r].set(jnp.where(_lanes(written, x), x, buf[r]))
+            return buf.at[r].set(jnp.where(lane_shaped(written, x), x, buf[r]))
 
         return _Trace(row(self.step, count), row(self.loss, value), row(self.gnorm, gnorm), row(self.overlaps, ov))
 
@@ -105,7 +105,7 @@ def lanes_solve(P, data, lam, tol, teacher, segments, memory_size, max_iter, rec
         products held in all (int32; S per evaluation without ``compact``)).
     """
     dtype = P["k"].dtype
-    state = _lanes_init(P, data, lam, segments, memory_size)
+    state = lanes_init(P, data, lam, segments, memory_size)
     S = state.value.shape[0]
     R = 1 + -(-max_iter // record_every)
     gnorm = lane_gnorm(state.grad)
@@ -128,7 +128,7 @@ def lanes_solve(P, data, lam, tol, teacher, segments, memory_size, max_iter, rec
     def body(c):
         s, live, reason, step, last, trace, r, counts = c
         end = jnp.minimum(step + record_every, max_iter)
-        s, counts = _lanes_block(s, data, lam, live, end, tol, segments, memory_size, counts, compact)
+        s, counts = lanes_block(s, data, lam, live, end, tol, segments, memory_size, counts, compact)
         gnorm = lane_gnorm(s.grad)
         stalled = (s.count == end) & (s.value == last)
         code = jnp.where(

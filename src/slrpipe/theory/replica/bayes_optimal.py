@@ -41,7 +41,7 @@ import xarray as xr
 from jax.scipy.special import erfc, logsumexp
 
 from slrpipe.setting import Setting
-from slrpipe.theory.replica.channel import _mean_se
+from slrpipe.theory.replica.channel import paired_mean_se
 from slrpipe.theory.replica.fields import Fields, draw_fields
 from slrpipe.vocabulary import DEFAULTS
 
@@ -135,7 +135,7 @@ def bo_channel(fields: Fields, alpha: float, m_k: float, m_v: float) -> dict:
         ("log_zout", lz, 1.0),
         ("test_error", 1 + fields.delta**2 - m_v * p2, 1.0),
     ):
-        mu, se = _mean_se(x)
+        mu, se = paired_mean_se(x)
         out[key], out[key + "_se"] = scale * mu, scale * se
     return out
 

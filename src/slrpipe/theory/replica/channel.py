@@ -32,7 +32,7 @@ from slrpipe.theory.replica.prox import prox
 _JAC_KEYS = ("Vhat_k_jac", "Vhat_v_jac", "mhat_v_dy")
 
 
-def _mean_se(x, skip_nan=False):
+def paired_mean_se(x, skip_nan=False):
     """Mean and standard error of per-sample values x (N,), pairing antithetic halves; with
     ``skip_nan`` pairs containing NaN are left out (NaN if fewer than 2 remain)."""
     h = x.shape[0] // 2
@@ -172,7 +172,7 @@ def channel(
     _add_mhat(est, fields, f[1], wv, state, opts.mhat)
     out = {}
     for key, x in est.items():
-        mu, se = _mean_se(x, skip_nan=key in _JAC_KEYS)
+        mu, se = paired_mean_se(x, skip_nan=key in _JAC_KEYS)
         scale = 1.0 if key == "train_loss" else alpha
         out[key], out[key + "_se"] = scale * mu, scale * se
     out["prox_unconverged"] = float(np.mean(p["grad_norm"] > 1e-6 * (1 + 1 / V_k)))

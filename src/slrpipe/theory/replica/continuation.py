@@ -25,7 +25,7 @@ import numpy as np
 
 from slrpipe.theory.population import optimal_risk
 from slrpipe.theory.replica.fields import Draw, Fields
-from slrpipe.theory.replica.linalg import _UNROLL_MAX
+from slrpipe.theory.replica.linalg import UNROLL_MAX
 from slrpipe.theory.replica.options import ReplicaTask, SolverOptions, SweepOptions
 from slrpipe.theory.replica.solver import STATE, solve_replica
 
@@ -72,7 +72,7 @@ def ladder(sigma: str, L: int = 3, top: bool = False) -> tuple[float, ...]:
     pop = (POPULATION, POPULATION_BALANCED)
     if sigma != "linear":
         return (*KEY_SCALES, *pop)
-    if top and L > _UNROLL_MAX:
+    if top and L > UNROLL_MAX:
         return (*pop, *KEY_SCALES)
     return (1.0, *pop, *KEY_SCALES[1:])
 

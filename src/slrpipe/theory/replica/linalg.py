@@ -1,7 +1,7 @@
 """Cholesky factorisation and solves of one small dense system (docs/theory.md §5, §9).
 
 Written for ``jax.vmap`` over many (10⁴–10⁵) independent n × n systems, n = L or 2L. Up to
-n = 6 (``_UNROLL_MAX``: L = 3's Newton systems and finish) each function is written out entry by
+n = 6 (``UNROLL_MAX``: L = 3's Newton systems and finish) each function is written out entry by
 entry on scalars, which XLA fuses into one pass over the lanes (a batched library call costs more
 than the arithmetic there). Above, the library's batched factorisation and triangular solves
 (``jax.lax.linalg``: LAPACK on CPU, the vendor solver on an accelerator): one call in the compiled
@@ -18,15 +18,15 @@ from jax import lax
 
 #: systems up to this size are written out entry by entry (measured, one full multi-start prox
 #: pass at L = 3, softmax, 4096 samples: 0.31 s of CPU looped, 0.21 s written out); the program
-#: size is then bounded by that of n = _UNROLL_MAX, and constant above
-_UNROLL_MAX = 6
+#: size is then bounded by that of n = UNROLL_MAX, and constant above
+UNROLL_MAX = 6
 
 #: the diagonal of the finite stand-in factor returned where A is not positive definite
 _FAILED_PIVOT = 1e-150
 
 
 def _cholesky_small(A, tiny):
-    """:func:`cholesky` written out entry by entry (n ≤ _UNROLL_MAX): scalar arithmetic that XLA
+    """:func:`cholesky` written out entry by entry (n ≤ UNROLL_MAX): scalar arithmetic that XLA
     fuses into one pass over the vmapped lanes."""
     n = A.shape[0]
     Lm = [[jnp.zeros((), A.dtype)] * n for _ in range(n)]
@@ -65,7 +65,7 @@ def cholesky(A, tiny):
     overflow; above: the library's NaN factor is replaced by the finite diagonal ``_FAILED_PIVOT``).
     """
     n = A.shape[0]
-    if n <= _UNROLL_MAX:
+    if n <= UNROLL_MAX:
         return _cholesky_small(A, tiny)
     Lm = lax.linalg.cholesky(A, symmetrize_input=False)  # NaN where A is not positive definite
     d = jnp.diagonal(Lm)
@@ -77,7 +77,7 @@ def forward(Lm, b):
     """x = L⁻¹ b for the lower-triangular Lm (n, n) with a non-zero diagonal; b (n,) or (n, m)."""
     n = Lm.shape[0]
     b2 = b.reshape(n, -1)
-    if n <= _UNROLL_MAX:
+    if n <= UNROLL_MAX:
         return _forward_small(Lm, b2).reshape(b.shape)
     return lax.linalg.triangular_solve(Lm, b2, left_side=True, lower=True).reshape(b.shape)
 
@@ -86,7 +86,7 @@ def backward(Lm, b):
     """x = L⁻ᵀ b for the lower-triangular Lm (n, n) with a non-zero diagonal; b (n,) or (n, m)."""
     n = Lm.shape[0]
     b2 = b.reshape(n, -1)
-    if n <= _UNROLL_MAX:
+    if n <= UNROLL_MAX:
         return _backward_small(Lm, b2).reshape(b.shape)
     return lax.linalg.triangular_solve(Lm, b2, left_side=True, lower=True, transpose_a=True).reshape(b.shape)
 

@@ -33,7 +33,7 @@ import numpy as np
 from slrpipe.scores import score
 from slrpipe.sigmas import get as get_sigma
 from slrpipe.theory.replica.linalg import (
-    _UNROLL_MAX,
+    UNROLL_MAX,
     backward,
     chol_solve,
     cholesky,
@@ -64,7 +64,7 @@ def _psi_hessian(chi, wk, wv, y, Vk, Vv, sigma):
     written as outer products, O(L²) per lane where autodiff's forward-over-reverse costs ~L
     gradient passes (measured, one CPU core: 3.5 µs per lane at L = 16 and 82 µs at L = 64);
     other σ, and L ≤ 6 (as fast there; L = 3's results stay the same bit for bit), by autodiff."""
-    if sigma not in ("softmax", "linear") or chi.shape[0] <= _UNROLL_MAX:
+    if sigma not in ("softmax", "linear") or chi.shape[0] <= UNROLL_MAX:
         return jax.hessian(psi)(chi, wk, wv, y, Vk, Vv, sigma)
     s = score(sigma, chi, xp=jnp)
     r, D = y - s @ wv, 1 + Vv * (s @ s)
@@ -333,7 +333,7 @@ def _newton_calls(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     padded with copies of lane 0; fewer lanes in one call of their own above L = 6). Returns numpy
     chis (M, L), vals, gns (M,)."""
     M = chi0.shape[0]
-    if jax.default_backend() != "cpu" or (M <= _LANE_CALL and chi0.shape[1] > _UNROLL_MAX):
+    if jax.default_backend() != "cpu" or (M <= _LANE_CALL and chi0.shape[1] > UNROLL_MAX):
         return tuple(np.array(a) for a in batch_newton(chi0, wk, wv, y, Vk, Vv, sigma, n_steps))
     pad = -M % _LANE_CALL
     lanes = [np.concatenate([a, np.repeat(a[:1], pad, 0)]) if pad else a for a in (chi0, wk, wv, y)]
@@ -346,7 +346,7 @@ def _newton_calls(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
 
 def run_lanes(chi0, wk, wv, y, Vk, Vv, sigma, n_steps):
     """Newton on (M, L) lanes, two-phase (see above); returns numpy chis (M, L), vals, gns (M,)."""
-    n1 = min(_FIRST_STEPS if chi0.shape[1] <= _UNROLL_MAX else _FIRST_STEPS_LONG, n_steps)
+    n1 = min(_FIRST_STEPS if chi0.shape[1] <= UNROLL_MAX else _FIRST_STEPS_LONG, n_steps)
     chis, vals, gns = _newton_calls(chi0, wk, wv, y, Vk, Vv, sigma, n1)
     rest = np.flatnonzero(~(gns < _CONT_TOL * (1 + 1 / Vk)))
     if n_steps > n1 and rest.size:

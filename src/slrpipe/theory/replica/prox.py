@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from slrpipe.sigmas import get as get_sigma
-from slrpipe.theory.replica.linalg import _UNROLL_MAX
+from slrpipe.theory.replica.linalg import UNROLL_MAX
 from slrpipe.theory.replica.newton import (
     MAX_DIRECTIONS,
     SOFT_KEYS,
@@ -244,10 +244,10 @@ def _run_chunks(sigma, obs: Obs, warm, V, opts: ProxOptions, chunk: int) -> list
             return _prox_chunk(sigma, Obs(*(x[sl] for x in obs)), None if warm is None else warm[sl], V, opts)
 
     starts = range(0, len(obs.y), chunk)
-    # above L = _UNROLL_MAX the programs call the library's LAPACK factorisation, and two of them
+    # above L = UNROLL_MAX the programs call the library's LAPACK factorisation, and two of them
     # executing at once from two threads hang jax 0.10.2 on CPU (seen at L = 16 and 64: no
     # progress in minutes, every thread idle on a futex; one thread never hangs): one at a time
-    workers = min(prox_threads(), len(starts)) if obs.wk.shape[1] <= _UNROLL_MAX else 1
+    workers = min(prox_threads(), len(starts)) if obs.wk.shape[1] <= UNROLL_MAX else 1
     if workers <= 1:
         return [run(a) for a in starts]
     with ThreadPoolExecutor(workers) as pool:

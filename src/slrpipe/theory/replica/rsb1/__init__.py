@@ -31,9 +31,9 @@ channel, ridge prior and thermodynamics at one state), ``solve`` (the saddle poi
 from slrpipe.theory.replica.rsb1.channel import (
     CONJ1,
     STATE1,
-    _residual,  # noqa: F401 (private, for the tests)
     rsb1_channel,
     rsb1_prior,
+    state_residual,  # noqa: F401 (for the tests)
     thermodynamics,
 )
 from slrpipe.theory.replica.rsb1.ground import GroundState, rsb1_ground_state

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
-from slrpipe.theory.replica.channel import _mean_se
+from slrpipe.theory.replica.channel import paired_mean_se
 from slrpipe.theory.replica.fields import Fields
 from slrpipe.theory.replica.prox import check_sigma, prox
 from slrpipe.theory.replica.rsb1.sampling import Inner
@@ -25,7 +25,7 @@ CONJ1 = ("mhat_k", "q0hat_k", "dqhat_k", "Vhat_k", "mhat_v", "q0hat_v", "dqhat_v
 _BIAS_KEYS = ("dqhat_k", "dqhat_v", "q0hat_k", "q0hat_v", "phi_out")
 
 
-def _check_state(x):
+def check_state(x):
     x = np.asarray(x, float)
     if x.shape != (8,) or not np.all(np.isfinite(x)):
         raise ValueError(f"x: need 8 finite order parameters {STATE1}, got {x}")
@@ -193,7 +193,7 @@ def rsb1_channel(
     """
     _check_channel_args(sigma, alpha, s)
     fields, inner = samples
-    x = _check_state(x)
+    x = check_state(x)
     p, (psi, fk, fv, loss), a, jac = _pair_prox(sigma, fields, inner, x, warm, prox_kw)
     tilt = (-s * psi, fk, fv, loss)
     st = _tilt_stats(*tilt, s)
@@ -204,7 +204,7 @@ def rsb1_channel(
     if debias:
         est = {k: 2 * v - 0.5 * (halves[0][k] + halves[1][k]) for k, v in est.items()}
     for key, v in est.items():
-        mu, se = _mean_se(v)
+        mu, se = paired_mean_se(v)
         scale = alpha if key in CONJ1 else 1.0
         out[key], out[key + "_se"] = scale * mu, scale * se
     for c in ("k", "v"):
@@ -292,5 +292,5 @@ def thermodynamics(lam, alpha, s, x, ch) -> dict:
     }
 
 
-def _residual(x, fx):
+def state_residual(x, fx):
     return float(np.max(np.abs(fx - x) / (1 + np.abs(x))))

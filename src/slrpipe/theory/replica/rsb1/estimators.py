@@ -33,14 +33,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from slrpipe.theory.replica.channel import paired_mean_se
+
 
 def paired_se(x) -> float:
     """Standard error of the mean of per-outer-sample values x (N,), N even, pairing the antithetic
-    halves (sample i with i + N/2), as the channel's estimators do."""
-    x = np.asarray(x, float)
-    h = x.shape[0] // 2
-    p = 0.5 * (x[:h] + x[h:])
-    return float(p.std(ddof=1) / math.sqrt(h))
+    halves (sample i with i + N/2), as the channel's estimators do (``paired_mean_se``)."""
+    return float(paired_mean_se(np.asarray(x, float))[1])
 
 
 def shared(*rows) -> bool:

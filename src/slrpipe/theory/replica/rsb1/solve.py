@@ -18,10 +18,10 @@ from slrpipe.theory.replica.prox import check_sigma
 from slrpipe.theory.replica.rsb1.channel import (
     CONJ1,
     STATE1,
-    _check_state,
-    _residual,
+    check_state,
     rsb1_channel,
     rsb1_prior,
+    state_residual,
     thermodynamics,
 )
 from slrpipe.theory.replica.rsb1.sampling import Inner, draw_inner
@@ -119,7 +119,7 @@ def _damped(x, fx, damping):
     for _ in range(7):
         xn = (1 - d) * x + d * fx
         try:
-            return _check_state(xn)
+            return check_state(xn)
         except ValueError:
             d /= 2
     return None
@@ -135,13 +135,13 @@ class _Accel:
     def step(self, x, fx, best, o: Rsb1Options):
         """The next state after the pass F(x) = fx; ``best``: the best full pass (:class:`_Best`). Restarts from the best state (damped step, fresh memory) where the
         residual exceeds 10 × the best one; a point outside the domain falls back to the damped step."""
-        if _residual(x, fx) > 10 * best.residual:
+        if state_residual(x, fx) > 10 * best.residual:
             self.xs, self.fs = [], []
             x, fx = best.x, best.fx
         self.xs, self.fs = (self.xs + [x])[-(o.memory + 1) :], (self.fs + [fx - x])[-(o.memory + 1) :]
         if len(self.xs) > 1:
             try:
-                return _check_state(anderson_point(np.array(self.xs), np.array(self.fs), o.damping))
+                return check_state(anderson_point(np.array(self.xs), np.array(self.fs), o.damping))
             except ValueError:
                 self.xs, self.fs = [x], [fx - x]
         return _damped(x, fx, o.damping)
@@ -172,7 +172,7 @@ def _iterate_rsb1(pt: _Rsb1Point, s, samples, x, warm, o: Rsb1Options) -> _Itera
         except ValueError as err:  # λ + V̂ ≤ 0 or A ≤ 0: no state to step to
             log.warning("1RSB s=%g: %s; stopped at the best state found", s, err)
             break
-        r = _residual(x, fx)
+        r = state_residual(x, fx)
         if full and r < best.residual:
             best, stall = _Best(r, x.copy(), ch, fx), 0
         elif full:
@@ -269,7 +269,7 @@ def solve_rsb1(
     fields, inner = samples
     _check_rsb1_task(pt, s, fields)
     t0 = time.perf_counter()
-    run = _iterate_rsb1(pt, s, samples, _check_state(init), warm, o)
+    run = _iterate_rsb1(pt, s, samples, check_state(init), warm, o)
     x, ch = run.x, run.ch
     if ch is None:  # no full pass gave a state: one at the start, for its outputs
         ch = rsb1_channel(
@@ -358,7 +358,7 @@ def inner_size_check(
                 "n_inner": int(n1),
                 **{k: th[k] for k in ("phi", "sigma", "energy_direct")},
                 **{k: ch[k] for k in CONJ1},
-                "residual": _residual(np.asarray(x, float), fx),
+                "residual": state_residual(np.asarray(x, float), fx),
                 "ess_median": ch["ess_median"],
             }
         )

@@ -1,6 +1,6 @@
 """scripts/: thin command lines over library functions — none imports another script or a private
 name of the package, and scripts/README.md lists exactly the scripts there; benchmarks/ import no
-private name of the package either."""
+private name of the package either, nor does one module of the package from another."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ def problems(path: Path, scripts: set[str]) -> list[str]:
                 bad.append(f"imports the script {node.module}")
             if node.module.startswith("slrpipe"):
                 bad += [
-                    f"imports the private name {node.module}.{a.name}" for a in node.names if a.name.startswith("_")
+                    f"imports the private name {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
                 ]
                 modules.update(a.asname or a.name for a in node.names)
     for node in ast.walk(ast.parse(path.read_text())):
@@ -48,6 +50,13 @@ def test_a_script_imports_no_script_and_no_private_name(path):
 @pytest.mark.parametrize("path", sorted(BENCHMARKS.glob("*.py")), ids=lambda p: p.name)
 def test_a_benchmark_imports_no_private_name(path):
     assert problems(path, {p.stem for p in SCRIPTS.glob("*.py")}) == []
+
+
+@pytest.mark.parametrize(
+    "path", sorted((SCRIPTS.parent / "src" / "slrpipe").rglob("*.py")), ids=lambda p: str(p.relative_to(SCRIPTS.parent))
+)
+def test_a_package_module_imports_no_private_name_of_another(path):
+    assert problems(path, set()) == []
 
 
 def test_the_check_can_fail(tmp_path):

@@ -24,8 +24,8 @@ of one scan share, where the rows carry them). :func:`scan_potential` applies it
 3. check s*: Σ(s*) = 0 within ``FALL_Z`` s.e. by the closed form and by s²Φ′ (the derivative of
    the parabola of Φ through s* and its converged neighbours, its s.e. paired over the outer
    samples, :func:`diff_se`), and de/ds < 0 there (the energies of those neighbours);
-   in 2 and 3 every s.e. of Σ is that of the estimators compared on the rows the rule uses: ×
-   the scale factor S ≥ 1 of their measured disagreement (slrpipe.theory.replica.rsb1.estimators);
+   in 2 and 3 every s.e. of Σ is multiplied by S ≥ 1, the scale factor of the two estimators'
+   disagreement measured over the rows the rule uses (slrpipe.theory.replica.rsb1.estimators);
 4. where no maximum is bracketed, the largest Φ of a converged row is only a LOWER BOUND of e_gs.
 
 Φ(s) = min over saddles, and it is continuous and concave in 1/s (a minimum of functions linear in

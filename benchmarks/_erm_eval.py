@@ -4,7 +4,7 @@ On one device, with the projected time of the paper config (config/paper.yaml) o
 
 ERM is memory bound: one value-and-gradient evaluation of J streams X twice (the forward product
 X·[k, v] and the backward Xᵀ·δ; on CPU the backward reads the transposed copy XT, the same number
-of bytes, see ``slrpipe.train.erm.project``) and does 4 flops per float of X. The roofline of an
+of bytes, see ``slrpipe.train.erm.transposed_product``) and does 4 flops per float of X. The roofline of an
 evaluation is therefore 2·bytes(X) / (memory bandwidth), and an L-BFGS iteration costs one
 evaluation plus the extra ones of its zoom line search. Printed:
 

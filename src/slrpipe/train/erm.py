@@ -44,22 +44,22 @@ log = logging.getLogger(__name__)
 
 
 @jax.custom_vjp
-def project(W, X, XT):
+def transposed_product(W, X, XT):
     """X @ W for X (n, L, D), W (D, 2), with the backward pass XT @ δ on a stored transpose
     XT = X.reshape(-1, D).T: XLA's CPU kernel for the row-reducing product Xᵀδ is ~4× slower than
     the forward one, the same product on XT is as fast (benchmarks/bench_erm.py eval)."""
     return X @ W
 
 
-def _project_fwd(W, X, XT):
+def _transposed_fwd(W, X, XT):
     return X @ W, XT
 
 
-def _project_bwd(XT, g):
+def _transposed_bwd(XT, g):
     return XT @ g.reshape(-1, g.shape[-1]), None, None
 
 
-project.defvjp(_project_fwd, _project_bwd)
+transposed_product.defvjp(_transposed_fwd, _transposed_bwd)
 
 
 def transposed(X):
@@ -84,7 +84,7 @@ def objective(params, X, mask, y, sigma: str, lam, XT=None):
     else:
         D = X.shape[-1]
         W = jnp.stack([params["k"], params["v"]], axis=1).astype(X.dtype) / jnp.sqrt(jnp.asarray(D, X.dtype))
-        P = project(W, X, XT)
+        P = transposed_product(W, X, XT)
         chi, z = jnp.where(mask, P[..., 0], 0.0), jnp.where(mask, P[..., 1], 0.0)
         f = attention_from_fields(params, chi, z, mask, sigma)
     r = y - f

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import optax
 
 from slrpipe.models.attention import attention_from_fields
-from slrpipe.train.erm import project
+from slrpipe.train.erm import transposed_product
 
 #: sufficient decrease (Armijo) and strong curvature constants, those of optax's zoom line search
 C1, C2 = 1e-4, 0.9
@@ -70,7 +70,7 @@ def _fields(P, X, XT):
         # W built column-wise: from Wᵀ, XLA would fold the transpose into the backward product
         W = jnp.stack([P["k"], P["v"]], axis=-1).astype(X.dtype) / scale  # (S, D, 2)
         W = jnp.transpose(W, (1, 0, 2)).reshape(D, 2 * S)
-        proj = X @ W if XT is None else project(W, X, XT)  # (n, L, 2S)
+        proj = X @ W if XT is None else transposed_product(W, X, XT)  # (n, L, 2S)
         F = jnp.moveaxis(proj.reshape(n, L, S, 2), (2, 3), (0, 1))
     return F[:, 0], F[:, 1]
 

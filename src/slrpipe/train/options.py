@@ -28,7 +28,7 @@ class SolverOptions:
     ``DEFAULT_LR``); batch_size: sgd minibatch in [1, n] (None: min(n, 256)); sgd_seed: minibatch
     stream; memory_size: L-BFGS history; record_every ≥ 1: trajectory and stopping-check period in
     steps; log_every: progress log period; transpose: keep a transposed copy of X for the gradient
-    (None: on CPU only, see ``slrpipe.train.erm.project``); lanes: train the L-BFGS starts of one
+    (None: on CPU only, see ``slrpipe.train.erm.transposed_product``); lanes: train the L-BFGS starts of one
     training set together (``slrpipe.train.lanes``, its own line search) instead of one after the
     other with ``optax.lbfgs`` (lbfgs only).
 

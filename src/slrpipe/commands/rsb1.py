@@ -126,17 +126,14 @@ def record(ground) -> dict:
     return out
 
 
+#: the two estimators of Σ compared (slrpipe.theory.replica.rsb1.estimators.Legendre): per row
+#: (``scan_<name>``) and per point
+LEGENDRE = ("sigma_chord", "sigma_chord_se", "sigma_chord_z", "sigma_chi2", "sigma_dof", "sigma_scale")
+
+
 def _legendre(leg) -> dict:
-    """The two estimators of Σ compared (slrpipe.theory.replica.rsb1.estimators.Legendre) as the
-    record's ``sigma_chord*`` rows and ``sigma_chi2``, ``sigma_dof``, ``sigma_scale`` scalars."""
-    return dict(
-        sigma_chord=leg.sigma_chord,
-        sigma_chord_se=leg.sigma_chord_se,
-        sigma_chord_z=leg.z,
-        sigma_chi2=leg.chi2,
-        sigma_dof=leg.dof,
-        sigma_scale=leg.scale,
-    )
+    """:data:`LEGENDRE` of a ``Legendre``, as the record holds them."""
+    return dict(zip(LEGENDRE, (leg.sigma_chord, leg.sigma_chord_se, leg.z, leg.chi2, leg.dof, leg.scale)))
 
 
 def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
@@ -176,7 +173,7 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     data["scan_off_branch"] = ("s", np.array([bool(r.get("off_branch", False)) for r in rows]))
     data["scan_de_ds"] = ("s", np.asarray(res.get("de_ds", np.full(len(rows), nan)), float))
     data["scan_on_curve"] = ("s", np.asarray(res.get("on_curve", np.zeros(len(rows), bool)), bool))
-    for k in ("sigma_chord", "sigma_chord_se", "sigma_chord_z"):
+    for k in LEGENDRE[:3]:
         data[f"scan_{k}"] = ("s", np.asarray(res.get(k, np.full(len(rows), nan)), float))
     data.update({f"rs_{k}": ((), res["rs"][k]) for k in RS_KEYS})
     data["rs_objective_se"] = ((), job.alpha * res["rs"]["train_loss_se"])  # the train loss's outer MC s.e.

@@ -149,8 +149,8 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     Σ from the difference of Φ over the interval to the next row the rule uses, and
     ``scan_sigma_chord_z``: the closed form's disagreement with it there in s.e.,
     slrpipe.theory.replica.rsb1.estimators); ``sigma_chi2`` over ``sigma_dof`` intervals and
-    ``sigma_scale``, the factor on every s.e. of Σ the rule reads; ``rs_*`` scalars (:data:`RS_KEYS`, RS on the
-    same samples, hard channel; ``rs_objective_se`` its outer Monte Carlo s.e.); the rule's scalars
+    ``sigma_scale``, the factor on every s.e. of Σ the rule reads; ``rs_*`` scalars
+    (:data:`RS_KEYS`, RS on the same samples, hard channel; ``rs_objective_se`` its outer Monte Carlo s.e.); the rule's scalars
     (slrpipe.theory.replica.rsb1.scan): ``bracketed`` (a maximum of Φ bracketed: s* found),
     ``lower_bound`` (not bracketed: the objective is only a lower bound of e_gs), ``branch_lost``
     (the continuation left the dominant branch: rows set off it), ``s_star`` (NaN

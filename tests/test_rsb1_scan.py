@@ -245,6 +245,11 @@ def test_where_the_branch_ends_the_rows_beyond_bound_nothing_and_the_point_is_a_
     assert max(r["phi"] for r in off) > -math.sqrt(c)  # what the plain max over rows would report
     assert not any(on_curve(res.rows)[i] for i, r in enumerate(res.rows) if r.get("off_branch"))
     assert discontinuous(on[-1], min(off, key=lambda r: r["s"]))
+    # the same scan with no solve to spare once the branch is lost: the scan still says why s = 6
+    # is not solved (the solves spent, and the grid above a row off the branch)
+    spent = scan_potential(two_branches(c=c, end=2.5, leap=math.inf), [0.5, 1.0, 2.0, 4.0, 6.0],
+                           ScanOptions(bisect=2, max_rows=len(calls)))  # fmt: skip
+    assert spent.stop == res.stop and [r["s"] for r in spent.rows] == [r["s"] for r in res.rows]
 
 
 def test_the_grid_is_not_extended_beyond_a_row_that_did_not_converge():

@@ -451,8 +451,9 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
         if b.found:
             stop = "bracketed"
             break
-    if stop == "max_rows" and not todo:  # spent, but the side to extend ends on a row the rule cannot use
-        stop = _stop_side(rows, side) or stop
+    if stop == "max_rows" and (not todo or todo[0] > rows[-1]["s"]):
+        # spent, but the side to extend (or the grid left above) ends on a row the rule cannot use
+        stop = _stop_side(rows, side if not todo else "up") or stop
     rows += [{"s": s, "converged": False, "solved": False} for s in todo]
     rows.sort(key=lambda r: r["s"])
     res = ScanResult(rows=rows, bracket=bracket(rows), dropped=dropped, stop=stop)

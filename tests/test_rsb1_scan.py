@@ -247,8 +247,9 @@ def test_where_the_branch_ends_the_rows_beyond_bound_nothing_and_the_point_is_a_
     assert discontinuous(on[-1], min(off, key=lambda r: r["s"]))
     # the same scan with no solve to spare once the branch is lost: the scan still says why s = 6
     # is not solved (the solves spent, and the grid above a row off the branch)
-    spent = scan_potential(two_branches(c=c, end=2.5, leap=math.inf), [0.5, 1.0, 2.0, 4.0, 6.0],
-                           ScanOptions(bisect=2, max_rows=len(calls)))  # fmt: skip
+    spent = scan_potential(
+        two_branches(c=c, end=2.5, leap=math.inf), [0.5, 1.0, 2.0, 4.0, 6.0], ScanOptions(bisect=2, max_rows=len(calls))
+    )
     assert spent.stop == res.stop and [r["s"] for r in spent.rows] == [r["s"] for r in res.rows]
 
 

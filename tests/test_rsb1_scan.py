@@ -292,7 +292,8 @@ def test_the_two_estimators_of_sigma_are_one_potential_on_the_rem():
 
 def test_a_closed_form_off_the_potential_is_measured_and_carried_in_the_se():
     """Σ's closed form shifted by δ = 0.05 (5 of its s.e.) on every row: each interval's z is
-    δ over its combined s.e. (0.01 and the chord's, paired as if independent: s_i s_j/Δs · √2·10⁻³),
+    δ over its combined s.e. (0.01 and the chord's, s_i s_j/Δs · √2·10⁻³: the rows carry no samples, so
+    their two Φ s.e. combine as if independent),
     S = √(mean z²), and the rule reads Σ with s.e. × S: in the check of s* and in the refinement. Its
     first step is the root of Σ between s = 1 and 2; at that root Σ = 0.056 lies within 2·S s.e.
     (0.076), so the second step takes the vertex of Φ's parabola (with the s.e. as solved, 0.02, it

@@ -401,6 +401,17 @@ def _stop_side(rows, side: str) -> str:
     return ""
 
 
+def _blocked(rows, todo, side: str) -> str:
+    """Why the scan may solve nothing more ("" where it may): with grid left, the grid lies above a
+    row off the branch (the branch is lost there); with none, the side to extend ends on a row the
+    rule cannot use (:func:`_stop_side`)."""
+    if not todo:
+        return _stop_side(rows, side)
+    if rows and rows[-1].get("off_branch") and todo[0] > rows[-1]["s"]:
+        return _stop_side(rows, "up")
+    return ""
+
+
 def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: ScanOptions | None = None) -> ScanResult:
     """The rule of the module docstring on ``solve``.
 
@@ -425,16 +436,13 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
     dropped: list[dict] = []
     side, stop = "up", "max_rows"
     while (spent := len(rows) + len(dropped)) < o.max_rows:
+        why = _blocked(rows, todo, side)
+        if why:
+            stop = why
+            break
         if not todo:
-            why = _stop_side(rows, side)
-            if why:
-                stop = why
-                break
             ends = [r["s"] for r in rows]
             todo = [max(ends) * o.extend if side == "up" else min(ends) / o.extend]
-        if rows and rows[-1].get("off_branch") and todo[0] > rows[-1]["s"]:  # the branch is lost above
-            stop = _stop_side(rows, "up")
-            break
         s = todo.pop(0)
         near = _nearest(rows, s)
         new = solve(s, near)
@@ -451,9 +459,8 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
         if b.found:
             stop = "bracketed"
             break
-    if stop == "max_rows" and (not todo or todo[0] > rows[-1]["s"]):
-        # spent, but the side to extend (or the grid left above) ends on a row the rule cannot use
-        stop = _stop_side(rows, side if not todo else "up") or stop
+    if stop == "max_rows":  # the solves are spent: say so only where more would have been solved
+        stop = _blocked(rows, todo, side) or stop
     rows += [{"s": s, "converged": False, "solved": False} for s in todo]
     rows.sort(key=lambda r: r["s"])
     res = ScanResult(rows=rows, bracket=bracket(rows), dropped=dropped, stop=stop)

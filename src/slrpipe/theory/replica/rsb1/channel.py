@@ -23,6 +23,8 @@ STATE1 = ("m_k", "q0_k", "dq_k", "V_k", "m_v", "q0_v", "dq_v", "V_v")
 #: conjugates returned by :func:`rsb1_channel` and used by :func:`rsb1_prior`
 CONJ1 = ("mhat_k", "q0hat_k", "dqhat_k", "Vhat_k", "mhat_v", "q0hat_v", "dqhat_v", "Vhat_v")
 _BIAS_KEYS = ("dqhat_k", "dqhat_v", "q0hat_k", "q0hat_v", "phi_out")
+#: the per-outer-sample estimators the closed-form Σ is a function of (``sigma_terms``)
+_SIGMA_KEYS = ("q0hat_k", "dqhat_k", "q0hat_v", "dqhat_v", "kl")
 
 
 def check_state(x):
@@ -186,7 +188,9 @@ def rsb1_channel(
         compare N₁ with 4N₁, :func:`inner_size_check`; with independent sets that error is in the
         ``*_se``; docs/theory.md §13), prox_multi (fraction of prox solves with ≥ 2 starts ending at
         different values), warm (N₀·N₁, 3, L), phi_out_samples (N₀,): Φ_out per outer sample (jackknifed
-        with ``debias``), whose antithetic-paired mean is ``phi_out``.
+        with ``debias``), whose antithetic-paired mean is ``phi_out``; sigma_terms: dict of (N₀,)
+        arrays, the per-outer-sample estimators of q0hat_k, dqhat_k, q0hat_v, dqhat_v (α included)
+        and kl, whose means are those keys (for the s.e. of Σ, :func:`thermodynamics`).
     Raises:
         ValueError: bad σ, α ≤ 0, s ≤ 0 or an invalid state.
         TypeError: an unknown prox option, or softmin among them.
@@ -210,6 +214,7 @@ def rsb1_channel(
     for c in ("k", "v"):
         out[f"q1hat_{c}"] = out[f"q0hat_{c}"] + out[f"dqhat_{c}"]
     out["phi_out_samples"] = np.asarray(est["phi_out"], float)
+    out["sigma_terms"] = {k: (alpha if k in CONJ1 else 1.0) * np.asarray(est[k], float) for k in _SIGMA_KEYS}
     out["ess_median"] = float(np.median(st["ess"]))
     out["prox_multi"] = float(np.mean(p["n_best"] < p["n_starts"]))
     out["warm"] = np.stack([p["chi"], p["chi2"], p["chi3"]], axis=1)
@@ -253,13 +258,19 @@ def thermodynamics(lam, alpha, s, x, ch) -> dict:
         saddle, where it equals s² dΦ/ds);
     e = Φ + Σ/s  and  e_direct = α E⟨loss⟩ + (λ/2)(q₁_k + q₁_v)  (they agree at the saddle).
     Returns dict: phi, phi_se (outer MC s.e. of Φ: that of α E Φ_out, the prior terms being
-    stationary at the saddle), sigma, sigma_se (outer MC s.e. of Σ, linearised), energy, energy_direct,
-    energy_direct_se, objective (= energy_direct), train_loss; phi, sigma and energy are NaN where
-    the conjugates leave the domain (1 − sVδq̂ ≤ 0, as a non-converged state can).
+    stationary at the saddle), sigma, sigma_samples (N₀,): Σ linearised per outer sample (the delta
+    method on ``ch["sigma_terms"]`` at the state x held fixed: Σ + Σ_k ∂Σ/∂c_k (c_k,i − c_k) for the
+    estimators c = q̂₀, δq̂ per column and −αKL; mean Σ), sigma_se (their antithetic-paired s.e.:
+    the covariances of the estimators included), energy, energy_direct, energy_direct_se, objective
+    (= energy_direct), train_loss; phi, sigma and energy are NaN where the conjugates leave the
+    domain (1 − sVδq̂ ≤ 0, as a non-converged state can).
+    Raises:
+        KeyError: ``ch`` without ``sigma_terms`` (a pass of :func:`rsb1_channel` has them).
     """
     phi, sig = alpha * ch["phi_out"], -alpha * ch["kl"]
     q1sum = 0.0
-    lin2 = (alpha * ch["kl_se"]) ** 2
+    terms = ch["sigma_terms"]
+    dev = -alpha * (terms["kl"] - ch["kl"])
     for c, a in ((0, "k"), (4, "v")):
         m, q0, dq, V = x[c : c + 4]
         mh, q0h, dqh, Vh = (ch[f"{k}_{a}"] for k in ("mhat", "q0hat", "dqhat", "Vhat"))
@@ -274,16 +285,18 @@ def thermodynamics(lam, alpha, s, x, ch) -> dict:
             - (mh * mh + q0h) / (2 * A)
         )
         sig += 0.5 * s * s * q0h * dq - 0.5 * s * V * dqh - 0.5 * _log1p(-s * V * dqh)
-        # linearised s.e. (the conjugate means are nearly independent of the KL mean: upper-ish)
+        # ∂Σ/∂q̂₀ and ∂Σ/∂δq̂ of this column, for the per-sample linearisation
         g = -0.5 * s * V + 0.5 * s * V / (1 - s * V * dqh)
-        lin2 += (0.5 * s * s * dq * ch[f"q0hat_{a}_se"]) ** 2 + (g * ch[f"dqhat_{a}_se"]) ** 2
+        dev = dev + 0.5 * s * s * dq * (terms[f"q0hat_{a}"] - q0h) + g * (terms[f"dqhat_{a}"] - dqh)
         q1sum += q1
+    sig_i = sig + dev
     e_direct = alpha * ch["train_loss"] + 0.5 * lam * q1sum
     return {
         "phi": float(phi),
         "phi_se": float(alpha * ch["phi_out_se"]),
         "sigma": float(sig),
-        "sigma_se": float(math.sqrt(lin2)),
+        "sigma_samples": sig_i,
+        "sigma_se": paired_mean_se(sig_i)[1] if math.isfinite(sig) else math.nan,
         "energy": float(phi + sig / s),
         "energy_direct": float(e_direct),
         "energy_direct_se": float(alpha * ch["train_loss_se"]),

@@ -12,15 +12,19 @@ Between two consecutive rows i < j the trapezoid rule on that relation, s_jΦ_j 
 the chord of Φ in 1/s (the mean of Σ over the interval) against the closed forms' weighted mean.
 :func:`legendre` measures each interval's difference in standard errors,
 
-    z = (Σ_cf − Σ_Φ) / √(se_cf² + se_Φ²),
+    z = (Σ_cf − Σ_Φ) / se(Σ_cf − Σ_Φ).
 
-se_Φ paired over the outer samples (:func:`diff_se`), se_cf the weighted mean of the two rows'
-s.e. (their noise taken as fully correlated, its largest value: the rows share the samples), the
-two combined as if independent. Where the estimators share noise these s.e. are larger than the
-true ones, so a measured disagreement is not an artefact of that choice; what remains of it is
-noise, the trapezoid's error (−(s_j − s_i)³ e″/12) and any inconsistency of the estimators. Over
-the intervals χ² = Σ z², ν = the intervals with a finite z. Where χ²/ν > 1 the errors understate
-the difference, and the s.e. of both estimators of Σ is multiplied by the scale factor
+Where the rows carry their estimators per outer sample (``phi_samples``, ``sigma_samples``: one
+scan's solves on common random numbers) the s.e. is that of the per-sample difference, paired over
+the antithetic halves: the noise the two estimators and the two rows share cancels, each
+covariance counted once. Σ per sample is the closed form linearised in its estimators at the
+state held fixed (slrpipe.theory.replica.rsb1.channel.thermodynamics), so the state's own Monte
+Carlo error, to which Σ (unlike Φ, stationary there) is sensitive at first order, is not in this
+s.e.; nor is the trapezoid's error (−(s_j − s_i)³ e″/12). Both then show as z, and S below carries
+them. Without per-sample values (a table of rows) the s.e. is the bound √(se_cf² + se_Φ²): se_Φ
+paired (:func:`diff_se`), se_cf the weighted mean of the two rows' s.e. (fully correlated, its
+largest value). Over the intervals χ² = Σ z², ν = the intervals with a finite z. Where χ²/ν > 1
+the errors understate the difference, and the s.e. of both estimators of Σ is multiplied by the scale factor
 S = √(χ²/ν), the Particle Data Group's rule for measurements that disagree beyond their errors
 (Review of Particle Physics, Introduction, "Unconstrained averaging"); S = 1 where χ²/ν ≤ 1 or ν = 0.
 The rule uses the scaled s.e. wherever it reads Σ (slrpipe.theory.replica.rsb1.scan).
@@ -42,9 +46,10 @@ def paired_se(x) -> float:
     return float(paired_mean_se(np.asarray(x, float))[1])
 
 
-def shared(*rows) -> bool:
-    """Whether every row carries ``phi_samples`` on the same outer samples (one scan's solves)."""
-    samples = [r.get("phi_samples") for r in rows]
+def shared(*rows, key: str = "phi_samples") -> bool:
+    """Whether every row carries ``key`` (per-outer-sample values) on the same outer samples (one
+    scan's solves)."""
+    samples = [r.get(key) for r in rows]
     return all(v is not None for v in samples) and len({np.shape(v) for v in samples}) == 1
 
 
@@ -88,7 +93,7 @@ class Legendre:
     """The two estimators of Σ compared over a scan's rows (module docstring). Per row (arrays of
     the rows' length), for the interval from that row to the next row compared (NaN elsewhere and
     on the last): ``sigma_chord`` ± ``sigma_chord_se`` (Σ_Φ, from the difference of Φ), ``z``
-    ((Σ_cf − Σ_Φ) in combined s.e.); ``chi2`` = Σ z² over the ``dof`` intervals with a finite z."""
+    ((Σ_cf − Σ_Φ) in the s.e. of the difference, :func:`legendre`); ``chi2`` = Σ z² over the ``dof`` intervals with a finite z."""
 
     sigma_chord: np.ndarray
     sigma_chord_se: np.ndarray
@@ -104,8 +109,10 @@ class Legendre:
 
 def legendre(rows, use) -> Legendre:
     """:class:`Legendre` of ``rows`` (ascending s; each with s, phi, phi_se, sigma, sigma_se and
-    optionally phi_samples) over the consecutive pairs of the rows of indices ``use`` (those the
-    rule uses). An interval whose combined s.e. is 0 (an exact table) gets no z."""
+    optionally phi_samples and sigma_samples, (N₀,) each) over the consecutive pairs of the rows of
+    indices ``use`` (those the rule uses). z's s.e. is that of Σ_cf − Σ_Φ paired over the outer
+    samples where both rows carry both per-sample arrays, else the bound of the module docstring.
+    An interval whose s.e. is 0 (an exact table) gets no z."""
     n = len(rows)
     chord, chord_se, z = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
     use = list(use)
@@ -115,8 +122,14 @@ def legendre(rows, use) -> Legendre:
         w = si * sj / (sj - si)
         chord[i], chord_se[i] = w * (b["phi"] - a["phi"]), w * diff_se(a, b)
         cf = (sj * a["sigma"] + si * b["sigma"]) / (si + sj)
-        cf_se = (sj * a.get("sigma_se", 0.0) + si * b.get("sigma_se", 0.0)) / (si + sj)
-        se = math.hypot(cf_se, chord_se[i])
+        if shared(a, b) and shared(a, b, key="sigma_samples"):
+            # per outer sample: the shared noise cancels in the difference, each counted once
+            cf_i = (sj * np.asarray(a["sigma_samples"]) + si * np.asarray(b["sigma_samples"])) / (si + sj)
+            chord_i = w * (np.asarray(b["phi_samples"]) - np.asarray(a["phi_samples"]))
+            se = paired_se(cf_i - chord_i)
+        else:
+            cf_se = (sj * a.get("sigma_se", 0.0) + si * b.get("sigma_se", 0.0)) / (si + sj)
+            se = math.hypot(cf_se, chord_se[i])
         if se > 0 and math.isfinite(cf):
             z[i] = (cf - chord[i]) / se
     ok = np.isfinite(z)

@@ -175,4 +175,5 @@ def rsb1_ground_state(
     for r in [*res.rows, *res.dropped, res.star or {}]:  # warm starts and samples: for the scan only
         r.pop("prox_warm", None)
         r.pop("phi_samples", None)
+        r.pop("sigma_samples", None)
     return GroundState(rs={k: rs[k] for k in RS_KEYS}, scan=res, n_outer=fields.n, n_inner=inner.n)

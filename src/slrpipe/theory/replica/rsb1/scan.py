@@ -418,7 +418,8 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
     Args:
         solve: ``solve(s, near)`` → a row dict with at least s, phi, phi_se (outer Monte Carlo s.e.
             of Φ; optionally phi_samples (N₀,), its Monte Carlo part per outer sample), sigma,
-            sigma_se (the closed-form complexity ± s.e.), energy_direct ± energy_direct_se (e(s),
+            sigma_se (the closed-form complexity ± s.e.; optionally sigma_samples (N₀,), Σ per
+            outer sample: :mod:`.estimators`), energy_direct ± energy_direct_se (e(s),
             outer s.e.) and converged; ``near`` is the row to start from (None for the first).
         grid: Parisi parameters > 0 (solved in ascending order).
         options: :class:`ScanOptions` (defaults if None).

@@ -256,8 +256,9 @@ def solve_rsb1(
     Returns:
         dict: the state ``STATE1`` (and q1_k, q1_v), the conjugates ``CONJ1`` with ``*_se``,
         :func:`thermodynamics` (phi, phi_se, sigma, sigma_se, energy, energy_direct, objective,
-        train_loss), phi_samples (N₀,): α Φ_out per outer sample (the Monte Carlo part of Φ: the
-        antithetic-paired s.e. of differences between solves on the same samples is that of ΔΦ), test_error (RS formula of docs/theory.md §7 at (m, q₁): a typical minimum at s),
+        train_loss, sigma_samples (N₀,): Σ per outer sample, linearised), phi_samples (N₀,): α Φ_out
+        per outer sample (the Monte Carlo part of Φ: the antithetic-paired s.e. of differences
+        between solves on the same samples is that of ΔΦ), test_error (RS formula of docs/theory.md §7 at (m, q₁): a typical minimum at s),
         ess_median, ``*_n1_bias``, residual, converged, iterations, wall_time, s, n_outer, n_inner,
         prox_warm. Reported at the last full pass's state when converged, else at the best one.
     Raises:

@@ -159,7 +159,7 @@ LONG_NAMES = {
     "star_sigma_fd": "complexity s^2 dPhi/ds at s* from a parabola of Phi",
     "star_de_ds": "de/ds at s* from its neighbouring rows",
     "sigma_chord": "complexity from the difference of Phi to the next row, s_i s_j (Phi_j - Phi_i)/(s_j - s_i)",
-    "sigma_chord_z": "closed-form complexity minus sigma_chord over the interval, in combined standard errors",
+    "sigma_chord_z": "closed-form complexity minus sigma_chord over the interval, in standard errors of the difference",
     "sigma_chi2": "sum of sigma_chord_z squared over the scan's intervals",
     "sigma_dof": "number of intervals in sigma_chi2",
     "sigma_scale": "factor on the standard errors of Sigma: sqrt(sigma_chi2/sigma_dof), at least 1",

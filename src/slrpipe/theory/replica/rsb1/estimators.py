@@ -24,10 +24,11 @@ s.e.; nor is the trapezoid's error (−(s_j − s_i)³ e″/12). Both then show 
 them. Without per-sample values (a table of rows) the s.e. is the bound √(se_cf² + se_Φ²): se_Φ
 paired (:func:`diff_se`), se_cf the weighted mean of the two rows' s.e. (fully correlated, its
 largest value). Over the intervals χ² = Σ z², ν = the intervals with a finite z. Where χ²/ν > 1
-the errors understate the difference, and the s.e. of both estimators of Σ is multiplied by the scale factor
-S = √(χ²/ν), the Particle Data Group's rule for measurements that disagree beyond their errors
-(Review of Particle Physics, Introduction, "Unconstrained averaging"); S = 1 where χ²/ν ≤ 1 or ν = 0.
-The rule uses the scaled s.e. wherever it reads Σ (slrpipe.theory.replica.rsb1.scan).
+the errors understate the difference, and the s.e. of both estimators of Σ is multiplied by the
+scale factor S = √(χ²/ν), the Particle Data Group's rule for measurements that disagree beyond
+their errors (Review of Particle Physics, Introduction, "Unconstrained averaging"); S = 1 where
+χ²/ν ≤ 1 or ν = 0. The rule uses the scaled s.e. wherever it reads Σ
+(slrpipe.theory.replica.rsb1.scan).
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ class Legendre:
     """The two estimators of Σ compared over a scan's rows (module docstring). Per row (arrays of
     the rows' length), for the interval from that row to the next row compared (NaN elsewhere and
     on the last): ``sigma_chord`` ± ``sigma_chord_se`` (Σ_Φ, from the difference of Φ), ``z``
-    ((Σ_cf − Σ_Φ) in the s.e. of the difference, :func:`legendre`); ``chi2`` = Σ z² over the ``dof`` intervals with a finite z."""
+    ((Σ_cf − Σ_Φ) in the s.e. of the difference, :func:`legendre`); ``chi2`` = Σ z² over the
+    ``dof`` intervals with a finite z."""
 
     sigma_chord: np.ndarray
     sigma_chord_se: np.ndarray

@@ -341,3 +341,30 @@ def test_per_sample_estimators_give_z_its_paired_se():
         bound += list(legendre(bare, range(4)).z[:3])
     assert np.all(np.isfinite(paired)) and np.mean(np.square(paired)) == pytest.approx(127 / 125, abs=0.27)
     assert np.mean(np.square(bound)) < 0.05
+
+
+def test_rows_where_e_rises_with_s_are_unphysical_and_bound_nothing():
+    """One family of saddles, exact Legendre relations, whose energy has a minimum at s_c = 2:
+    e(s) = e₀ + (s − s_c)²/2, sΦ = ∫e ds − 0.3, so Σ = s(e − Φ) has its minimum 0.3 > 0 at s_c and
+    Φ rises on every s (Σ > 0). For s > s_c de/ds > 0: Σ(e) is convex, the saddle a maximum over e
+    whose Φ bounds nothing. The rule sets every row past s_c unphysical (the bisections the
+    continuity test makes there included), reports Φ(1.5), the largest Φ of the physical rows, as a
+    lower bound, and does not extend the grid above them. Without the marking it would report a
+    row past s_c."""
+    e0, sc, c = 1.0, 2.0, -0.3
+    calls = []
+
+    def solve(s, near):
+        calls.append(s)
+        e = e0 + 0.5 * (s - sc) ** 2
+        phi = (c + e0 * s + (s - sc) ** 3 / 6) / s
+        row = {"s": s, "phi": phi, "phi_se": 1e-3, "sigma": s * (e - phi), "sigma_se": 5e-2}
+        return row | {"energy_direct": e, "energy_direct_se": 1e-3, "converged": True}
+
+    res = scan_potential(solve, [0.5, 1.0, 1.5, 2.5, 3.0])
+    assert max(calls) == 3.0  # nothing solved above the grid
+    assert all(bool(r.get("unphysical")) == (r["s"] > sc) for r in res.rows)
+    assert not any(r.get("off_branch") for r in res.rows)
+    assert not res.bracketed and res.lower_bound and res.reported["s"] == 1.5
+    assert res.stop == "unphysical (de/ds > 0) at s=3"
+    assert [r["s"] for r, on in zip(res.rows, on_curve(res.rows)) if on] == [0.5, 1.0, 1.5]

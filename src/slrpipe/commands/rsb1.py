@@ -143,7 +143,8 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     Variables: ``scan_*`` on s (:func:`scan_names`: Φ(s) ± s.e., the complexity Σ(s) ± s.e. (closed
     form), the typical-state energy e(s) ± s.e. and test error, δq, m, q₁, V per column, the median
     inner ESS, residual, converged, N₁ biases; ``scan_refined``: a solve refining s*;
-    ``scan_off_branch``: a row off the dominant branch, unused by the rule; ``scan_de_ds``:
+    ``scan_off_branch``: a row off the dominant branch, unused by the rule; ``scan_unphysical``: a
+    converged row on the branch with de/ds > 0 (Σ(e) convex there), unused by the rule; ``scan_de_ds``:
     de/ds by finite differences over converged rows; ``scan_on_curve``: drawn on the complexity
     curve Σ(e), converged with de/ds < 0 and Σ ≥ 0; ``scan_sigma_chord`` ± ``scan_sigma_chord_se``:
     Σ from the difference of Φ over the interval to the next row the rule uses, and
@@ -171,6 +172,7 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     data["scan_converged"] = ("s", np.array([bool(r["converged"]) for r in rows]))
     data["scan_refined"] = ("s", np.array([bool(r.get("refined", False)) for r in rows]))
     data["scan_off_branch"] = ("s", np.array([bool(r.get("off_branch", False)) for r in rows]))
+    data["scan_unphysical"] = ("s", np.array([bool(r.get("unphysical", False)) for r in rows]))
     data["scan_de_ds"] = ("s", np.asarray(res.get("de_ds", np.full(len(rows), nan)), float))
     data["scan_on_curve"] = ("s", np.asarray(res.get("on_curve", np.zeros(len(rows), bool)), bool))
     for k in LEGENDRE[:3]:

@@ -190,7 +190,8 @@ def rsb1_channel(
         different values), warm (N₀·N₁, 3, L), phi_out_samples (N₀,): Φ_out per outer sample (jackknifed
         with ``debias``), whose antithetic-paired mean is ``phi_out``; sigma_terms: dict of (N₀,)
         arrays, the per-outer-sample estimators of q0hat_k, dqhat_k, q0hat_v, dqhat_v (α included)
-        and kl, whose means are those keys (for the s.e. of Σ, :func:`thermodynamics`).
+        and kl, whose means are those keys (for the s.e. of Σ, :func:`thermodynamics`);
+        train_loss_samples (N₀,): ⟨loss⟩ per outer sample, whose mean is ``train_loss``.
     Raises:
         ValueError: bad σ, α ≤ 0, s ≤ 0 or an invalid state.
         TypeError: an unknown prox option, or softmin among them.
@@ -214,6 +215,7 @@ def rsb1_channel(
     for c in ("k", "v"):
         out[f"q1hat_{c}"] = out[f"q0hat_{c}"] + out[f"dqhat_{c}"]
     out["phi_out_samples"] = np.asarray(est["phi_out"], float)
+    out["train_loss_samples"] = np.asarray(est["train_loss"], float)
     out["sigma_terms"] = {k: (alpha if k in CONJ1 else 1.0) * np.asarray(est[k], float) for k in _SIGMA_KEYS}
     out["ess_median"] = float(np.median(st["ess"]))
     out["prox_multi"] = float(np.mean(p["n_best"] < p["n_starts"]))

@@ -48,7 +48,7 @@ STORED = (
 #: those the scan's rule and diagnostics read
 SUMMARY = ("s", *STORED, "energy", "dqhat_k_se", "dqhat_v_se", "phi_out_n1_bias")
 #: flags the scan's rule sets on a row (slrpipe.theory.replica.rsb1.scan), kept beside ``SUMMARY``
-FLAGS = ("refined", "off_branch")
+FLAGS = ("refined", "off_branch", "unphysical")
 
 #: the RS solution kept beside the 1RSB
 RS_KEYS = (
@@ -176,4 +176,5 @@ def rsb1_ground_state(
         r.pop("prox_warm", None)
         r.pop("phi_samples", None)
         r.pop("sigma_samples", None)
+        r.pop("energy_samples", None)
     return GroundState(rs={k: rs[k] for k in RS_KEYS}, scan=res, n_outer=fields.n, n_inner=inner.n)

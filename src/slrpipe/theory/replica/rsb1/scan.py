@@ -28,6 +28,13 @@ of one scan share, where the rows carry them). :func:`scan_potential` applies it
    disagreement measured over the rows the rule uses (slrpipe.theory.replica.rsb1.estimators);
 4. where no maximum is bracketed, the largest Φ of a converged row is only a LOWER BOUND of e_gs.
 
+Only the physical part of the branch counts: Φ(s) = min_e [e − Σ(e)/s] ≤ e − Σ(e)/s at e = e_gs,
+where Σ = 0, so Φ(s) ≤ e_gs holds for a saddle that is the minimum over e, that is where Σ(e) is
+concave: d²Σ/de² = 1/(de/ds) < 0. A converged row where de/ds > 0 is resolved (by ``FALL_Z`` s.e.:
+:func:`de_ds`, finite differences of e over the converged rows on the branch, its s.e. paired over
+the outer samples, :func:`de_ds_se`) is a maximum over e whose Φ bounds nothing; it is set
+``unphysical`` (:func:`mark_unphysical`), and the rule uses none of these rows in 1–4.
+
 Φ(s) = min over saddles, and it is continuous and concave in 1/s (a minimum of functions linear in
 1/s), with slope −Σ in 1/s: every tangent lies above it. A continuation that lands on a saddle of
 higher Φ breaks this, so each solve is checked against the row it started from
@@ -39,7 +46,8 @@ kept (the dominant one; the other is in ``ScanResult.dropped``). A jump of Φ th
 the closest rows (:func:`discontinuous`) means the scan left the dominant branch: the rows on its
 higher side lie above the continuous Φ there, so they are set ``off_branch`` and the rule uses
 none of them (their Φ bounds nothing). The grid is not extended beyond a side whose outermost
-row did not converge or is off the branch (``ScanResult.stop`` says why the scan ended).
+row did not converge, is off the branch or is unphysical (``ScanResult.stop`` says why the scan
+ended).
 
 The complexity curve Σ(e) is drawn from the converged rows with de/ds < 0 (finite differences
 over converged neighbours) and Σ ≥ 0 only (:func:`on_curve`).
@@ -57,7 +65,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from slrpipe.theory.replica.rsb1.estimators import Legendre, diff_se, legendre, sigma_fd
+from slrpipe.theory.replica.rsb1.estimators import Legendre, diff_se, legendre, paired_se, shared, sigma_fd
 from slrpipe.vocabulary import DEFAULTS
 
 log = logging.getLogger(__name__)
@@ -164,7 +172,8 @@ class ScanResult:
     check: the :class:`StarCheck` at s*.
     dropped: the saddles solved at an s that holds one of smaller Φ (or a converged one), kept aside.
     stop: why the scan ended: "bracketed", "max_rows" (the solves allowed are spent), "not converged
-    at s=…" or "off the branch at s=…" (the side to extend ends on such a row).
+    at s=…", "off the branch at s=…" or "unphysical (de/ds > 0) at s=…" (the side to extend ends on
+    such a row).
     legendre: the two estimators of Σ compared on the final rows the rule uses
     (:class:`~slrpipe.theory.replica.rsb1.estimators.Legendre`; its scale multiplies every Σ s.e.
     the rule reads).
@@ -208,12 +217,16 @@ def _converged(r: dict) -> bool:
     return bool(r.get("converged")) and math.isfinite(r.get("phi", math.nan))
 
 
-def _usable(r: dict) -> bool:
+def _on_branch(r: dict) -> bool:
     return _converged(r) and not r.get("off_branch")
 
 
+def _usable(r: dict) -> bool:
+    return _on_branch(r) and not r.get("unphysical")
+
+
 def _conv(rows) -> list[int]:
-    """Indices of the rows the rule uses: converged, finite Φ, on the branch."""
+    """Indices of the rows the rule uses: converged, finite Φ, on the branch, not unphysical."""
     return [i for i, r in enumerate(rows) if _usable(r)]
 
 
@@ -280,10 +293,11 @@ def star_check(rows, star: dict, scale: float = 1.0) -> StarCheck:
 
 def de_ds(rows) -> np.ndarray:
     """de/ds per row (ascending s) by finite differences of e over the converged rows on the branch
-    (central inside, one-sided at the ends; NaN for another row or a lone converged row)."""
+    (central inside, one-sided at the ends; NaN for another row, a lone converged row or rows
+    without ``energy_direct``)."""
     out = np.full(len(rows), np.nan)
-    conv = _conv(rows)
-    if len(conv) < 2:
+    conv = [i for i, r in enumerate(rows) if _on_branch(r)]
+    if len(conv) < 2 or any("energy_direct" not in rows[i] for i in conv):
         return out
     s = np.array([rows[i]["s"] for i in conv])
     e = np.array([rows[i]["energy_direct"] for i in conv])
@@ -291,20 +305,52 @@ def de_ds(rows) -> np.ndarray:
     return out
 
 
+def de_ds_se(rows) -> np.ndarray:
+    """The s.e. of :func:`de_ds` per row: paired over the outer samples where the rows it differences
+    carry ``energy_samples`` on common samples, else their ``energy_direct_se`` combined as if
+    independent (NaN where de/ds is)."""
+    out = np.full(len(rows), np.nan)
+    conv = [i for i, r in enumerate(rows) if _on_branch(r)]
+    if len(conv) < 2 or any("energy_direct" not in rows[i] for i in conv):
+        return out
+    # de/ds is linear in e: the finite-difference weights, row by row
+    w = np.gradient(np.eye(len(conv)), np.array([rows[i]["s"] for i in conv]), axis=0)
+    if shared(*(rows[i] for i in conv), key="energy_samples"):
+        e = np.array([rows[i]["energy_samples"] for i in conv])
+        out[conv] = [paired_se(v) for v in w @ e]
+    else:
+        se = np.array([rows[i].get("energy_direct_se", 0.0) for i in conv])
+        out[conv] = np.sqrt((w * w) @ (se * se))
+    return out
+
+
+def mark_unphysical(rows) -> None:
+    """Set ``unphysical`` on the converged rows on the branch where de/ds > 0 is resolved, by at least
+    ``FALL_Z`` s.e. (:func:`de_ds`, :func:`de_ds_se`): there Σ(e) is convex (d²Σ/de² = 1/(de/ds)),
+    the saddle a maximum of e − Σ(e)/s over e, not the minimum that makes Φ(s) ≤ e_gs, so the rule
+    uses none of them (module docstring)."""
+    d, se = de_ds(rows), de_ds_se(rows)
+    for r, v, err in zip(rows, d, se):
+        r.pop("unphysical", None)
+        if v > FALL_Z * err:
+            r["unphysical"] = True
+
+
 def on_curve(rows) -> np.ndarray:
     """Which rows draw the complexity curve Σ(e): converged on the branch, de/ds < 0 and Σ ≥ 0 (bool
     per row)."""
     d = de_ds(rows)
     sig = np.array([r.get("sigma", np.nan) for r in rows], float)
-    conv = np.array([_usable(r) for r in rows])
+    conv = np.array([_on_branch(r) for r in rows])
     with np.errstate(invalid="ignore"):
         return conv & (d < 0) & (sig >= 0)
 
 
 def _nearest(rows, s) -> dict | None:
-    """The solved row nearest s in log s to start from: a usable one where there is one."""
+    """The solved row nearest s in log s to start from: a converged one on the branch where there is
+    one (unphysical or not: the continuation follows the branch)."""
     solved = [r for r in rows if r.get("solved", True)]
-    pool = [r for r in solved if _usable(r)] or solved
+    pool = [r for r in solved if _on_branch(r)] or solved
     return min(pool, key=lambda r: abs(math.log(r["s"] / s))) if pool else None
 
 
@@ -391,13 +437,15 @@ def mark_branch(rows, first_s: float) -> None:
 
 def _stop_side(rows, side: str) -> str:
     """Why the grid is not extended beyond ``side`` ("up" / "down"): its outermost solved row did not
-    converge or is off the branch ("" where it may be extended)."""
+    converge, is off the branch or is unphysical ("" where it may be extended)."""
     solved = [r for r in rows if r.get("solved", True)]
     end = solved[-1] if side == "up" else solved[0]
     if not end.get("converged"):
         return f"not converged at s={end['s']:g}"
     if end.get("off_branch"):
         return f"off the branch at s={end['s']:g}"
+    if end.get("unphysical"):
+        return f"unphysical (de/ds > 0) at s={end['s']:g}"
     return ""
 
 
@@ -410,6 +458,13 @@ def _blocked(rows, todo, side: str) -> str:
     if rows and rows[-1].get("off_branch") and todo[0] > rows[-1]["s"]:
         return _stop_side(rows, "up")
     return ""
+
+
+def _mark(rows, first_s: float, o: ScanOptions) -> None:
+    """The rows the rule may not use: off the branch (with ``continuity``), then unphysical."""
+    if o.continuity:
+        mark_branch(rows, first_s)
+    mark_unphysical(rows)
 
 
 def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: ScanOptions | None = None) -> ScanResult:
@@ -453,8 +508,7 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
         else:
             new = [new]
         rows = sorted([*rows, *new], key=lambda r: r["s"])
-        if o.continuity:
-            mark_branch(rows, first_s)
+        _mark(rows, first_s, o)
         b = bracket(rows)
         side = b.extend
         if b.found:
@@ -473,8 +527,7 @@ def scan_potential(solve: Callable[[float, dict | None], dict], grid, options: S
         star = solve(s_star, _nearest(res.rows, s_star)) | {"refined": True}
         others = list(res.rows)
         res.rows = sorted([*others, star], key=lambda r: r["s"])
-        if o.continuity:
-            mark_branch(res.rows, first_s)
+        _mark(res.rows, first_s, o)
         res.legendre = legendre(res.rows, _conv(res.rows))
         res.s_star, res.refine, res.star = s_star, how, star
         res.check = star_check(others, star, res.legendre.scale)

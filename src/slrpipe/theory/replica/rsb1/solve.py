@@ -209,6 +209,7 @@ def _rsb1_outputs(pt: _Rsb1Point, s, x, ch) -> dict:
     out["test_error"] = rs_test_error(pt.sigma, pt.task.setting, (x[0], x[1] + x[2], x[4], x[5] + x[6]))
     out.update({k: v for k, v in ch.items() if k.endswith("_n1_bias")})
     out["phi_samples"] = pt.alpha * ch["phi_out_samples"]
+    out["energy_samples"] = pt.alpha * ch["train_loss_samples"] + 0.5 * pt.lam * (out["q1_k"] + out["q1_v"])
     return out
 
 
@@ -258,7 +259,8 @@ def solve_rsb1(
         :func:`thermodynamics` (phi, phi_se, sigma, sigma_se, energy, energy_direct, objective,
         train_loss, sigma_samples (N₀,): Σ per outer sample, linearised), phi_samples (N₀,): α Φ_out
         per outer sample (the Monte Carlo part of Φ: the antithetic-paired s.e. of differences
-        between solves on the same samples is that of ΔΦ), test_error (RS formula of docs/theory.md §7 at (m, q₁): a typical minimum at s),
+        between solves on the same samples is that of ΔΦ), energy_samples (N₀,): e_direct per outer
+        sample (the same for differences of e), test_error (RS formula of docs/theory.md §7 at (m, q₁): a typical minimum at s),
         ess_median, ``*_n1_bias``, residual, converged, iterations, wall_time, s, n_outer, n_inner,
         prox_warm. Reported at the last full pass's state when converged, else at the best one.
     Raises:

@@ -7,7 +7,8 @@ checks of s* (``rsb1_checked``: Σ(s*) ≈ 0 by the closed form and by s²Φ′,
 and de/ds < 0, ``rsb1_star_de_ds``; ``rsb1_sigma_scale``, the factor on Σ's s.e. from the two
 estimators' disagreement over the scan, slrpipe.theory.replica.rsb1.estimators); at that state
 the objective Φ ± s.e., test error of a typical minimum, 2 tr δQ (the predicted
-(1/D)|W_a − W_b|²) and the overlaps m_k, m_v, q₁_k, q₁_v; RS on the same samples; the batch-means s.e. of the state's Φ, test error, 2 tr δQ and overlaps and the
+(1/D)|W_a − W_b|²) and the overlaps m_k, m_v, q₁_k, q₁_v; RS on the same samples; the batch-means
+s.e. of the state's Φ, test error, 2 tr δQ and overlaps and the
 finite-N₀ bias of the first two (K batches of the outer samples, K − 1 degrees of freedom;
 ``rsb1_batches_converged`` of K; slrpipe.commands.rsb1_error); RS and the state at 2N₀
 (``rsb1_n0x2_*``, rsb1.n0_check); the complexity Σ ± s.e. of the state reported (its scan row).

@@ -144,14 +144,15 @@ def dataset(job: Rsb1Job, res: dict) -> xr.Dataset:
     form), the typical-state energy e(s) ± s.e. and test error, δq, m, q₁, V per column, the median
     inner ESS, residual, converged, N₁ biases; ``scan_refined``: a solve refining s*;
     ``scan_off_branch``: a row off the dominant branch, unused by the rule; ``scan_unphysical``: a
-    converged row on the branch with de/ds > 0 (Σ(e) convex there), unused by the rule; ``scan_de_ds``:
-    de/ds by finite differences over converged rows; ``scan_on_curve``: drawn on the complexity
+    converged row on the branch with de/ds > 0 (Σ(e) convex there), unused by the rule;
+    ``scan_de_ds``: de/ds by finite differences over converged rows; ``scan_on_curve``: drawn on the complexity
     curve Σ(e), converged with de/ds < 0 and Σ ≥ 0; ``scan_sigma_chord`` ± ``scan_sigma_chord_se``:
     Σ from the difference of Φ over the interval to the next row the rule uses, and
     ``scan_sigma_chord_z``: the closed form's disagreement with it there in s.e.,
     slrpipe.theory.replica.rsb1.estimators); ``sigma_chi2`` over ``sigma_dof`` intervals and
     ``sigma_scale``, the factor on every s.e. of Σ the rule reads; ``rs_*`` scalars
-    (:data:`RS_KEYS`, RS on the same samples, hard channel; ``rs_objective_se`` its outer Monte Carlo s.e.); the rule's scalars
+    (:data:`RS_KEYS`, RS on the same samples, hard channel; ``rs_objective_se`` its outer Monte
+    Carlo s.e.); the rule's scalars
     (slrpipe.theory.replica.rsb1.scan): ``bracketed`` (a maximum of Φ bracketed: s* found),
     ``lower_bound`` (not bracketed: the objective is only a lower bound of e_gs), ``branch_lost``
     (the continuation left the dominant branch: rows set off it), ``s_star`` (NaN

@@ -263,11 +263,13 @@ def thermodynamics(lam, alpha, s, x, ch) -> dict:
     stationary at the saddle), sigma, sigma_samples (N₀,): Σ linearised per outer sample (the delta
     method on ``ch["sigma_terms"]`` at the state x held fixed: Σ + Σ_k ∂Σ/∂c_k (c_k,i − c_k) for the
     estimators c = q̂₀, δq̂ per column and −αKL; mean Σ), sigma_se (their antithetic-paired s.e.:
-    the covariances of the estimators included), energy, energy_direct, energy_direct_se, objective
+    the covariances of the estimators included), energy, energy_direct, energy_direct_se,
+    energy_samples (N₀,): e_direct per outer sample (mean energy_direct), objective
     (= energy_direct), train_loss; phi, sigma and energy are NaN where the conjugates leave the
     domain (1 − sVδq̂ ≤ 0, as a non-converged state can).
     Raises:
-        KeyError: ``ch`` without ``sigma_terms`` (a pass of :func:`rsb1_channel` has them).
+        KeyError: ``ch`` without ``sigma_terms`` or ``train_loss_samples`` (a pass of
+        :func:`rsb1_channel` has them).
     """
     phi, sig = alpha * ch["phi_out"], -alpha * ch["kl"]
     q1sum = 0.0
@@ -293,6 +295,7 @@ def thermodynamics(lam, alpha, s, x, ch) -> dict:
         q1sum += q1
     sig_i = sig + dev
     e_direct = alpha * ch["train_loss"] + 0.5 * lam * q1sum
+    e_i = alpha * ch["train_loss_samples"] + 0.5 * lam * q1sum
     return {
         "phi": float(phi),
         "phi_se": float(alpha * ch["phi_out_se"]),
@@ -302,6 +305,7 @@ def thermodynamics(lam, alpha, s, x, ch) -> dict:
         "energy": float(phi + sig / s),
         "energy_direct": float(e_direct),
         "energy_direct_se": float(alpha * ch["train_loss_se"]),
+        "energy_samples": e_i,
         "objective": float(e_direct),
         "train_loss": float(ch["train_loss"]),
     }

@@ -14,7 +14,7 @@ from slrpipe.theory.replica.options import ReplicaTask, replica_task
 from slrpipe.theory.replica.rsb1.channel import STATE1
 from slrpipe.theory.replica.rsb1.sampling import Rsb1Draw
 from slrpipe.theory.replica.rsb1.scan import ScanOptions, ScanResult, scan_potential
-from slrpipe.theory.replica.rsb1.solve import Rsb1Options, rs_state, solve_rsb1
+from slrpipe.theory.replica.rsb1.solve import SAMPLES, Rsb1Options, rs_state, solve_rsb1
 from slrpipe.vocabulary import DEFAULTS
 
 log = logging.getLogger(__name__)
@@ -173,8 +173,6 @@ def rsb1_ground_state(
     solve = functools.partial(solve_rsb1, task, float(lam), float(alpha), samples=(fields, inner), options=options)
     res = scan_potential(_solver(solve, rs, frac), s_grid, scan)
     for r in [*res.rows, *res.dropped, res.star or {}]:  # warm starts and samples: for the scan only
-        r.pop("prox_warm", None)
-        r.pop("phi_samples", None)
-        r.pop("sigma_samples", None)
-        r.pop("energy_samples", None)
+        for key in ("prox_warm", *SAMPLES):
+            r.pop(key, None)
     return GroundState(rs={k: rs[k] for k in RS_KEYS}, scan=res, n_outer=fields.n, n_inner=inner.n)

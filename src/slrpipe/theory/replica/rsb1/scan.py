@@ -291,13 +291,20 @@ def star_check(rows, star: dict, scale: float = 1.0) -> StarCheck:
     return StarCheck(**chk)
 
 
+def _differenced(rows) -> list[int]:
+    """The rows :func:`de_ds` differences: the converged ones on the branch, where there are at
+    least two and all carry ``energy_direct`` (else none)."""
+    conv = [i for i, r in enumerate(rows) if _on_branch(r)]
+    return conv if len(conv) >= 2 and all("energy_direct" in rows[i] for i in conv) else []
+
+
 def de_ds(rows) -> np.ndarray:
     """de/ds per row (ascending s) by finite differences of e over the converged rows on the branch
     (central inside, one-sided at the ends; NaN for another row, a lone converged row or rows
     without ``energy_direct``)."""
     out = np.full(len(rows), np.nan)
-    conv = [i for i, r in enumerate(rows) if _on_branch(r)]
-    if len(conv) < 2 or any("energy_direct" not in rows[i] for i in conv):
+    conv = _differenced(rows)
+    if not conv:
         return out
     s = np.array([rows[i]["s"] for i in conv])
     e = np.array([rows[i]["energy_direct"] for i in conv])
@@ -310,8 +317,8 @@ def de_ds_se(rows) -> np.ndarray:
     carry ``energy_samples`` on common samples, else their ``energy_direct_se`` combined as if
     independent (NaN where de/ds is)."""
     out = np.full(len(rows), np.nan)
-    conv = [i for i, r in enumerate(rows) if _on_branch(r)]
-    if len(conv) < 2 or any("energy_direct" not in rows[i] for i in conv):
+    conv = _differenced(rows)
+    if not conv:
         return out
     # de/ds is linear in e: the finite-difference weights, row by row
     w = np.gradient(np.eye(len(conv)), np.array([rows[i]["s"] for i in conv]), axis=0)
@@ -361,8 +368,8 @@ def _both(a: dict, b: dict) -> bool:
 def discontinuous(a: dict, b: dict) -> bool:
     """Whether the converged rows ``a`` and ``b`` cannot lie on one continuous Φ: the row of larger
     Φ (h) lies above the tangent of the other (r) in 1/s, Φ_h − Φ_r > Σ_r·(1/s_r − 1/s_h) +
-    FALL_Z·(s.e. of Σ_r)·|1/s_r − 1/s_h| + FALL_Z·:func:`diff_se` (Φ concave in 1/s with slope −Σ: every tangent lies above it;
-    module docstring). False unless both converged."""
+    FALL_Z·(s.e. of Σ_r)·|1/s_r − 1/s_h| + FALL_Z·:func:`diff_se` (Φ concave in 1/s with slope −Σ:
+    every tangent lies above it; module docstring). False unless both converged."""
     if not _both(a, b):
         return False
     r, h = (a, b) if a["phi"] <= b["phi"] else (b, a)

@@ -198,6 +198,10 @@ def _iterate_rsb1(pt: _Rsb1Point, s, samples, x, warm, o: Rsb1Options) -> _Itera
     return _Iterated(best.residual, best.x, best.ch, False, it)
 
 
+#: the per-outer-sample arrays of a solve (for the paired s.e. of the scan; not stored)
+SAMPLES = ("phi_samples", "sigma_samples", "energy_samples")
+
+
 def _rsb1_outputs(pt: _Rsb1Point, s, x, ch) -> dict:
     """State (+ q₁), conjugates (+ ``*_se``), :func:`thermodynamics`, test error and N₁ biases of
     :func:`solve_rsb1` at x from the full channel pass ``ch`` there."""
@@ -209,7 +213,6 @@ def _rsb1_outputs(pt: _Rsb1Point, s, x, ch) -> dict:
     out["test_error"] = rs_test_error(pt.sigma, pt.task.setting, (x[0], x[1] + x[2], x[4], x[5] + x[6]))
     out.update({k: v for k, v in ch.items() if k.endswith("_n1_bias")})
     out["phi_samples"] = pt.alpha * ch["phi_out_samples"]
-    out["energy_samples"] = pt.alpha * ch["train_loss_samples"] + 0.5 * pt.lam * (out["q1_k"] + out["q1_v"])
     return out
 
 
@@ -257,10 +260,10 @@ def solve_rsb1(
     Returns:
         dict: the state ``STATE1`` (and q1_k, q1_v), the conjugates ``CONJ1`` with ``*_se``,
         :func:`thermodynamics` (phi, phi_se, sigma, sigma_se, energy, energy_direct, objective,
-        train_loss, sigma_samples (N₀,): Σ per outer sample, linearised), phi_samples (N₀,): α Φ_out
-        per outer sample (the Monte Carlo part of Φ: the antithetic-paired s.e. of differences
-        between solves on the same samples is that of ΔΦ), energy_samples (N₀,): e_direct per outer
-        sample (the same for differences of e), test_error (RS formula of docs/theory.md §7 at (m, q₁): a typical minimum at s),
+        train_loss, sigma_samples and energy_samples (N₀,): Σ and e_direct per outer sample),
+        phi_samples (N₀,): α Φ_out per outer sample (the Monte Carlo part of Φ: the
+        antithetic-paired s.e. of differences between solves on the same samples is that of ΔΦ;
+        so for e), test_error (RS formula of docs/theory.md §7 at (m, q₁): a typical minimum at s),
         ess_median, ``*_n1_bias``, residual, converged, iterations, wall_time, s, n_outer, n_inner,
         prox_warm. Reported at the last full pass's state when converged, else at the best one.
     Raises:
